@@ -1,0 +1,44 @@
+"""countdown_env: the Countdown puzzle as a reinforcement-learning environment.
+
+Puzzles, an exact solver and seeded generator, a safe verifier for untrusted model answers, reward functions,
+prompts, Gymnasium environments and dataset builders. Imports no torch, transformers or trl.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .puzzle import Puzzle, PuzzleError
+
+__version__ = "0.1.0"
+
+# Public names resolved lazily so that `import countdown_env` stays cheap (sympy, datasets load on first use).
+_EXPORTS = {
+    "PromptTemplate": "prompts",
+    "chat_messages": "prompts",
+    "parse_expression": "expression",
+    "evaluate": "expression",
+    "canonical_form": "expression",
+    "ExpressionError": "expression",
+    "verify": "verifier",
+    "Verification": "verifier",
+    "extract_answer": "answers",
+    "normalize_expression": "answers",
+    "solve": "solver",
+    "solutions": "solver",
+    "count_solutions": "solver",
+    "PuzzleGenerator": "generator",
+    "RewardConfig": "rewards",
+    "countdown_reward": "rewards",
+}
+
+__all__ = ["Puzzle", "PuzzleError", "__version__", *_EXPORTS]
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'countdown_env' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
