@@ -1,0 +1,304 @@
+"""The base trainer every Countdown learner subclasses: ``trl.GRPOTrainer`` plus exactly two seams.
+
+``CountdownGRPOTrainer`` accepts the same constructor arguments as ``trl.GRPOTrainer`` (trl 1.16.x) and two
+optional keywords, ``reward_config`` and ``prompt_template`` (kept for reference in logs). With
+``reward_funcs=None`` the reward comes from the environment: TRL's batch is turned into
+:class:`countdown_env.trajectory.Trajectory` records by the env's batched scorer ``score_trajectories``
+(the very function the token-level Gymnasium env calls at episode end), so trainer and env cannot disagree.
+The dataset must then carry ``numbers`` and ``target`` columns (see :func:`learners.data.prompt_dataset`).
+
+The seams (a learner overrides these and nothing else)
+------------------------------------------------------
+1. ``shape_batch(self, batch, rollout) -> batch`` runs once per generation batch, on every process, right after
+   TRL generated, scored and computed its advantages, *before* TRL shuffles and splits the batch.
+   ``batch`` is TRL's dict: ``prompt_ids``/``prompt_mask`` (B,P), ``completion_ids``/``completion_mask`` (B,T),
+   ``advantages`` (B,), ``num_items_in_batch`` (scalar), optional ``old_per_token_logps``,
+   ``ref_per_token_logps``, ``sampling_per_token_logps``, ``importance_sampling_ratio``, ``tool_mask``.
+   B is this process's rows. A learner may
+   - set per-token advantages: ``batch["advantages"] = A`` with shape (B,T) (TRL's loss accepts them);
+   - select loss tokens with :meth:`set_loss_mask` (stored in ``tool_mask``; never zero ``completion_mask``
+     per token: it is also the attention mask);
+   - add extra per-row tensors with first dimension B (they follow TRL's shuffle/split).
+   ``num_items_in_batch`` is recomputed from the loss mask after the seam, so dropped tokens leave the
+   token-level normalisers (``dapo``, ``bnpo``) too.
+   ``rollout`` (:class:`Rollout`) holds the gathered rewards of *all* processes in group order, the group size,
+   this process's row slice, the puzzles and (env reward) the trajectories of the local rows.
+2. ``select_loss_tokens(self, inputs) -> inputs`` runs in ``_compute_loss`` on each (shuffled) micro-batch
+   before the parent computes the loss. It may select or truncate tokens (loss mask), or adjust per-token
+   tensors computed from the micro-batch (e.g. advantages that depend on the current policy's log-probs,
+   obtained with :meth:`per_token_logps`). Then TRL's ``_compute_loss`` runs unchanged.
+
+Both default to the identity, so ``CountdownGRPOTrainer`` is plain GRPO with Countdown rewards and metrics.
+
+Groups and processes
+--------------------
+Rows of one prompt group (``num_generations`` completions) are contiguous *in the gathered order* during
+seam 1; under several processes a group may be spread over processes. Compute group statistics on gathered
+tensors (``rollout.rewards``, or :meth:`gather_rows` for per-token tensors), then keep this process's rows with
+``rollout.local(...)``. Every process must call :meth:`gather_rows` the same number of times (it is a
+collective operation).
+
+Helpers for learners: :meth:`gather_rows`, :meth:`loss_mask`, :meth:`set_loss_mask`, :meth:`per_token_logps`,
+:meth:`recount_items`, :meth:`log_metric`.
+
+Logged metrics (under ``countdown/``): ``accuracy`` (share of correct answers), ``format_rate``,
+``mean_completion_length`` (tokens), ``truncation_rate`` (no end-of-turn token within the budget),
+``homogeneous_group_frac`` (groups whose rewards all agree: zero GRPO advantage).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from trl import GRPOTrainer
+
+
+@dataclass
+class Rollout:
+    """What seam 1 knows about one generation batch.
+
+    Global tensors cover the rows of every process, concatenated in process order; rows
+    ``g*num_generations … (g+1)*num_generations-1`` are the completions of group ``g``.
+
+    Attributes:
+        rewards: (N,) total reward of every completion (weighted sum over reward functions; NaN when no
+            reward function scored it), gathered over processes.
+        rewards_per_func: (N, F) the same per reward function.
+        num_generations: the group size G (N is a multiple of it).
+        process_slice: this process's rows within the N global rows.
+        inputs: this process's dataset rows (dicts), as TRL passed them.
+        puzzles: the ``Puzzle`` of each local row when the dataset has ``numbers``/``target``, else ``None``.
+        trajectories: the env's ``Trajectory`` of each local row when the env reward ran, else ``None``.
+        mode: ``"train"`` or ``"eval"``.
+    """
+
+    rewards: torch.Tensor
+    rewards_per_func: torch.Tensor
+    num_generations: int
+    process_slice: slice
+    inputs: list[dict[str, Any]]
+    puzzles: list[Any] | None = None
+    trajectories: list[Any] | None = None
+    mode: str = "train"
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def num_groups(self) -> int:
+        return self.rewards.numel() // self.num_generations
+
+    def grouped(self, values: torch.Tensor) -> torch.Tensor:
+        """Reshape a gathered (N, ...) tensor to (N/G, G, ...)."""
+        return values.reshape(-1, self.num_generations, *values.shape[1:])
+
+    def local(self, values: torch.Tensor | Sequence, width: int | None = None):
+        """This process's rows of a gathered (N, ...) tensor or list; ``width`` trims padded columns."""
+        rows = values[self.process_slice]
+        if width is not None and isinstance(rows, torch.Tensor) and rows.dim() > 1:
+            rows = rows[:, :width]
+        return rows
+
+    @property
+    def local_rewards(self) -> torch.Tensor:
+        return self.rewards[self.process_slice]
+
+    @property
+    def group_index(self) -> torch.Tensor:
+        """(B,) the global group number of each local row."""
+        start = self.process_slice.start
+        rows = torch.arange(start, start + len(self.inputs), device=self.rewards.device)
+        return rows // self.num_generations
+
+    def homogeneous_groups(self) -> torch.Tensor:
+        """(N/G,) bool: groups whose rewards all agree (NaN rewards ignored; an all-NaN group counts)."""
+        grouped = self.grouped(self.rewards)
+        finite = ~torch.isnan(grouped)
+        high = torch.where(finite, grouped, torch.full_like(grouped, -torch.inf)).amax(dim=1)
+        low = torch.where(finite, grouped, torch.full_like(grouped, torch.inf)).amin(dim=1)
+        return (high <= low) | ~finite.any(dim=1)
+
+
+def puzzles_from_inputs(inputs: Sequence[dict[str, Any]]) -> list[Any] | None:
+    """The ``Puzzle`` of each dataset row with ``numbers`` and ``target``, or ``None`` when a column is missing."""
+    if not inputs or "numbers" not in inputs[0] or "target" not in inputs[0]:
+        return None
+    from countdown_env import Puzzle
+
+    return [Puzzle(tuple(int(n) for n in row["numbers"]), int(row["target"])) for row in inputs]
+
+
+class CountdownGRPOTrainer(GRPOTrainer):
+    """``trl.GRPOTrainer`` with Countdown rewards from the environment, Countdown metrics and two seams.
+
+    See the module docstring for the seam API. Extra keyword arguments (beyond ``GRPOTrainer``'s):
+        reward_config: ``countdown_env.rewards.RewardConfig`` for the env reward (binary; optional format
+            bonus, answer tag, use-all-numbers rule). Ignored when ``reward_funcs`` is given.
+    """
+
+    def __init__(self, model, reward_funcs=None, args=None, *trainer_args, reward_config=None, **trainer_kwargs):
+        self.reward_config = reward_config
+        self._rollout_trajectories: list[Any] | None = None
+        self._rollout_rewards_per_func: torch.Tensor | None = None
+        self.uses_env_reward = reward_funcs is None and trainer_kwargs.get("environment_factory") is None
+        if self.uses_env_reward:
+            reward_funcs = [self.countdown_env_reward]
+        super().__init__(model, reward_funcs, args, *trainer_args, **trainer_kwargs)
+
+    # ----------------------------------------------------------------------------------------------- seams
+    def shape_batch(self, batch: dict[str, Any], rollout: Rollout) -> dict[str, Any]:
+        """Seam 1 (after generation and scoring). Default: identity."""
+        return batch
+
+    def select_loss_tokens(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """Seam 2 (before the loss, per micro-batch). Default: identity."""
+        return inputs
+
+    # ---------------------------------------------------------------------------------- env reward
+    def countdown_env_reward(self, prompts, completions, completion_ids, numbers=None, target=None, **kwargs):
+        """TRL reward function: score the batch with the env's ``score_trajectories`` (1 correct, else 0)."""
+        if numbers is None or target is None:
+            raise ValueError(
+                "the Countdown env reward needs 'numbers' and 'target' dataset columns "
+                "(build the dataset with learners.data.prompt_dataset) or pass reward_funcs"
+            )
+        from countdown_env import Puzzle
+        from countdown_env.trajectory import score_trajectories
+
+        puzzles = [Puzzle(tuple(int(n) for n in ns), int(t)) for ns, t in zip(numbers, target, strict=True)]
+        trajectories = score_trajectories(
+            puzzles,
+            [list(ids) for ids in completion_ids],
+            self.processing_class,
+            reward_config=self.reward_config,
+            max_new_tokens=self.max_completion_length,
+            stop_ids=list(self.eos_token_ids),
+        )
+        self._rollout_trajectories = trajectories
+        return [float(t.reward) for t in trajectories]
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        # Keep TRL's gathered (N, F) rewards for seam 1; TRL itself only hands advantages onwards.
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._rollout_rewards_per_func = rewards_per_func
+        return rewards_per_func
+
+    # ------------------------------------------------------------------------------------- wiring
+    def _generate_and_score_completions(self, inputs):
+        self._rollout_trajectories = None
+        batch = super()._generate_and_score_completions(inputs)
+        mode = "train" if self.model.training else "eval"
+        rewards_per_func = self._rollout_rewards_per_func
+        weights = self.reward_weights.to(rewards_per_func.device).unsqueeze(0)
+        rewards = (rewards_per_func * weights).nansum(dim=1)
+        rewards[torch.isnan(rewards_per_func).all(dim=1)] = torch.nan
+        index = self.accelerator.process_index
+        rollout = Rollout(
+            rewards=rewards,
+            rewards_per_func=rewards_per_func,
+            num_generations=self.num_generations if mode == "train" else self.num_generations_eval,
+            process_slice=slice(index * len(inputs), (index + 1) * len(inputs)),
+            inputs=list(inputs),
+            puzzles=puzzles_from_inputs(inputs),
+            trajectories=self._rollout_trajectories,
+            mode=mode,
+        )
+        self._log_rollout_metrics(batch, rollout)
+        batch = self.shape_batch(batch, rollout)
+        if batch is None:
+            raise TypeError(f"{type(self).__name__}.shape_batch must return the batch dict")
+        self.recount_items(batch)
+        return batch
+
+    def _compute_loss(self, model, inputs):
+        inputs = self.select_loss_tokens(inputs)
+        if inputs is None:
+            raise TypeError(f"{type(self).__name__}.select_loss_tokens must return the inputs dict")
+        return super()._compute_loss(model, inputs)
+
+    # ------------------------------------------------------------------------------------- helpers
+    def gather_rows(self, tensor: torch.Tensor, pad_value: float = 0) -> torch.Tensor:
+        """Gather a per-row (B, ...) tensor from every process into (N, ...), padding dim 1 to a common width.
+
+        Collective: every process must call it. Use ``rollout.local(gathered, width=B_T)`` to slice back.
+        """
+        if self.accelerator.num_processes == 1:
+            return tensor
+        if tensor.dim() > 1:
+            tensor = self.accelerator.pad_across_processes(tensor, dim=1, pad_index=pad_value)
+        return self.accelerator.gather(tensor.contiguous())
+
+    @staticmethod
+    def loss_mask(batch: dict[str, Any]) -> torch.Tensor:
+        """(B,T) the tokens the loss uses: ``completion_mask * tool_mask``."""
+        mask = batch["completion_mask"]
+        tool_mask = batch.get("tool_mask")
+        return mask if tool_mask is None else mask * tool_mask
+
+    @staticmethod
+    def set_loss_mask(batch: dict[str, Any], mask: torch.Tensor) -> dict[str, Any]:
+        """Restrict the loss to ``mask`` (B,T) (0/1); the attention mask (``completion_mask``) stays intact."""
+        completion_mask = batch["completion_mask"]
+        if mask.shape != completion_mask.shape:
+            raise ValueError(f"loss mask shape {tuple(mask.shape)} != completion_mask {tuple(completion_mask.shape)}")
+        batch["tool_mask"] = mask.to(device=completion_mask.device, dtype=completion_mask.dtype)
+        return batch
+
+    def recount_items(self, batch: dict[str, Any]) -> None:
+        """Recompute ``num_items_in_batch`` (loss tokens over all processes) from the current loss mask."""
+        batch["num_items_in_batch"] = self.accelerator.gather(self.loss_mask(batch).sum()).sum()
+
+    @torch.no_grad()
+    def per_token_logps(self, model, batch: dict[str, Any], batch_size: int | None = None) -> torch.Tensor:
+        """(B,T) log-probabilities of the completion tokens under ``model`` (no gradient)."""
+        input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+        attention_mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+        logps, _, _ = self._get_per_token_logps_and_entropies(
+            model,
+            input_ids,
+            attention_mask,
+            batch["completion_ids"].size(1),
+            batch_size=batch_size or input_ids.size(0),
+        )
+        return logps
+
+    def log_metric(self, name: str, value: float, mode: str | None = None) -> None:
+        """Append a scalar to TRL's metrics (averaged per logging step). Call with the same value on all ranks."""
+        mode = mode or ("train" if self.model.training else "eval")
+        self._metrics[mode][name].append(float(value))
+
+    def _log_rollout_metrics(self, batch: dict[str, Any], rollout: Rollout) -> None:
+        device = batch["completion_ids"].device
+        lengths = batch["completion_mask"].sum(dim=1).float()
+        trajectories = rollout.trajectories
+        if trajectories is not None:
+            truncated = torch.tensor([bool(t.truncated) for t in trajectories], device=device)
+            correct = torch.tensor([bool(t.verification.correct) for t in trajectories], device=device)
+            format_ok = torch.tensor([bool(t.format_ok) for t in trajectories], device=device)
+        else:
+            eos = torch.tensor(sorted(self.eos_token_ids), device=device)
+            truncated = ~torch.isin(batch["completion_ids"], eos).any(dim=1)
+            local = rollout.local(rollout.rewards)
+            correct = torch.nan_to_num(local, nan=0.0) >= 1.0
+            format_ok = torch.full_like(correct, torch.nan, dtype=torch.float32)
+        stats = torch.stack(
+            [
+                correct.float().sum(),
+                format_ok.float().sum(),
+                truncated.float().sum(),
+                lengths.sum(),
+                torch.tensor(float(len(lengths)), device=device),
+            ]
+        )
+        totals = self.accelerator.gather(stats.unsqueeze(0)).sum(dim=0)
+        n = totals[4].clamp(min=1.0)
+        mode = rollout.mode
+        self._metrics[mode]["countdown/accuracy"].append((totals[0] / n).item())
+        if trajectories is not None:
+            self._metrics[mode]["countdown/format_rate"].append((totals[1] / n).item())
+        self._metrics[mode]["countdown/truncation_rate"].append((totals[2] / n).item())
+        self._metrics[mode]["countdown/mean_completion_length"].append((totals[3] / n).item())
+        self._metrics[mode]["countdown/homogeneous_group_frac"].append(
+            rollout.homogeneous_groups().float().mean().item()
+        )

@@ -1,0 +1,108 @@
+"""Shared fixtures. ``tiny_model_dir`` builds the embedded tiny model once per session, offline."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# Two cores shared by many processes: keep torch from oversubscribing them.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("WANDB_MODE", "disabled")
+
+# A few fixed 3-number puzzles (numbers, target) with known solutions, for trainer tests.
+TOY_PUZZLES = [
+    ((3, 7, 11), 21),
+    ((2, 5, 9), 19),
+    ((4, 6, 8), 40),
+    ((1, 3, 5), 15),
+    ((10, 2, 3), 60),
+    ((6, 7, 1), 43),
+    ((12, 4, 2), 6),
+    ((9, 9, 3), 27),
+]
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory):
+    """Path of the randomly initialised tiny Qwen2 model + character tokenizer (read-only: copy to modify)."""
+    from learners.tiny import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-model"), seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer(tiny_model_dir):
+    from learners.tiny import load_tokenizer
+
+    return load_tokenizer(tiny_model_dir)
+
+
+@pytest.fixture
+def toy_puzzles():
+    from countdown_env import Puzzle
+
+    return [Puzzle(numbers, target) for numbers, target in TOY_PUZZLES]
+
+
+@pytest.fixture
+def toy_prompt_dataset(toy_puzzles):
+    """``prompt``/``numbers``/``target`` rows in the compact template (short prompts for the tiny model)."""
+    from learners.data import prompt_dataset
+
+    return prompt_dataset(toy_puzzles, "compact")
+
+
+@pytest.fixture
+def cpu_grpo_kwargs(tmp_path):
+    """GRPOConfig keyword arguments for a fast, deterministic CPU run of the tiny model; override as needed."""
+    return dict(
+        output_dir=str(tmp_path / "out"),
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        use_vllm=False,
+        report_to="none",
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=16,
+        max_steps=2,
+        learning_rate=1e-3,
+        logging_steps=1,
+        save_strategy="no",
+        seed=0,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
+
+
+class CharTokenizer:
+    """A minimal offline tokenizer for env tests: one id per printable ASCII character, after three specials."""
+
+    SPECIALS = ("<pad>", "<eos>", "<stop>")
+
+    def __init__(self) -> None:
+        import string
+
+        self.tokens = [*self.SPECIALS, *string.printable]
+        self.ids = {t: i for i, t in enumerate(self.tokens)}
+        self.pad_token_id, self.eos_token_id, self.stop_token_id = 0, 1, 2
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def encode(self, text: str) -> list[int]:
+        return [self.ids[c] for c in text]
+
+    def decode(self, ids) -> str:
+        return "".join(self.tokens[int(i)] for i in ids)
+
+
+@pytest.fixture
+def char_tokenizer():
+    """Character-level tokenizer object (encode/decode/eos_token_id, no chat template)."""
+    return CharTokenizer()
