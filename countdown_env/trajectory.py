@@ -116,9 +116,7 @@ def stop_id_set(tokenizer: Any, stop_ids: Sequence[int] | int | None = None) -> 
     return frozenset(found)
 
 
-def episode_end(
-    ids: np.ndarray, stop_ids: np.ndarray, max_new_tokens: int | None
-) -> tuple[int, int, bool]:
+def episode_end(ids: np.ndarray, stop_ids: np.ndarray, max_new_tokens: int | None) -> tuple[int, int, bool]:
     """Where an episode over ``ids`` ends: ``(n_kept, n_text, truncated)``.
 
     ``n_kept`` ids belong to the episode, the first ``n_text`` of them are decoded (the terminating stop id is

@@ -84,7 +84,7 @@ def test_rewards_match_score_completion_for_a_batch(char_tokenizer):
     puzzles = [PUZZLE, PUZZLE.to_dict(), PUZZLE, PUZZLE, PUZZLE, Puzzle([1, 2], 3)]
     rows = [ids(tok, t, tok.eos_token_id) for t in texts]
     out = score_trajectories(puzzles, rows, tok, reward_config=config)
-    for traj, text, puzzle in zip(out, texts, puzzles):
+    for traj, text, puzzle in zip(out, texts, puzzles, strict=True):
         expected = score_completion(text, Puzzle.from_dict(puzzle) if isinstance(puzzle, dict) else puzzle, config)
         assert traj.reward == expected.reward
         assert traj.verification == expected.verification and traj.format_ok == expected.format_ok
