@@ -1,0 +1,539 @@
+"""Safe parser and exact evaluator for Countdown expressions written by a model.
+
+Model text is never handed to ``eval``, ``exec``, ``compile``, ``ast`` or sympy's parsers. The pipeline is
+
+1. length check (before any other work),
+2. character whitelist (ASCII digits, ``+ - * /``, parentheses, whitespace) and a few forbidden digraphs
+   (``**``, ``//``),
+3. a precompiled-regex tokenizer,
+4. an iterative shunting-yard parser that emits postfix (RPN) while enforcing the nesting-depth and
+   number-count limits, so 10 000 nested parentheses are refused after the first ``max_depth`` of them and
+   no Python recursion is involved anywhere,
+5. exact evaluation of the postfix form with ``int`` where the result is integral and ``Fraction`` otherwise,
+   checking the magnitude of every intermediate.
+
+Every refusal raises :class:`ExpressionError` whose ``reason`` is one of the verifier's reason strings (see
+:mod:`countdown_env.verifier`). The tree types (:class:`Num`, :class:`BinOp`, :class:`Neg`) are for callers
+that want structure (``to_infix``, ``canonical_form``); the verifier's hot path works on the postfix form.
+
+Grammar (``-x`` only with ``allow_unary_minus=True``; unary ``+`` is never accepted)::
+
+    expr   := term (("+" | "-") term)*
+    term   := factor (("*" | "/") factor)*
+    factor := NUMBER | "(" expr ")" | "-" factor
+    NUMBER := "0" | [1-9][0-9]*  (a leading zero, e.g. "05", is refused: it is not how a given number is written;
+                                  a bare 0 parses and is then an unknown number to the verifier)
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+__all__ = [
+    "ExpressionError",
+    "Num",
+    "BinOp",
+    "Neg",
+    "Node",
+    "Limits",
+    "DEFAULT_LIMITS",
+    "parse_expression",
+    "evaluate",
+    "leaves",
+    "height",
+    "to_infix",
+    "canonical_form",
+]
+
+# Reason strings shared with verifier.REASONS (kept here so this module has no import cycle).
+EMPTY = "empty"
+PARSE_ERROR = "parse_error"
+FORBIDDEN_TOKEN = "forbidden_token"
+DIVISION_BY_ZERO = "division_by_zero"
+NON_INTEGER_INTERMEDIATE = "non_integer_intermediate"
+NON_POSITIVE_INTERMEDIATE = "non_positive_intermediate"
+TOO_LONG = "too_long"
+TOO_DEEP = "too_deep"
+TOO_LARGE = "too_large"
+TOO_MANY_NUMBERS = "too_many_numbers"
+
+
+class ExpressionError(ValueError):
+    """An expression was refused. ``reason`` is a verifier reason string, ``str(error)`` explains it."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Input limits; exceeding one is a refusal with a reason, never an exception from the verifier.
+
+    - ``max_length``: characters accepted before anything else is looked at (``too_long``). Everything after
+      this check is linear in the length, so the limit only bounds work; real answers are far shorter. It is
+      generous enough that 10 000 nested parentheses (20 001 characters) are reported as ``too_deep``.
+    - ``max_depth``: deepest parenthesis nesting and tallest parse tree (leaf = 1) accepted (``too_deep``).
+    - ``max_numbers``: most number literals in one expression (``too_many_numbers``).
+    - ``max_magnitude``: bound on ``|numerator|`` and ``denominator`` of every number and intermediate
+      (``too_large``); keeps exact arithmetic cheap.
+    """
+
+    max_length: int = 100_000
+    max_depth: int = 100
+    max_numbers: int = 64
+    max_magnitude: int = 10**40
+
+    def __post_init__(self) -> None:
+        for name in ("max_length", "max_depth", "max_numbers", "max_magnitude"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"Limits.{name} must be a positive integer, got {value!r}")
+
+    @functools.cached_property
+    def max_digits(self) -> int:
+        """Upper bound on the digits of ``max_magnitude``: a longer literal is ``too_large`` without converting
+        it (capped below Python's 4300-digit ``int(str)`` limit)."""
+        return min(4000, math.ceil(self.max_magnitude.bit_length() * math.log10(2)) + 1)
+
+
+DEFAULT_LIMITS = Limits()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Tree
+# ----------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Num:
+    """A number literal (a non-negative integer)."""
+
+    value: int
+
+
+@dataclass(frozen=True)
+class BinOp:
+    """``left op right`` with ``op`` one of ``+ - * /``."""
+
+    op: str
+    left: Node
+    right: Node
+
+
+@dataclass(frozen=True)
+class Neg:
+    """Unary minus (only produced with ``allow_unary_minus=True``)."""
+
+    operand: Node
+
+
+Node = Num | BinOp | Neg
+
+# Postfix items: an int is a number, a one-character str is an operator; "~" is unary minus.
+_NEG = "~"
+_PREC = {"+": 1, "-": 1, "*": 2, "/": 2, _NEG: 3}
+
+# ----------------------------------------------------------------------------------------------------------
+# Tokenizer + parser (text -> postfix)
+# ----------------------------------------------------------------------------------------------------------
+_ALLOWED = re.compile(r"[0-9 \t\r\n\f\v+\-*/()]*")
+_FIRST_BAD = re.compile(r"[^0-9 \t\r\n\f\v+\-*/()]")
+_TOKEN = re.compile(r"[0-9]+|[-+*/()]")
+_NAME = re.compile(r"[^\W\d]\w*")
+
+_FORBIDDEN_NAMES = {
+    ".": "decimal point or attribute access ('.')",
+    ",": "comma (',')",
+    "%": "modulo ('%')",
+    "^": "power ('^')",
+    "!": "factorial ('!')",
+    "=": "'=' (only one trailing '= <number>' is stripped, by normalize_expression)",
+}
+
+
+def _forbidden_message(text: str) -> str:
+    """Say which token made ``text`` fail the character whitelist (only called on refusal)."""
+    if "**" in text:
+        return "forbidden token '**' (power is not a Countdown operator)"
+    if "//" in text:
+        return "forbidden token '//' (floor division is not a Countdown operator)"
+    bad = _FIRST_BAD.search(text)
+    if bad is None:  # pragma: no cover - only called when the whitelist failed
+        return "forbidden token"
+    char = bad.group()
+    if char in _FORBIDDEN_NAMES:
+        return f"forbidden token: {_FORBIDDEN_NAMES[char]}"
+    name = _NAME.match(text, bad.start())
+    if name is not None:
+        word = name.group()
+        shown = word if len(word) <= 20 else word[:20] + "..."
+        return f"forbidden token: name {shown!r} (names and calls are not allowed)"
+    if char.isdigit():
+        return f"forbidden token: non-ASCII digit {char!r}"
+    return f"forbidden token: {char!r}"
+
+
+def _to_postfix(text: str, allow_unary_minus: bool, limits: Limits) -> tuple[list, list[int]]:
+    """Tokenize and parse ``text`` into postfix; also return the number literals in order of appearance."""
+    if len(text) > limits.max_length:
+        raise ExpressionError(TOO_LONG, f"expression has {len(text)} characters, the limit is {limits.max_length}")
+    if _ALLOWED.fullmatch(text) is None or "**" in text or "//" in text:
+        raise ExpressionError(FORBIDDEN_TOKEN, _forbidden_message(text))
+    tokens = _TOKEN.findall(text)
+    if not tokens:
+        raise ExpressionError(EMPTY, "expression is empty")
+
+    max_depth = limits.max_depth
+    max_numbers = limits.max_numbers
+    max_digits = limits.max_digits
+    prec = _PREC
+    out: list = []
+    numbers: list[int] = []
+    stack: list[str] = []  # operators and "("
+    depth = 0
+    expect_operand = True
+    n_ops = 0
+    for tok in tokens:
+        c = tok[0]
+        if expect_operand:
+            if "0" <= c <= "9":
+                if c == "0" and len(tok) > 1:
+                    raise ExpressionError(FORBIDDEN_TOKEN, f"number {tok!r} has a leading zero")
+                if len(numbers) >= max_numbers:
+                    raise ExpressionError(TOO_MANY_NUMBERS, f"more than {max_numbers} numbers in the expression")
+                if len(tok) > max_digits:  # int() of a huge literal is slow (and refused past 4300 digits)
+                    raise ExpressionError(TOO_LARGE, f"number with {len(tok)} digits exceeds the magnitude limit")
+                value = int(tok)
+                numbers.append(value)
+                out.append(value)
+                expect_operand = False
+            elif c == "(":
+                depth += 1
+                if depth > max_depth:
+                    raise ExpressionError(TOO_DEEP, f"parentheses nested deeper than {max_depth}")
+                stack.append(c)
+            elif c == "-":
+                if not allow_unary_minus:
+                    raise ExpressionError(FORBIDDEN_TOKEN, "unary minus is not allowed")
+                stack.append(_NEG)
+                n_ops += 1
+            elif c == "+":
+                raise ExpressionError(FORBIDDEN_TOKEN, "unary plus is not allowed")
+            elif c == ")":
+                raise ExpressionError(PARSE_ERROR, "')' where a number or '(' was expected")
+            else:
+                raise ExpressionError(PARSE_ERROR, f"operator {tok!r} where a number or '(' was expected")
+        elif c == ")":
+            while stack and stack[-1] != "(":
+                out.append(stack.pop())
+            if not stack:
+                raise ExpressionError(PARSE_ERROR, "unbalanced ')'")
+            stack.pop()
+            depth -= 1
+        elif c == "(":
+            raise ExpressionError(PARSE_ERROR, "'(' right after an operand (implicit multiplication is not allowed)")
+        elif "0" <= c <= "9":
+            raise ExpressionError(
+                PARSE_ERROR, f"number {tok!r} right after an operand: missing operator (digits are never joined)"
+            )
+        else:
+            p = prec[c]
+            # Binary operators are left-associative; unary minus binds tighter than any of them.
+            while stack and stack[-1] != "(" and prec[stack[-1]] >= p:
+                out.append(stack.pop())
+            stack.append(c)
+            n_ops += 1
+            expect_operand = True
+    if expect_operand:
+        raise ExpressionError(PARSE_ERROR, "expression ends where a number was expected")
+    while stack:
+        op = stack.pop()
+        if op == "(":
+            raise ExpressionError(PARSE_ERROR, "unbalanced '('")
+        out.append(op)
+    # The tree is at most n_ops + 1 tall; only measure it when that bound exceeds the limit.
+    if n_ops + 1 > max_depth and _postfix_height(out) > max_depth:
+        raise ExpressionError(TOO_DEEP, f"expression tree is deeper than {max_depth}")
+    return out, numbers
+
+
+def _postfix_height(postfix: list) -> int:
+    heights: list[int] = []
+    for item in postfix:
+        if type(item) is int:
+            heights.append(1)
+        elif item == _NEG:
+            heights[-1] += 1
+        else:
+            right = heights.pop()
+            heights[-1] = 1 + max(heights[-1], right)
+    return heights[0]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Exact evaluation of postfix
+# ----------------------------------------------------------------------------------------------------------
+def _evaluate_postfix(postfix: list, integer_intermediates: bool, max_magnitude: int) -> int | Fraction:
+    """Evaluate postfix exactly. Values stay ``int`` while integral; ``Fraction`` only when needed."""
+    stack: list = []
+    push = stack.append
+    pop = stack.pop
+    low = -max_magnitude
+    for item in postfix:
+        if type(item) is int:
+            if item > max_magnitude:
+                raise ExpressionError(TOO_LARGE, f"number {item} exceeds the magnitude limit")
+            push(item)
+            continue
+        if item == _NEG:
+            value = -pop()
+        else:
+            b = pop()
+            a = pop()
+            if item == "+":
+                value = a + b
+            elif item == "-":
+                value = a - b
+            elif item == "*":
+                value = a * b
+            else:
+                if not b:
+                    raise ExpressionError(DIVISION_BY_ZERO, "division by zero")
+                if type(a) is int and type(b) is int:
+                    if a % b:
+                        if integer_intermediates:
+                            raise ExpressionError(
+                                NON_INTEGER_INTERMEDIATE, f"{a} / {b} is not an integer (integer intermediates)"
+                            )
+                        value = Fraction(a, b)
+                    else:
+                        value = a // b
+                else:
+                    value = Fraction(a) / b
+        if type(value) is int:
+            if not low <= value <= max_magnitude:
+                raise ExpressionError(TOO_LARGE, "an intermediate result exceeds the magnitude limit")
+        else:
+            if value.denominator == 1:
+                value = value.numerator
+                if not low <= value <= max_magnitude:
+                    raise ExpressionError(TOO_LARGE, "an intermediate result exceeds the magnitude limit")
+            else:
+                if integer_intermediates:
+                    raise ExpressionError(NON_INTEGER_INTERMEDIATE, f"intermediate {value} is not an integer")
+                if value.denominator > max_magnitude or not low <= value.numerator <= max_magnitude:
+                    raise ExpressionError(TOO_LARGE, "an intermediate result exceeds the magnitude limit")
+        if integer_intermediates and value <= 0:
+            raise ExpressionError(
+                NON_POSITIVE_INTERMEDIATE, f"intermediate {value} is not positive (integer intermediates required)"
+            )
+        push(value)
+    return stack[0]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Public API
+# ----------------------------------------------------------------------------------------------------------
+def parse_expression(text: str, *, allow_unary_minus: bool = False, limits: Limits | None = None) -> Node:
+    """Parse ``text`` (already normalised: see ``answers.normalize_expression``) into a tree.
+
+    Raises :class:`ExpressionError` with reason ``too_long``, ``empty``, ``forbidden_token``, ``parse_error``,
+    ``too_deep`` or ``too_many_numbers``. Never recurses, whatever the input.
+
+    >>> to_infix(parse_expression("(25 - 3) * (7)"))
+    '(25 - 3) * 7'
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"expression text must be a str, got {type(text).__name__}")
+    postfix, _ = _to_postfix(text, allow_unary_minus, limits or DEFAULT_LIMITS)
+    return _postfix_to_tree(postfix)
+
+
+def _postfix_to_tree(postfix: list) -> Node:
+    stack: list = []
+    for item in postfix:
+        if type(item) is int:
+            stack.append(Num(item))
+        elif item == _NEG:
+            stack.append(Neg(stack.pop()))
+        else:
+            right = stack.pop()
+            stack.append(BinOp(item, stack.pop(), right))
+    return stack[0]
+
+
+def _postorder(node: Node):
+    """Yield the nodes of ``node`` in post-order, iteratively (trees built by hand may be arbitrarily deep)."""
+    stack: list = [(node, False)]
+    while stack:
+        current, expanded = stack.pop()
+        if expanded or isinstance(current, Num):
+            yield current
+        elif isinstance(current, BinOp):
+            stack.append((current, True))
+            stack.append((current.right, False))
+            stack.append((current.left, False))
+        elif isinstance(current, Neg):
+            stack.append((current, True))
+            stack.append((current.operand, False))
+        else:
+            raise TypeError(f"not an expression node: {current!r}")
+
+
+def _tree_to_postfix(node: Node) -> list:
+    postfix: list = []
+    for n in _postorder(node):
+        if isinstance(n, Num):
+            value = n.value
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"Num.value must be an int, got {value!r}")
+            postfix.append(value)
+        elif isinstance(n, Neg):
+            postfix.append(_NEG)
+        else:
+            if n.op not in "+-*/" or len(n.op) != 1:
+                raise ValueError(f"unknown operator {n.op!r}")
+            postfix.append(n.op)
+    return postfix
+
+
+def evaluate(node: Node, *, integer_intermediates: bool = False, limits: Limits | None = None) -> Fraction:
+    """Exact value of ``node``.
+
+    With ``integer_intermediates=True`` every intermediate result (every operation's result, the final one
+    included) must be a positive integer, as in the TV rules: a non-integral division raises reason
+    ``non_integer_intermediate``, a zero or negative result ``non_positive_intermediate`` (so ``5 - 5`` is refused
+    even as a step). Other reasons: ``division_by_zero``, ``too_large``.
+
+    >>> evaluate(parse_expression("7 / 2 + 1"))
+    Fraction(9, 2)
+    """
+    limits = limits or DEFAULT_LIMITS
+    return Fraction(_evaluate_postfix(_tree_to_postfix(node), integer_intermediates, limits.max_magnitude))
+
+
+def leaves(node: Node) -> list[int]:
+    """The number literals of ``node``, left to right."""
+    return [n.value for n in _postorder(node) if isinstance(n, Num)]
+
+
+def height(node: Node) -> int:
+    """Height of the tree (a single number has height 1)."""
+    return _postfix_height(_tree_to_postfix(node))
+
+
+def to_infix(node: Node) -> str:
+    """Infix text with the fewest parentheses that re-parse to the same tree (binary operators are
+    left-associative, so a right operand of equal precedence keeps its parentheses: ``5 - (3 - 1)``)."""
+    stack: list[tuple[str, int]] = []  # (text, precedence of its top operator; 4 for a number)
+    for n in _postorder(node):
+        if isinstance(n, Num):
+            stack.append((str(n.value), 4))
+        elif isinstance(n, Neg):
+            text, p = stack.pop()
+            stack.append(("-" + (text if p >= 3 else f"({text})"), 3))
+        else:
+            right, rp = stack.pop()
+            left, lp = stack.pop()
+            p = _PREC[n.op]
+            if lp < p:
+                left = f"({left})"
+            if rp <= p:
+                right = f"({right})"
+            stack.append((f"{left} {n.op} {right}", p))
+    return stack[0][0]
+
+
+def canonical_form(expr: str | Node, *, allow_unary_minus: bool = False) -> str:
+    """A key shared by expressions that differ only by commutativity and associativity of ``+``/``*``.
+
+    The tree is rewritten as a sympy expression built with ``evaluate=False`` (so numbers are never folded:
+    ``5 + 11`` and ``4 + 12`` keep different keys): ``a - b`` becomes ``a + (-1)*b``, ``a / b`` becomes
+    ``a * b**-1``, nested sums and products are flattened (negation distributes over a sum, the inverse over a
+    product), and the arguments of every sum and product are sorted by their ``srepr``. The key is the
+    ``srepr`` of that expression. So ``5+11``, ``11 + 5`` and ``(5 + 11)`` share a key, as do ``a-b-c`` and
+    ``a-(b+c)``, and ``a/b/c`` and ``a/(b*c)``; ``5*2`` and ``5+5`` do not. sympy is imported on first use.
+
+    A string is parsed with :func:`parse_expression` (it is not normalised; call
+    ``answers.normalize_expression`` first for model text) and raises :class:`ExpressionError` when invalid.
+    """
+    if isinstance(expr, str):
+        return _canonical_form_of_text(expr, allow_unary_minus)
+    return _canonical_form_of_tree(expr)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _canonical_form_of_text(text: str, allow_unary_minus: bool) -> str:
+    return _canonical_form_of_tree(parse_expression(text, allow_unary_minus=allow_unary_minus))
+
+
+def _canonical_form_of_tree(node: Node) -> str:
+    import sympy
+
+    if height(node) > DEFAULT_LIMITS.max_depth:
+        raise ExpressionError(TOO_DEEP, f"expression tree is deeper than {DEFAULT_LIMITS.max_depth}")
+    minus_one = sympy.Integer(-1)
+
+    def key(e) -> str:
+        return sympy.srepr(e)
+
+    def sum_terms(n: Node, sign: int, out: list) -> None:
+        # Flatten a chain of + / - / unary minus into signed terms; recursion depth is bounded by the height.
+        if isinstance(n, BinOp) and n.op in "+-":
+            sum_terms(n.left, sign, out)
+            sum_terms(n.right, sign if n.op == "+" else -sign, out)
+        elif isinstance(n, Neg) and _is_sum(n.operand):
+            sum_terms(n.operand, -sign, out)
+        else:
+            out.append((sign, n))
+
+    def product_factors(n: Node, exponent: int, out: list) -> int:
+        # Flatten a chain of * and / into factors with exponent +-1; returns the sign pulled out of negations.
+        if isinstance(n, BinOp) and n.op in "*/":
+            s = product_factors(n.left, exponent, out)
+            return s * product_factors(n.right, exponent if n.op == "*" else -exponent, out)
+        if isinstance(n, Neg):
+            return -product_factors(n.operand, exponent, out)
+        out.append((exponent, n))
+        return 1
+
+    def build(n: Node):
+        if isinstance(n, Num):
+            return sympy.Integer(n.value)
+        if _is_sum(n):
+            signed: list = []
+            sum_terms(n, 1, signed)
+            terms = [_negate(build(t), sympy, minus_one) if s < 0 else build(t) for s, t in signed]
+            if len(terms) == 1:
+                return terms[0]
+            return sympy.Add(*sorted(terms, key=key), evaluate=False)
+        factors: list = []
+        sign = product_factors(n, 1, factors)
+        built = [build(f) if e > 0 else sympy.Pow(build(f), minus_one, evaluate=False) for e, f in factors]
+        built.sort(key=key)
+        if sign < 0:
+            built.insert(0, minus_one)
+        if len(built) == 1:
+            return built[0]
+        return sympy.Mul(*built, evaluate=False)
+
+    return sympy.srepr(build(node))
+
+
+def _is_sum(n: Node) -> bool:
+    while isinstance(n, Neg):
+        n = n.operand
+    return isinstance(n, BinOp) and n.op in "+-"
+
+
+def _negate(e, sympy, minus_one):
+    """-e as a product with a leading -1 (merged into ``e`` when ``e`` is already such a product)."""
+    if isinstance(e, sympy.Mul) and e.args and e.args[0] == minus_one:
+        rest = e.args[1:]
+        return rest[0] if len(rest) == 1 else sympy.Mul(*rest, evaluate=False)
+    if isinstance(e, sympy.Mul):
+        return sympy.Mul(minus_one, *e.args, evaluate=False)
+    return sympy.Mul(minus_one, e, evaluate=False)

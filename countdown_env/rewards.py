@@ -1,0 +1,142 @@
+"""Rewards for Countdown completions: binary correctness plus an optional format bonus.
+
+``reward = 1.0 if the answer is correct else 0.0``, plus ``format_bonus`` when the completion is exactly one
+reasoning block followed by one answer block (:func:`~countdown_env.answers.has_valid_format`).
+
+:func:`countdown_reward` and the callables from :func:`make_reward_function` follow TRL's reward-function
+signature, ``f(prompts, completions, **columns) -> list[float]``: they read the dataset columns ``numbers`` and
+``target`` (one entry per completion, as TRL passes them) and accept completions as plain strings or as chat
+messages (``[{"role": "assistant", "content": "..."}]``). Nothing here imports TRL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .answers import extract_answer, has_valid_format
+from .puzzle import Puzzle
+from .verifier import Verification, verify
+
+__all__ = [
+    "RewardConfig",
+    "ScoredCompletion",
+    "completion_text",
+    "score_completion",
+    "countdown_reward",
+    "make_reward_function",
+]
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """How completions are scored. ``format_bonus`` is added (also to wrong answers) when the format is valid."""
+
+    format_bonus: float = 0.0
+    answer_tag: str = "solution"
+    reasoning_tag: str = "reasoning"
+    use_all_numbers: bool = False
+    integer_intermediates: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.format_bonus, bool) or not isinstance(self.format_bonus, (int, float)):
+            raise ValueError(f"format_bonus must be a number, got {self.format_bonus!r}")
+        if self.format_bonus != self.format_bonus or abs(self.format_bonus) == float("inf"):
+            raise ValueError(f"format_bonus must be finite, got {self.format_bonus!r}")
+
+
+DEFAULT_CONFIG = RewardConfig()
+
+
+@dataclass(frozen=True)
+class ScoredCompletion:
+    """The reward of one completion with the verdict and format check it came from."""
+
+    reward: float
+    verification: Verification
+    format_ok: bool
+
+
+def completion_text(completion: Any) -> str:
+    """The text of a completion: a ``str`` as is; chat messages -> their assistant contents joined in order.
+
+    Message contents may be strings or lists of parts (``{"type": "text", "text": ...}``). When no message has
+    role ``assistant`` (e.g. role-less dicts), all contents are joined.
+    """
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, dict):
+        completion = [completion]
+    if not isinstance(completion, (list, tuple)):
+        raise TypeError(f"a completion must be a str or a list of chat messages, got {type(completion).__name__}")
+    for message in completion:
+        if not isinstance(message, dict):
+            raise TypeError(f"a chat message must be a dict with 'content', got {type(message).__name__}")
+    chosen = [m for m in completion if m.get("role") == "assistant"] or list(completion)
+    return "".join(_content_text(m.get("content")) for m in chosen)
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, (list, tuple)):
+        return "".join(p.get("text") or "" if isinstance(p, dict) else str(p) for p in content)
+    raise TypeError(f"message content must be a str or a list of parts, got {type(content).__name__}")
+
+
+def score_completion(completion: Any, puzzle: Puzzle, config: RewardConfig | None = None) -> ScoredCompletion:
+    """Verify the last answer block of ``completion`` (text or chat messages) and compute its reward."""
+    config = config or DEFAULT_CONFIG
+    text = completion_text(completion)
+    answer = extract_answer(text, tag=config.answer_tag)
+    verification = verify(
+        answer,
+        puzzle,
+        use_all_numbers=config.use_all_numbers,
+        integer_intermediates=config.integer_intermediates,
+    )
+    format_ok = has_valid_format(text, reasoning_tag=config.reasoning_tag, answer_tag=config.answer_tag)
+    reward = (1.0 if verification.correct else 0.0) + (float(config.format_bonus) if format_ok else 0.0)
+    return ScoredCompletion(reward=reward, verification=verification, format_ok=format_ok)
+
+
+def _rewards(config: RewardConfig, completions, numbers, target) -> list[float]:
+    if numbers is None or target is None:
+        raise ValueError("the reward function needs the dataset columns 'numbers' and 'target'")
+    if not (len(completions) == len(numbers) == len(target)):
+        raise ValueError(
+            f"got {len(completions)} completions but {len(numbers)} 'numbers' and {len(target)} 'target' entries"
+        )
+    rewards = []
+    for completion, nums, tgt in zip(completions, numbers, target, strict=True):
+        rewards.append(score_completion(completion, Puzzle(nums, tgt), config).reward)
+    return rewards
+
+
+def countdown_reward(prompts, completions, numbers=None, target=None, **kwargs) -> list[float]:
+    """TRL reward function with the default :class:`RewardConfig`: 1.0 for a correct answer, else 0.0.
+
+    Extra keyword arguments that TRL passes (``completion_ids``, ``trainer_state``, other columns) are ignored.
+    """
+    return _rewards(DEFAULT_CONFIG, completions, numbers, target)
+
+
+def make_reward_function(
+    config: RewardConfig | None = None, name: str = "countdown_reward"
+) -> Callable[..., list[float]]:
+    """A TRL reward function for ``config``; its ``__name__`` is ``name`` (TRL logs rewards under it)."""
+    config = config or DEFAULT_CONFIG
+    if not isinstance(config, RewardConfig):
+        raise TypeError(f"config must be a RewardConfig, got {type(config).__name__}")
+
+    def reward_function(prompts, completions, numbers=None, target=None, **kwargs) -> list[float]:
+        return _rewards(config, completions, numbers, target)
+
+    reward_function.__name__ = name
+    reward_function.__qualname__ = name
+    reward_function.__doc__ = f"Countdown reward with {config!r} (TRL reward-function signature)."
+    reward_function.config = config  # type: ignore[attr-defined]
+    return reward_function
