@@ -110,8 +110,15 @@ def check_round_trip(tokenizer, text: str = ROUND_TRIP_TEXT) -> None:
             raise ValueError(f"tag {tag!r} is not a single token in {type(tokenizer).__name__}")
 
 
-def tiny_config(vocab_size: int, *, hidden_size: int = 128, num_layers: int = 4, num_heads: int = 4,
-                intermediate_size: int = 512, max_position_embeddings: int = 2048):
+def tiny_config(
+    vocab_size: int,
+    *,
+    hidden_size: int = 128,
+    num_layers: int = 4,
+    num_heads: int = 4,
+    intermediate_size: int = 512,
+    max_position_embeddings: int = 2048,
+):
     """The Qwen2 config of the tiny model (ids of pad/eos taken from :func:`vocabulary`)."""
     from transformers import Qwen2Config
 

@@ -120,3 +120,59 @@ def test_all_equal_rewards_give_zero_advantage_and_finite_loss(tiny_model_dir, t
     logs = [e for e in trainer.state.log_history if "loss" in e]
     assert logs and all(torch.isfinite(torch.tensor(e["loss"])) for e in logs)
     assert any(e.get("countdown/homogeneous_group_frac") == 1.0 for e in trainer.state.log_history)
+
+
+def test_env_reward_scores_with_the_env_and_logs_countdown_metrics(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
+    from countdown_env.trajectory import score_trajectories
+    from learners.base import CountdownGRPOTrainer
+
+    rollouts = []
+
+    class Probe(CountdownGRPOTrainer):
+        def shape_batch(self, batch, rollout):
+            rollouts.append((rollout, batch["completion_ids"].clone()))
+            return batch
+
+    trainer = _trainer(Probe, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, reward_funcs=None)
+    assert trainer.reward_func_names == ["countdown_env_reward"]
+    trainer.train()
+    rollout, completion_ids = rollouts[0]
+    assert rollout.trajectories is not None and len(rollout.trajectories) == 8
+    again = score_trajectories(
+        rollout.puzzles,
+        completion_ids.tolist(),
+        trainer.processing_class,
+        max_new_tokens=trainer.max_completion_length,
+        stop_ids=list(trainer.eos_token_ids),
+    )
+    assert [t.reward for t in again] == rollout.rewards.tolist()
+    assert [t.truncated for t in again] == [t.truncated for t in rollout.trajectories]
+    keys = set().union(*trainer.state.log_history)
+    for name in ("accuracy", "format_rate", "mean_completion_length", "truncation_rate", "homogeneous_group_frac"):
+        assert f"countdown/{name}" in keys
+
+
+def test_env_reward_on_correct_truncated_and_empty_completions(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
+    from learners.base import CountdownGRPOTrainer
+
+    cpu_grpo_kwargs["max_completion_length"] = 64
+    trainer = _trainer(CountdownGRPOTrainer, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, reward_funcs=None)
+    tok = trainer.processing_class
+    eos = tok.eos_token_id
+    good = tok.encode("<reasoning>\n3 + 7 + 11 = 21\n</reasoning>\n<solution>3 + 7 + 11</solution>") + [eos]
+    wrong = tok.encode("<reasoning>\nx\n</reasoning>\n<solution>3 + 7</solution>") + [eos]
+    truncated = tok.encode("<reasoning>\n" + "3 + 7 + 11 = 21\n" * 10)[: trainer.max_completion_length]
+    assert len(truncated) == trainer.max_completion_length
+    empty = [eos]
+    rewards = trainer.countdown_env_reward(
+        prompts=[None] * 4,
+        completions=[None] * 4,
+        completion_ids=[good, wrong, truncated, empty],
+        numbers=[[3, 7, 11]] * 4,
+        target=[21] * 4,
+    )
+    assert rewards == [1.0, 0.0, 0.0, 0.0]
+    flags = [t.truncated for t in trainer._rollout_trajectories]
+    assert flags == [False, False, True, False]
+    with pytest.raises(ValueError, match="numbers"):
+        trainer.countdown_env_reward(prompts=[None], completions=[None], completion_ids=[empty])

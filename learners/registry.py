@@ -1,0 +1,61 @@
+"""The learner registry: name -> how to build its config and trainer. Adding a learner is one line in LEARNERS.
+
+Entries name modules and classes as strings so that listing learners imports neither torch nor trl.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .grpo_presets import PRESETS
+
+
+@dataclass(frozen=True)
+class LearnerSpec:
+    """A learner: ``module`` holds ``config_class`` (a ``GRPOConfig`` subclass) and ``trainer_class``
+    (a ``CountdownGRPOTrainer`` subclass); ``defaults`` are config values applied before the user's."""
+
+    module: str
+    config_class: str
+    trainer_class: str
+    description: str = ""
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+
+    def load(self) -> tuple[type, type]:
+        """Import the module and return ``(config_class, trainer_class)``."""
+        module = importlib.import_module(self.module)
+        return getattr(module, self.config_class), getattr(module, self.trainer_class)
+
+    def make_config(self, **kwargs: Any):
+        """The learner's config from ``defaults`` then ``kwargs``; unknown keys raise a clear ``TypeError``."""
+        config_class, _ = self.load()
+        known = set(getattr(config_class, "__dataclass_fields__", {}))
+        unknown = sorted(set(kwargs) - known)
+        if unknown:
+            raise TypeError(f"{self.config_class} has no option(s) {unknown}")
+        return config_class(**{**dict(self.defaults), **kwargs})
+
+
+def _grpo(preset: str, description: str) -> LearnerSpec:
+    return LearnerSpec("learners.grpo", "GRPOLearnerConfig", "GRPOLearner", description, PRESETS[preset])
+
+
+LEARNERS: dict[str, LearnerSpec] = {
+    "grpo": _grpo("grpo", "GRPO: group-std-scaled advantages, per-sequence token mean"),
+    "dr_grpo": _grpo("dr_grpo", "Dr.GRPO: no std scaling, constant length normaliser"),
+    "dapo": _grpo("dapo", "DAPO: clip-higher, token-level loss, overlong shaping, dynamic sampling"),
+    "prime_rl": _grpo("prime_rl", "seed 000's prime-rl default: DPPO ratio mask 0.2/0.2 + tau 1e-3 log^2 KL"),
+    "s_grpo": LearnerSpec("learners.s_grpo", "SGRPOConfig", "SGRPOTrainer", "S-GRPO: α + Bernoulli(P) loss tokens ≤ k"),
+    "ps_ppo": LearnerSpec("learners.ps_ppo", "PSPPOConfig", "PSPPOTrainer", "PS-PPO: unbiased random prefixes"),
+}
+
+
+def get_learner(name: str) -> LearnerSpec:
+    """The registered learner ``name``; a clear ``ValueError`` lists the choices otherwise."""
+    try:
+        return LEARNERS[name]
+    except KeyError:
+        raise ValueError(f"unknown learner {name!r}; choose one of {sorted(LEARNERS)}") from None
