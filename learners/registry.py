@@ -50,6 +50,7 @@ LEARNERS: dict[str, LearnerSpec] = {
     "prime_rl": _grpo("prime_rl", "seed 000's prime-rl default: DPPO ratio mask 0.2/0.2 + tau 1e-3 log^2 KL"),
     "s_grpo": LearnerSpec("learners.s_grpo", "SGRPOConfig", "SGRPOTrainer", "S-GRPO: α + Bernoulli(P) loss tokens ≤ k"),
     "ps_ppo": LearnerSpec("learners.ps_ppo", "PSPPOConfig", "PSPPOTrainer", "PS-PPO: unbiased random prefixes"),
+    "t_spmo": LearnerSpec("learners.t_spmo", "TSPMOConfig", "TSPMOTrainer", "T-SPMO: prefix-trie token advantages"),
 }
 
 
