@@ -50,9 +50,7 @@ def pool_adjacent_violators(weights: np.ndarray) -> np.ndarray:
     for value in w:
         block_weight.append(float(value))
         block_length.append(1)
-        while len(block_weight) > 1 and (
-            block_weight[-2] * block_length[-1] < block_weight[-1] * block_length[-2]
-        ):
+        while len(block_weight) > 1 and (block_weight[-2] * block_length[-1] < block_weight[-1] * block_length[-2]):
             weight, length = block_weight.pop(), block_length.pop()
             block_weight[-1] += weight
             block_length[-1] += length
@@ -147,9 +145,7 @@ def survival_probabilities(
         rest = survival_probabilities(w[1:], budget - 1.0, floor=floor)
         return np.concatenate([[1.0], rest])
     if budget < floor * n:
-        raise ValueError(
-            f"budget {budget} is below floor * T = {floor * n}: lower the floor or raise the budget"
-        )
+        raise ValueError(f"budget {budget} is below floor * T = {floor * n}: lower the floor or raise the budget")
     return _scale_to_budget(pool_adjacent_violators(w), float(budget), floor)
 
 
