@@ -37,9 +37,28 @@ _EXPORTS = {
     "PuzzleGenerator": "generator",
     "RewardConfig": "rewards",
     "countdown_reward": "rewards",
+    "Trajectory": "trajectory",
+    "score_trajectories": "trajectory",
+    "CountdownEnv": "envs",
+    "CountdownTokensEnv": "envs",
 }
 
 __all__ = ["Puzzle", "PuzzleError", "__version__", *_EXPORTS]
+
+
+def _register_envs() -> None:
+    """Register the Gymnasium envs by entry-point string (their modules load on the first gym.make)."""
+    from gymnasium.envs.registration import register, registry
+
+    for env_id, entry_point in (
+        ("Countdown-v0", "countdown_env.envs.countdown_text:CountdownEnv"),
+        ("CountdownTokens-v0", "countdown_env.envs.countdown_tokens:CountdownTokensEnv"),
+    ):
+        if env_id not in registry:
+            register(id=env_id, entry_point=entry_point)
+
+
+_register_envs()
 
 
 def __getattr__(name: str):

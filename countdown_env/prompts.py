@@ -103,3 +103,11 @@ def format_completion(reasoning: str, expression: str, template: str | PromptTem
         f"<{t.reasoning_tag}>\n{reasoning.strip()}\n</{t.reasoning_tag}>\n"
         f"<{t.answer_tag}>{expression.strip()}</{t.answer_tag}>"
     )
+
+
+def prompt_text(puzzle: Puzzle, template: str | PromptTemplate | None = None, *, use_all_numbers: bool = False) -> str:
+    """The whole prompt as one plain string (system turn, blank line, user turn) for models without a chat
+    template; the user turn alone when the template has no system prompt."""
+    t = get_template(template)
+    user = user_prompt(puzzle, t, use_all_numbers=use_all_numbers)
+    return f"{t.system}\n\n{user}" if t.system else user

@@ -87,6 +87,13 @@ class Trajectory:
 
     __hash__ = None  # mutable-looking arrays inside: not hashable
 
+    def __repr__(self) -> str:
+        return (
+            f"Trajectory(puzzle={self.puzzle}, prompt={len(self.prompt_ids)} ids, "
+            f"completion={len(self.completion_ids)} ids, reward={self.reward}, reason={self.verification.reason!r}, "
+            f"format_ok={self.format_ok}, truncated={self.truncated}, completion_text={self.completion_text!r})"
+        )
+
 
 def token_ids(values: Any, what: str) -> np.ndarray:
     """``values`` as a 1-D int64 array; raises TypeError/ValueError naming ``what`` on anything else."""
@@ -123,10 +130,17 @@ def episode_end(ids: np.ndarray, stop_ids: np.ndarray, max_new_tokens: int | Non
     not), and ``truncated`` says the budget ran out before any stop id.
     """
     window = ids if max_new_tokens is None else ids[:max_new_tokens]
-    hits = np.flatnonzero(np.isin(window, stop_ids)) if len(stop_ids) else ()
-    if len(hits):
-        end = int(hits[0])
-        return end + 1, end, False
+    if len(stop_ids) and len(window):
+        # A few equality passes beat np.isin's sort for the usual one to three stop ids.
+        if len(stop_ids) <= 4:
+            is_stop = window == stop_ids[0]
+            for stop in stop_ids[1:]:
+                is_stop |= window == stop
+        else:
+            is_stop = np.isin(window, stop_ids)
+        end = int(is_stop.argmax())
+        if is_stop[end]:
+            return end + 1, end, False
     if max_new_tokens is not None and len(ids) >= max_new_tokens:
         return max_new_tokens, max_new_tokens, True
     return len(ids), len(ids), False

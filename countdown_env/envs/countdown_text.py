@@ -1,0 +1,174 @@
+"""``Countdown-v0``: the Countdown puzzle as a one-step, text-level Gymnasium environment."""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+from gymnasium import spaces
+
+from ..prompts import chat_messages, get_template, prompt_text
+from ..puzzle import Puzzle
+from ..rewards import RewardConfig, score_completion
+from .puzzle_source import PuzzleSource
+
+MAX_PROMPT_CHARS = 1 << 16
+"""Bound of the observation space's text length (prompts are a few hundred characters)."""
+
+
+def text_charset(*texts: str | None) -> frozenset[str]:
+    """Printable ASCII plus every character of ``texts`` (a template may use non-ASCII wording)."""
+    chars = set(string.printable)
+    for text in texts:
+        chars.update(text or "")
+    return frozenset(chars)
+
+
+def response_text(action: Any) -> str:
+    """A response as text: a str, or chat messages whose last message is the assistant's answer."""
+    if isinstance(action, str):
+        return action
+    if isinstance(action, Sequence) and action and all(isinstance(m, Mapping) for m in action):
+        content = action[-1].get("content")
+        if isinstance(content, str):
+            return content
+    raise TypeError(
+        f"Countdown-v0 actions are response text (str) or chat messages ending with the answer, got "
+        f"{type(action).__name__}"
+    )
+
+
+class CountdownEnv(gym.Env[str, str]):
+    """Countdown at the text level: the observation is a prompt, the action the model's whole response.
+
+    ## Description
+
+    Given numbers and a target, write an expression with ``+ - * /`` and parentheses that equals the target,
+    each number used at most once (exactly once with ``use_all_numbers=True``). Each episode is one puzzle and
+    one step: the agent reads the prompt and answers once. The answer is read from the last
+    ``<solution>…</solution>`` block (the template's answer tag) and checked by the safe verifier.
+
+    ## Action Space
+
+    ``Text(max_response_chars, min_length=0)`` over printable ASCII. ``step`` accepts any ``str`` (non-ASCII
+    too; the space only bounds what ``action_space.sample()`` draws) or chat messages whose last message's
+    ``content`` is the answer. Anything else raises ``TypeError``.
+
+    ## Observation Space
+
+    ``Text(65536)`` over printable ASCII plus the template's characters: the whole prompt as one plain string
+    (system turn, blank line, user turn; see :func:`countdown_env.prompts.prompt_text`). The chat form is in
+    ``info["messages"]``. The observation after the step is the same prompt.
+
+    ## Rewards
+
+    :func:`countdown_env.rewards.score_completion`: 1.0 for a correct answer, else 0.0, plus ``format_bonus``
+    when the response follows the template's tag format. Rewards come only from there, so this env and a
+    trainer's reward function agree.
+
+    ## Starting State
+
+    ``reset`` draws a puzzle index from the env's seeded RNG and takes that puzzle from the generator (or the
+    ``puzzles`` list). ``options={"puzzle": Puzzle | {"numbers", "target"}}`` or ``options={"index": i}`` pins
+    it, e.g. so that all members of a GRPO group get the same puzzle. ``info``: ``puzzle``, ``index`` (None when
+    pinned by value), ``messages`` (chat messages for ``apply_chat_template``).
+
+    ## Episode End
+
+    Every episode terminates after its one step (``terminated=True``, never truncated). Stepping again before
+    ``reset`` raises ``RuntimeError``. Step ``info``: ``verification`` (a
+    :class:`~countdown_env.verifier.Verification`), ``format_ok``, ``puzzle``, ``index``.
+
+    ## Arguments
+
+    ``gym.make("Countdown-v0", **kwargs)`` with:
+
+    - ``template``: ``"default"`` (``<reasoning>``/``<solution>``, seed 000), ``"tinyzero"``
+      (``<think>``/``<answer>``) or a :class:`~countdown_env.prompts.PromptTemplate`.
+    - ``format_bonus``: added to the reward when the format is right (default 0.0).
+    - ``use_all_numbers``, ``integer_intermediates``: the rules; they set the prompt, the verifier and the
+      generator alike.
+    - ``generator``: a ready ``PuzzleGenerator``; or ``puzzles``: a fixed list to draw from; otherwise every
+      other keyword (``n_numbers``, ``value_range``, ``target_range``, ``operators``, ``require_solvable``,
+      ``min_solutions``, ``max_solutions``, ``seed`` …) goes to a new ``PuzzleGenerator``. Its ``seed`` fixes
+      which puzzle each index names; ``reset(seed=…)`` fixes which indices are drawn.
+    - ``max_response_chars``: the action space's length bound (default 4096).
+    - ``render_mode``: None or ``"ansi"`` (``render()`` returns the prompt and the last response).
+
+    ## Version History
+
+    - v0: initial version.
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+
+    def __init__(
+        self,
+        *,
+        template: Any = "default",
+        format_bonus: float = 0.0,
+        use_all_numbers: bool = False,
+        integer_intermediates: bool = False,
+        generator: Any = None,
+        puzzles: Sequence[Puzzle | Mapping[str, Any]] | None = None,
+        max_response_chars: int = 4096,
+        render_mode: str | None = None,
+        **generator_kwargs: Any,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.template = get_template(template)
+        self.use_all_numbers = bool(use_all_numbers)
+        self.reward_config = RewardConfig(
+            format_bonus=float(format_bonus),
+            answer_tag=self.template.answer_tag,
+            reasoning_tag=self.template.reasoning_tag,
+            use_all_numbers=self.use_all_numbers,
+            integer_intermediates=bool(integer_intermediates),
+        )
+        if generator is None and puzzles is None:
+            generator_kwargs = dict(
+                generator_kwargs, use_all_numbers=use_all_numbers, integer_intermediates=integer_intermediates
+            )
+        self.source = PuzzleSource(generator, puzzles, **generator_kwargs)
+        self.render_mode = render_mode
+        charset = text_charset(self.template.system, self.template.user)
+        self.observation_space = spaces.Text(MAX_PROMPT_CHARS, min_length=1, charset=charset)
+        self.action_space = spaces.Text(int(max_response_chars), min_length=0, charset=text_charset())
+        self._puzzle: Puzzle | None = None
+        self._index: int | None = None
+        self._prompt: str = ""
+        self._response: str | None = None
+        self._done = True
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        self._puzzle, self._index = self.source.select(self.np_random, options)
+        self._prompt = prompt_text(self._puzzle, self.template, use_all_numbers=self.use_all_numbers)
+        self._response = None
+        self._done = False
+        messages = chat_messages(self._puzzle, self.template, use_all_numbers=self.use_all_numbers)
+        return self._prompt, {"puzzle": self._puzzle, "index": self._index, "messages": messages}
+
+    def step(self, action: str | Sequence[Mapping[str, str]]) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self._puzzle is None:
+            raise RuntimeError("Countdown-v0: call reset() before step()")
+        if self._done:
+            raise RuntimeError("Countdown-v0: the episode has terminated (one step per puzzle); call reset()")
+        self._response = response_text(action)
+        scored = score_completion(self._response, self._puzzle, self.reward_config)
+        self._done = True
+        info = {
+            "verification": scored.verification,
+            "format_ok": bool(scored.format_ok),
+            "puzzle": self._puzzle,
+            "index": self._index,
+        }
+        return self._prompt, float(scored.reward), True, False, info
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        return self._prompt if self._response is None else f"{self._prompt}\n\n{self._response}"

@@ -1,0 +1,304 @@
+"""``CountdownTokens-v0``: Countdown as a token-level MDP (one action = one token id, or a chunk of ids)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from ..prompts import chat_messages, get_template, prompt_text
+from ..puzzle import Puzzle
+from ..rewards import RewardConfig
+from ..trajectory import TRUNCATION_REWARDS, Trajectory, score_trajectories, stop_id_set
+from .puzzle_source import PuzzleSource
+from .tokenizer_adapter import encode_text, render_chat, uses_chat_template, vocab_size_of
+
+PROMPT_CACHE_SIZE = 4096
+"""Tokenized prompts kept per env (GRPO groups reset to the same puzzle many times)."""
+
+
+class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
+    """Countdown at the token level: the policy emits the completion one token id (or one chunk) per step.
+
+    ## Description
+
+    The same puzzles, prompts and rewards as ``Countdown-v0``, as the MDP a language model actually acts in:
+    the state is the token sequence so far, an action appends token ids, and the episode ends at an EOS/stop
+    id or at the ``max_new_tokens`` budget. The prompt is tokenized once per puzzle (cached); generated ids
+    are appended to a preallocated buffer (amortised O(1) per token) and decoded once, at the end, by
+    :func:`countdown_env.trajectory.score_trajectories`, the same function a trainer's reward uses. Decoded
+    text is never re-tokenized.
+
+    ## Action Space
+
+    ``Discrete(vocab_size)`` (int64): one token id per step. ``step`` also takes a chunk: a 1-D integer array,
+    list or tuple of ids, appended at once (what a rollout engine that generates many tokens per call sends).
+    Ids after the first EOS/stop id of a chunk, or beyond the budget, are not appended (counted in the final
+    ``info["ignored_tokens"]``). Errors: ``TypeError`` for a non-integer action (float, bool, str, float
+    array), ``ValueError`` for an id outside ``[0, vocab_size)``, an empty chunk or an array of rank > 1,
+    ``RuntimeError`` for a step before ``reset`` or after the episode ended.
+
+    ## Observation Space
+
+    ``Sequence(Discrete(vocab_size), stack=True)``: a 1-D int64 array of the token ids so far (prompt, then
+    completion). A new array each step by default; with ``copy_observations=False`` a read-only view of the
+    episode's buffer (zero copy, still valid after later steps since each episode gets a fresh buffer), which
+    ``check_env`` flags as shared data.
+
+    ## Rewards
+
+    0.0 on every step but the last. The last step's reward is the episode's score from
+    :func:`countdown_env.rewards.score_completion` on the decoded completion (1.0 correct, else 0.0, plus
+    ``format_bonus`` for the right format); a truncated episode gets 0.0 (``truncation_reward="zero"``) or its
+    score (``"score"``). The final ``info["token_rewards"]`` is the per-token reward vector (the reward on the
+    last token).
+
+    ## Starting State
+
+    As ``Countdown-v0``: a puzzle drawn with the seeded RNG, or pinned by ``options={"puzzle": …}`` or
+    ``{"index": i}``. The prompt is rendered with the tokenizer's ``apply_chat_template`` (system + user
+    messages, generation prompt added) when it has one, else it is the plain ``prompt_text``; it is encoded
+    without added special tokens. Reset ``info``: ``puzzle``, ``index``, ``messages``, ``prompt_length``.
+
+    ## Episode End
+
+    - Termination: the appended id is the tokenizer's ``eos_token_id`` (int or list) or one of ``stop_ids``.
+      That id is part of the completion ids, not of the decoded text.
+    - Truncation: ``max_new_tokens`` ids appended without an EOS/stop id.
+
+    Final ``info``: ``prompt_length``, ``completion`` (decoded text), ``verification``, ``format_ok``,
+    ``token_rewards``, ``trajectory`` (the :class:`~countdown_env.trajectory.Trajectory`), ``puzzle``,
+    ``index``, ``ignored_tokens``. Intermediate steps return an empty ``info``.
+
+    ## Arguments
+
+    ``gym.make("CountdownTokens-v0", tokenizer=tok, **kwargs)`` with:
+
+    - ``tokenizer`` (required): anything with ``encode``, ``decode`` and ``eos_token_id``
+      (``apply_chat_template`` and ``batch_decode`` used when present).
+    - ``max_new_tokens``: completion budget (default 256, at least 1).
+    - ``stop_ids``: ids that end the episode besides ``eos_token_id``.
+    - ``truncation_reward``: ``"zero"`` (default) or ``"score"``.
+    - ``vocab_size``: override the tokenizer's (default ``len(tokenizer)``, counting added tokens).
+    - ``use_chat_template``: True/False to force, None (default) to use it when available.
+    - ``copy_observations``: see Observation Space (default True).
+    - ``template``, ``format_bonus``, ``use_all_numbers``, ``integer_intermediates``, ``generator``,
+      ``puzzles`` and generator keywords: as ``Countdown-v0``.
+    - ``render_mode``: None or ``"ansi"`` (``render()`` decodes the whole sequence so far).
+
+    ## Version History
+
+    - v0: initial version.
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        *,
+        max_new_tokens: int = 256,
+        stop_ids: Sequence[int] | int | None = None,
+        truncation_reward: str = "zero",
+        vocab_size: int | None = None,
+        use_chat_template: bool | None = None,
+        copy_observations: bool = True,
+        template: Any = "default",
+        format_bonus: float = 0.0,
+        use_all_numbers: bool = False,
+        integer_intermediates: bool = False,
+        generator: Any = None,
+        puzzles: Sequence[Puzzle | Mapping[str, Any]] | None = None,
+        render_mode: str | None = None,
+        **generator_kwargs: Any,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        if tokenizer is None or not callable(getattr(tokenizer, "decode", None)):
+            raise TypeError("CountdownTokens-v0 needs a tokenizer with encode() and decode()")
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
+        if truncation_reward not in TRUNCATION_REWARDS:
+            raise ValueError(f"truncation_reward must be one of {TRUNCATION_REWARDS}, got {truncation_reward!r}")
+        self.tokenizer = tokenizer
+        self.max_new_tokens = int(max_new_tokens)
+        self.truncation_reward = truncation_reward
+        self.vocab_size = vocab_size_of(tokenizer, vocab_size)
+        self.stop_ids = stop_id_set(tokenizer, stop_ids)
+        bad = sorted(i for i in self.stop_ids if i >= self.vocab_size)
+        if bad:
+            raise ValueError(f"EOS/stop ids {bad} are outside the vocabulary [0, {self.vocab_size})")
+        self._is_stop = np.zeros(self.vocab_size, dtype=bool)
+        self._is_stop[list(self.stop_ids)] = True
+        self.use_chat_template = uses_chat_template(tokenizer, use_chat_template)
+        self.copy_observations = bool(copy_observations)
+
+        self.template = get_template(template)
+        self.use_all_numbers = bool(use_all_numbers)
+        self.reward_config = RewardConfig(
+            format_bonus=float(format_bonus),
+            answer_tag=self.template.answer_tag,
+            reasoning_tag=self.template.reasoning_tag,
+            use_all_numbers=self.use_all_numbers,
+            integer_intermediates=bool(integer_intermediates),
+        )
+        if generator is None and puzzles is None:
+            generator_kwargs = dict(
+                generator_kwargs, use_all_numbers=use_all_numbers, integer_intermediates=integer_intermediates
+            )
+        self.source = PuzzleSource(generator, puzzles, **generator_kwargs)
+        self.render_mode = render_mode
+
+        self.action_space = spaces.Discrete(self.vocab_size)
+        self.observation_space = spaces.Sequence(spaces.Discrete(self.vocab_size), stack=True)
+
+        self._prompt_cache: dict[Puzzle, np.ndarray] = {}
+        self._buffer: np.ndarray | None = None
+        self._length = 0
+        self._prompt_length = 0
+        self._end = self._prompt_length
+        self._done = True
+        self._puzzle: Puzzle | None = None
+        self._index: int | None = None
+
+    # -- prompt -------------------------------------------------------------------------------------------------
+    def prompt_ids(self, puzzle: Puzzle) -> np.ndarray:
+        """The read-only int64 prompt ids for ``puzzle`` (tokenized once, then cached)."""
+        ids = self._prompt_cache.get(puzzle)
+        if ids is None:
+            if self.use_chat_template:
+                messages = chat_messages(puzzle, self.template, use_all_numbers=self.use_all_numbers)
+                text = render_chat(self.tokenizer, messages)
+            else:
+                text = prompt_text(puzzle, self.template, use_all_numbers=self.use_all_numbers)
+            ids = encode_text(self.tokenizer, text)
+            too_big = ids[ids >= self.vocab_size]
+            if len(too_big):
+                raise ValueError(f"the tokenizer encoded the prompt to id {int(too_big[0])} >= vocab_size")
+            ids.flags.writeable = False
+            if len(self._prompt_cache) >= PROMPT_CACHE_SIZE:
+                self._prompt_cache.pop(next(iter(self._prompt_cache)))
+            self._prompt_cache[puzzle] = ids
+        return ids
+
+    # -- Gymnasium API ------------------------------------------------------------------------------------------
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        self._puzzle, self._index = self.source.select(self.np_random, options)
+        prompt = self.prompt_ids(self._puzzle)
+        self._prompt_length = len(prompt)
+        self._end = self._prompt_length + self.max_new_tokens
+        # A fresh buffer per episode: views handed out for an earlier episode stay valid.
+        self._buffer = np.empty(self._end, dtype=np.int64)
+        self._buffer[: self._prompt_length] = prompt
+        self._length = self._prompt_length
+        self._done = False
+        info = {
+            "puzzle": self._puzzle,
+            "index": self._index,
+            "messages": chat_messages(self._puzzle, self.template, use_all_numbers=self.use_all_numbers),
+            "prompt_length": self._prompt_length,
+        }
+        return self._observation(), info
+
+    def step(self, action: int | np.ndarray | Sequence[int]) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        if self._done:
+            if self._buffer is None:
+                raise RuntimeError("CountdownTokens-v0: call reset() before step()")
+            raise RuntimeError("CountdownTokens-v0: the episode has ended (terminated or truncated); call reset()")
+        if isinstance(action, (int, np.integer)) and not isinstance(action, (bool, np.bool_)):
+            return self._append_one(int(action))
+        return self._append_chunk(self._as_chunk(action))
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi" or self._buffer is None:
+            return None
+        return self.tokenizer.decode(self._buffer[: self._length].tolist())
+
+    # -- internals ----------------------------------------------------------------------------------------------
+    def _observation(self) -> np.ndarray:
+        view = self._buffer[: self._length]
+        if self.copy_observations:
+            return view.copy()
+        view.flags.writeable = False
+        return view
+
+    def _append_one(self, token: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        if not 0 <= token < self.vocab_size:
+            raise ValueError(f"token id {token} is outside the vocabulary [0, {self.vocab_size})")
+        self._buffer[self._length] = token
+        self._length += 1
+        terminated = token in self.stop_ids
+        truncated = not terminated and self._length == self._end
+        if terminated or truncated:
+            return self._finish(terminated, truncated, ignored=0)
+        return self._observation(), 0.0, False, False, {}
+
+    def _as_chunk(self, action: Any) -> np.ndarray:
+        if isinstance(action, np.ndarray):
+            chunk = action
+        elif isinstance(action, (list, tuple)):
+            if any(isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)) for a in action):
+                raise TypeError("CountdownTokens-v0: a chunk must hold integer token ids only")
+            chunk = np.asarray(action, dtype=np.int64)
+        else:
+            raise TypeError(
+                f"CountdownTokens-v0: an action is a token id (int) or a 1-D integer array/list of ids, "
+                f"got {type(action).__name__}"
+            )
+        if chunk.dtype == np.bool_ or not np.issubdtype(chunk.dtype, np.integer):
+            raise TypeError(f"CountdownTokens-v0: token ids must have an integer dtype, got {chunk.dtype}")
+        if chunk.ndim == 0:
+            return chunk.reshape(1)
+        if chunk.ndim != 1:
+            raise ValueError(f"CountdownTokens-v0: a chunk of ids must be 1-D, got shape {chunk.shape}")
+        if chunk.size == 0:
+            raise ValueError("CountdownTokens-v0: empty chunk of token ids")
+        low, high = chunk.min(), chunk.max()
+        if low < 0 or high >= self.vocab_size:
+            bad = int(low) if low < 0 else int(high)
+            raise ValueError(f"token id {bad} is outside the vocabulary [0, {self.vocab_size})")
+        return chunk
+
+    def _append_chunk(self, chunk: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        room = self._end - self._length
+        window = chunk[:room]
+        stops = np.flatnonzero(self._is_stop[window])
+        terminated = len(stops) > 0
+        take = int(stops[0]) + 1 if terminated else len(window)
+        self._buffer[self._length : self._length + take] = window[:take]
+        self._length += take
+        truncated = not terminated and self._length == self._end
+        if terminated or truncated:
+            return self._finish(terminated, truncated, ignored=len(chunk) - take)
+        return self._observation(), 0.0, False, False, {}
+
+    def _finish(self, terminated: bool, truncated: bool, ignored: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self._done = True
+        trajectory: Trajectory = score_trajectories(
+            [self._puzzle],
+            [self._buffer[self._prompt_length : self._length]],
+            self.tokenizer,
+            prompt_ids=[self._buffer[: self._prompt_length]],
+            reward_config=self.reward_config,
+            max_new_tokens=self.max_new_tokens,
+            stop_ids=list(self.stop_ids),
+            truncation_reward=self.truncation_reward,
+        )[0]
+        info = {
+            "prompt_length": self._prompt_length,
+            "completion": trajectory.completion_text,
+            "verification": trajectory.verification,
+            "format_ok": trajectory.format_ok,
+            "token_rewards": trajectory.token_rewards,
+            "trajectory": trajectory,
+            "puzzle": self._puzzle,
+            "index": self._index,
+            "ignored_tokens": ignored,
+        }
+        return self._observation(), trajectory.reward, terminated, truncated, info
