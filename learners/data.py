@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from countdown_env import Puzzle
@@ -22,6 +24,23 @@ def resolve_template(template: str | PromptTemplate | None) -> PromptTemplate:
     if template == "compact":
         return COMPACT
     return get_template(template)
+
+
+TEMPLATE_FILE = "countdown_template.json"
+
+
+def save_model_template(model_dir: str | Path, template: str) -> None:
+    """Record in a checkpoint folder which prompt template it was trained on (read by train/eval defaults)."""
+    resolve_template(template)
+    (Path(model_dir) / TEMPLATE_FILE).write_text(json.dumps({"template": template}) + "\n")
+
+
+def model_template(model_dir: str | Path, default: str = "default") -> str:
+    """The prompt template recorded by :func:`save_model_template`, else ``default``."""
+    path = Path(model_dir) / TEMPLATE_FILE
+    if path.is_file():
+        return json.loads(path.read_text())["template"]
+    return default
 
 
 def prompt_rows(

@@ -1,0 +1,356 @@
+r"""Evaluation: sample k completions per puzzle, verify them with the env, report pass@1 and pass@k with CIs.
+
+For a puzzle with :math:`n` samples of which :math:`c` are correct, the unbiased estimator of pass@k
+(Chen et al. 2021, "Evaluating Large Language Models Trained on Code") is
+
+.. math:: \widehat{\text{pass@}k} = 1 - \binom{n-c}{k} \Big/ \binom{n}{k}, \qquad k \le n,
+
+computed as a running product to stay exact in floating point. A report averages it over the puzzles of each
+``n_numbers`` (and overall) and gives a 95 % percentile-bootstrap confidence interval over puzzles (seeded).
+
+A completion counts as correct when the env's :func:`countdown_env.trajectory.score_trajectories` says its
+answer verifies and it was not truncated (the same rule as the training reward).
+
+Backends: :class:`HFBackend` (``transformers`` ``generate``, CPU or GPU) and :class:`VLLMBackend` (vLLM's
+offline ``LLM`` API; GPU only, optional dependency, imported lazily).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k for ``c`` correct out of ``n`` samples (``1 <= k <= n``)."""
+    if not (0 <= c <= n):
+        raise ValueError(f"need 0 <= c <= n, got n={n}, c={c}")
+    if not (1 <= k <= n):
+        raise ValueError(f"need 1 <= k <= n, got n={n}, k={k}")
+    if n - c < k:
+        return 1.0
+    # C(n-c, k) / C(n, k) = prod_{i=n-c+1}^{n} (1 - k / i)
+    return 1.0 - float(np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+def bootstrap_ci(values: Sequence[float], *, confidence: float = 0.95, resamples: int = 2000, seed: int = 0):
+    """Percentile-bootstrap CI of the mean of ``values`` (``(nan, nan)`` when empty, the value when single)."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.size == 0:
+        return (math.nan, math.nan)
+    if x.size == 1 or np.all(x == x[0]):
+        return (float(x[0]), float(x[0]))
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, x.size, size=(resamples, x.size))].mean(axis=1)
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    return (float(low), float(high))
+
+
+@dataclass
+class PuzzleResult:
+    """All samples of one puzzle, scored."""
+
+    numbers: list[int]
+    target: int
+    correct: list[bool]
+    format_ok: list[bool]
+    truncated: list[bool]
+    lengths: list[int]
+    completions: list[str] = field(default_factory=list)
+
+
+def summarize(results: Sequence[PuzzleResult], ks: Sequence[int], *, seed: int = 0) -> dict[str, Any]:
+    """pass@k (mean and 95 % CI), format/truncation rates and mean length over ``results``."""
+    if not results:
+        return {"n_puzzles": 0}
+    n = len(results[0].correct)
+    out: dict[str, Any] = {"n_puzzles": len(results), "samples": n}
+    for k in ks:
+        if k > n:
+            continue
+        scores = [pass_at_k(n, sum(r.correct), k) for r in results]
+        out[f"pass@{k}"] = float(np.mean(scores))
+        out[f"pass@{k}_ci95"] = list(bootstrap_ci(scores, seed=seed))
+    out["format_rate"] = float(np.mean([f for r in results for f in r.format_ok]))
+    out["truncation_rate"] = float(np.mean([t for r in results for t in r.truncated]))
+    out["mean_completion_tokens"] = float(np.mean([n_ for r in results for n_ in r.lengths]))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- backends
+class HFBackend:
+    """Sampling with ``transformers`` ``generate`` (left padding, KV cache), ``batch_size`` rows at a time."""
+
+    name = "hf"
+
+    def __init__(self, model, tokenizer, *, batch_size: int = 64, device: str | None = None):
+        import torch
+
+        self.torch = torch
+        self.tokenizer = tokenizer
+        self.model = model
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.model.to(self.device).eval()
+        self.batch_size = batch_size
+
+    def generate(
+        self, prompt_ids: Sequence[Sequence[int]], *, samples: int, temperature: float, max_new_tokens: int, seed: int
+    ) -> list[list[list[int]]]:
+        """``samples`` completions (token ids, cut after the eos) for every prompt."""
+        torch = self.torch
+        rows = [list(p) for p in prompt_ids for _ in range(samples)]
+        pad = self.tokenizer.pad_token_id
+        eos = self.tokenizer.eos_token_id
+        torch.manual_seed(seed)
+        outputs: list[list[int]] = []
+        for start in range(0, len(rows), self.batch_size):
+            chunk = rows[start : start + self.batch_size]
+            width = max(len(r) for r in chunk)
+            ids = torch.full((len(chunk), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(chunk), width), dtype=torch.long)
+            for i, r in enumerate(chunk):
+                ids[i, width - len(r) :] = torch.tensor(r)
+                mask[i, width - len(r) :] = 1
+            # top_k=0: plain sampling at the temperature (generation_config would otherwise apply top_k=50)
+            sampling = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0)
+            with torch.no_grad():
+                generated = self.model.generate(
+                    input_ids=ids.to(self.device),
+                    attention_mask=mask.to(self.device),
+                    max_new_tokens=max_new_tokens,
+                    pad_token_id=pad,
+                    eos_token_id=eos,
+                    **(sampling if temperature > 0 else dict(do_sample=False)),
+                )
+            for row in generated[:, width:].tolist():
+                outputs.append(_cut_after(row, eos, pad))
+        return [outputs[i * samples : (i + 1) * samples] for i in range(len(prompt_ids))]
+
+
+def _cut_after(row: list[int], eos: int | None, pad: int | None) -> list[int]:
+    """Keep ids up to and including the first eos; drop trailing pads of rows that never emitted one."""
+    if eos is not None and eos in row:
+        return row[: row.index(eos) + 1]
+    while row and pad is not None and row[-1] == pad and pad != eos:
+        row = row[:-1]
+    return row
+
+
+def vllm_requests(
+    prompt_ids: Sequence[Sequence[int]],
+    *,
+    samples: int,
+    temperature: float,
+    max_new_tokens: int,
+    seed: int,
+    stop_token_ids: Sequence[int] = (),
+) -> tuple[list[dict[str, list[int]]], dict[str, Any]]:
+    """The prompts and ``SamplingParams`` keyword arguments of one vLLM offline call.
+
+    One request per prompt with ``n=samples`` (vLLM shares the prompt's KV cache across its samples), token-id
+    prompts (no re-tokenisation: the chat template was applied once, here), and the same stop rule as HF.
+    """
+    if samples < 1 or max_new_tokens < 1:
+        raise ValueError("samples and max_new_tokens must be >= 1")
+    prompts = [{"prompt_token_ids": [int(t) for t in p]} for p in prompt_ids]
+    params = dict(
+        n=samples,
+        temperature=float(temperature),
+        top_p=1.0,
+        top_k=-1 if temperature > 0 else 1,
+        max_tokens=int(max_new_tokens),
+        seed=int(seed),
+        stop_token_ids=[int(t) for t in stop_token_ids],
+        skip_special_tokens=False,
+    )
+    return prompts, params
+
+
+class VLLMBackend:
+    """Sampling with vLLM's offline ``LLM`` (GPU; ``pip install -e .[vllm]``)."""
+
+    name = "vllm"
+
+    def __init__(self, model_dir: str, tokenizer, *, gpu_memory_utilization: float = 0.85, dtype: str = "auto"):
+        try:
+            from vllm import LLM, SamplingParams
+        except ImportError as exc:  # pragma: no cover - exercised only where vllm is missing
+            raise RuntimeError("the vllm backend needs vLLM (GPU only): pip install -e '.[vllm]'") from exc
+        self.SamplingParams = SamplingParams
+        self.tokenizer = tokenizer
+        self.llm = LLM(model=str(model_dir), gpu_memory_utilization=gpu_memory_utilization, dtype=dtype)
+
+    def generate(
+        self, prompt_ids: Sequence[Sequence[int]], *, samples: int, temperature: float, max_new_tokens: int, seed: int
+    ) -> list[list[list[int]]]:
+        prompts, params = vllm_requests(
+            prompt_ids,
+            samples=samples,
+            temperature=temperature,
+            max_new_tokens=max_new_tokens,
+            seed=seed,
+            stop_token_ids=[self.tokenizer.eos_token_id],
+        )
+        outputs = self.llm.generate(prompts, self.SamplingParams(**params), use_tqdm=False)
+        return [[list(o.token_ids) for o in out.outputs] for out in outputs]
+
+
+# ------------------------------------------------------------------------------------------------ running
+def load_rows(path: str | Path, limit: int | None = None) -> list[dict[str, Any]]:
+    """Rows with ``numbers`` and ``target`` from a jsonl file (e.g. a split) or a ``save_to_disk`` folder."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no split at {path}")
+    if path.is_dir():
+        from datasets import load_from_disk
+
+        data = load_from_disk(str(path))
+        if hasattr(data, "keys"):
+            data = data["eval"] if "eval" in data else data[next(iter(data.keys()))]
+        rows = [dict(r) for r in data]
+    else:
+        from countdown_env.splits import read_jsonl
+
+        rows = read_jsonl(path)
+    if not rows or "numbers" not in rows[0] or "target" not in rows[0]:
+        raise ValueError(f"{path} has no rows with 'numbers' and 'target'")
+    return rows[:limit] if limit else rows
+
+
+def evaluate(
+    backend,
+    tokenizer,
+    rows: Sequence[dict[str, Any]],
+    *,
+    template: str | None = None,
+    samples: int = 4,
+    temperature: float = 0.8,
+    max_new_tokens: int = 768,
+    seed: int = 0,
+    ks: Sequence[int] | None = None,
+    reward_config=None,
+    keep_completions: int = 0,
+) -> dict[str, Any]:
+    """Sample, score and summarise; returns the JSON-ready report (``by_n_numbers`` and ``overall``)."""
+    from countdown_env import Puzzle
+    from countdown_env.prompts import chat_messages
+    from countdown_env.trajectory import score_trajectories
+
+    from .data import resolve_template
+
+    if samples < 1:
+        raise ValueError("samples must be >= 1")
+    if temperature <= 0 and samples > 1:
+        raise ValueError("greedy decoding (temperature 0) gives identical samples: use --samples 1")
+    ks = sorted({1, samples} if ks is None else set(ks))
+    puzzles = [Puzzle(tuple(int(n) for n in r["numbers"]), int(r["target"])) for r in rows]
+    chat_template = resolve_template(template)
+    prompt_ids = [
+        tokenizer.apply_chat_template(chat_messages(p, chat_template), tokenize=True, add_generation_prompt=True)
+        for p in puzzles
+    ]
+    prompt_ids = [p["input_ids"] if isinstance(p, dict) or hasattr(p, "keys") else p for p in prompt_ids]
+    start = time.perf_counter()
+    completions = backend.generate(
+        prompt_ids, samples=samples, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed
+    )
+    gen_seconds = time.perf_counter() - start
+    flat_puzzles = [p for p in puzzles for _ in range(samples)]
+    flat_ids = [c for per_prompt in completions for c in per_prompt]
+    trajectories = score_trajectories(
+        flat_puzzles, flat_ids, tokenizer, reward_config=reward_config, max_new_tokens=max_new_tokens
+    )
+    results: dict[int, list[PuzzleResult]] = {}
+    for i, puzzle in enumerate(puzzles):
+        own = trajectories[i * samples : (i + 1) * samples]
+        result = PuzzleResult(
+            numbers=list(puzzle.numbers),
+            target=puzzle.target,
+            correct=[bool(t.verification.correct) and not t.truncated for t in own],
+            format_ok=[bool(t.format_ok) for t in own],
+            truncated=[bool(t.truncated) for t in own],
+            lengths=[len(t.completion_ids) for t in own],
+            completions=[t.completion_text for t in own[:keep_completions]],
+        )
+        results.setdefault(puzzle.n_numbers, []).append(result)
+    every = [r for group in results.values() for r in group]
+    generated_tokens = sum(len(c) for c in flat_ids)
+    report = {
+        "samples": samples,
+        "temperature": temperature,
+        "max_new_tokens": max_new_tokens,
+        "seed": seed,
+        "template": chat_template.name,
+        "backend": getattr(backend, "name", type(backend).__name__),
+        "overall": summarize(every, ks, seed=seed),
+        "by_n_numbers": {str(n): summarize(group, ks, seed=seed) for n, group in sorted(results.items())},
+        "generation_seconds": gen_seconds,
+        "generated_tokens_per_second": generated_tokens / gen_seconds if gen_seconds > 0 else None,
+    }
+    if keep_completions:
+        report["examples"] = [
+            {"numbers": r.numbers, "target": r.target, "completions": r.completions, "correct": r.correct}
+            for r in every[:8]
+        ]
+    return report
+
+
+def evaluate_model_dir(
+    model_dir: str | Path,
+    split: str | Path,
+    *,
+    backend: str = "hf",
+    limit: int | None = None,
+    batch_size: int = 64,
+    template: str | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """Load a checkpoint folder and :func:`evaluate` it on the rows of ``split``."""
+    from .data import model_template
+    from .tiny import load_tokenizer
+
+    tokenizer = load_tokenizer(model_dir)
+    template = template or model_template(model_dir)
+    rows = load_rows(split, limit)
+    if backend == "hf":
+        from transformers import AutoModelForCausalLM
+
+        engine = HFBackend(AutoModelForCausalLM.from_pretrained(model_dir), tokenizer, batch_size=batch_size)
+    elif backend == "vllm":
+        engine = VLLMBackend(str(model_dir), tokenizer)
+    else:
+        raise ValueError(f"unknown backend {backend!r}; choose 'hf' or 'vllm'")
+    report = evaluate(engine, tokenizer, rows, template=template, **kwargs)
+    report.update(model=str(model_dir), split=str(split))
+    return report
+
+
+def write_report(report: dict[str, Any], path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    return path
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """A few human-readable lines: pass@k with CIs per n_numbers and overall."""
+    lines = []
+    for name, stats in [*report["by_n_numbers"].items(), ("all", report["overall"])]:
+        if not stats.get("n_puzzles"):
+            continue
+        parts = [f"n_numbers={name:>3}  puzzles={stats['n_puzzles']:>4}"]
+        for key, value in stats.items():
+            if key.startswith("pass@") and not key.endswith("ci95"):
+                low, high = stats[f"{key}_ci95"]
+                parts.append(f"{key}={value:.3f} [{low:.3f}, {high:.3f}]")
+        parts.append(f"format={stats['format_rate']:.2f} trunc={stats['truncation_rate']:.2f}")
+        lines.append("  ".join(parts))
+    return "\n".join(lines)

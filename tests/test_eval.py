@@ -1,0 +1,146 @@
+"""Evaluation: the unbiased pass@k estimator, CIs, vLLM request building, HF backend, end-to-end reports."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import pytest
+
+
+@pytest.mark.parametrize("n,c,k", [(4, 0, 1), (4, 1, 1), (4, 2, 2), (5, 3, 4), (10, 1, 10), (8, 8, 3), (7, 2, 6)])
+def test_pass_at_k_matches_the_combinatorial_definition(n, c, k):
+    from learners.evaluate import pass_at_k
+
+    expected = 1 - math.comb(n - c, k) / math.comb(n, k)
+    assert pass_at_k(n, c, k) == pytest.approx(expected, abs=1e-12)
+    # and the definition itself: share of k-subsets holding at least one correct sample
+    samples = [True] * c + [False] * (n - c)
+    subsets = list(itertools.combinations(samples, k))
+    assert pass_at_k(n, c, k) == pytest.approx(sum(any(s) for s in subsets) / len(subsets), abs=1e-12)
+
+
+def test_pass_at_k_rejects_bad_input():
+    from learners.evaluate import pass_at_k
+
+    for args in [(4, 5, 1), (4, -1, 1), (4, 1, 0), (4, 1, 5)]:
+        with pytest.raises(ValueError):
+            pass_at_k(*args)
+
+
+def test_bootstrap_ci_brackets_the_mean_and_is_seeded():
+    from learners.evaluate import bootstrap_ci
+
+    values = [0.0, 1.0] * 50
+    low, high = bootstrap_ci(values, seed=3)
+    assert low < 0.5 < high and 0.3 < low and high < 0.7
+    assert bootstrap_ci(values, seed=3) == (low, high)
+    assert bootstrap_ci([0.25]) == (0.25, 0.25)
+    assert all(math.isnan(v) for v in bootstrap_ci([]))
+
+
+def test_vllm_requests_are_built_from_token_ids():
+    from learners.evaluate import vllm_requests
+
+    prompts, params = vllm_requests(
+        [[1, 2, 3], [4]], samples=4, temperature=0.8, max_new_tokens=768, seed=7, stop_token_ids=[3]
+    )
+    assert prompts == [{"prompt_token_ids": [1, 2, 3]}, {"prompt_token_ids": [4]}]
+    assert params["n"] == 4 and params["max_tokens"] == 768 and params["seed"] == 7
+    assert params["stop_token_ids"] == [3] and params["temperature"] == 0.8 and params["top_k"] == -1
+    _, greedy = vllm_requests([[1]], samples=1, temperature=0.0, max_new_tokens=5, seed=0)
+    assert greedy["top_k"] == 1
+    with pytest.raises(ValueError):
+        vllm_requests([[1]], samples=0, temperature=1.0, max_new_tokens=5, seed=0)
+
+
+class ScriptedBackend:
+    """Returns fixed completions: for puzzle i, ``correct_counts[i]`` correct ones then wrong ones."""
+
+    name = "scripted"
+
+    def __init__(self, tokenizer, rows, correct_counts, solutions):
+        self.tokenizer, self.rows, self.counts, self.solutions = tokenizer, rows, correct_counts, solutions
+
+    def generate(self, prompt_ids, *, samples, temperature, max_new_tokens, seed):
+        eos = self.tokenizer.eos_token_id
+        out = []
+        for count, solution in zip(self.counts, self.solutions, strict=True):
+            good = self.tokenizer.encode(f"<reasoning>\nok\n</reasoning>\n<solution>{solution}</solution>") + [eos]
+            bad = self.tokenizer.encode("<reasoning>\nhm\n</reasoning>\n<solution>1 + 1 + 1</solution>") + [eos]
+            out.append([good] * count + [bad] * (samples - count))
+        assert len(out) == len(prompt_ids)
+        return out
+
+
+def test_evaluate_reports_exact_pass_at_k_per_n_numbers(tiny_tokenizer):
+    from learners.evaluate import evaluate, format_report, pass_at_k
+
+    rows = [
+        {"numbers": [3, 7, 11], "target": 21},
+        {"numbers": [2, 5, 9], "target": 19},
+        {"numbers": [1, 2, 3, 4], "target": 24},
+    ]
+    solutions = ["3 + 7 + 11", "2 * 5 + 9", "1 * 2 * 3 * 4"]
+    counts = [4, 1, 0]
+    backend = ScriptedBackend(tiny_tokenizer, rows, counts, solutions)
+    report = evaluate(backend, tiny_tokenizer, rows, samples=4, temperature=0.8, max_new_tokens=200, template="compact")
+    three = report["by_n_numbers"]["3"]
+    assert three["n_puzzles"] == 2
+    assert three["pass@1"] == pytest.approx((1.0 + 0.25) / 2)
+    assert three["pass@4"] == pytest.approx(1.0)
+    assert report["by_n_numbers"]["4"]["pass@1"] == 0.0
+    overall = report["overall"]
+    assert overall["pass@4"] == pytest.approx((1 + pass_at_k(4, 1, 4) + 0) / 3)
+    assert overall["format_rate"] == 1.0 and overall["truncation_rate"] == 0.0
+    low, high = overall["pass@1_ci95"]
+    assert low <= overall["pass@1"] <= high
+    json.dumps(report)
+    assert "pass@4" in format_report(report)
+
+
+def test_evaluate_counts_truncated_answers_as_wrong(tiny_tokenizer):
+    from learners.evaluate import evaluate
+
+    class Truncating:
+        name = "t"
+
+        def generate(self, prompt_ids, *, samples, temperature, max_new_tokens, seed):
+            ids = tiny_tokenizer.encode("<reasoning>\n3 + 7 + 11 = 21 " + "x" * 50)[:max_new_tokens]
+            return [[ids] * samples for _ in prompt_ids]
+
+    report = evaluate(
+        Truncating(), tiny_tokenizer, [{"numbers": [3, 7, 11], "target": 21}], samples=2, max_new_tokens=20
+    )
+    assert report["overall"]["pass@1"] == 0.0 and report["overall"]["truncation_rate"] == 1.0
+
+
+def test_evaluate_rejects_greedy_with_several_samples(tiny_tokenizer):
+    from learners.evaluate import evaluate
+
+    with pytest.raises(ValueError, match="greedy"):
+        evaluate(None, tiny_tokenizer, [{"numbers": [1, 2], "target": 3}], samples=4, temperature=0.0)
+
+
+@pytest.mark.slow
+def test_hf_backend_on_the_tiny_model_end_to_end(tiny_model_dir, tmp_path):
+    from countdown_env.splits import write_jsonl
+    from learners.evaluate import evaluate_model_dir, write_report
+
+    split = tmp_path / "eval.jsonl"
+    write_jsonl([{"numbers": [3, 7, 11], "target": 21}, {"numbers": [2, 5, 9, 4], "target": 19}], split)
+    report = evaluate_model_dir(
+        tiny_model_dir, split, samples=3, temperature=1.0, max_new_tokens=12, seed=0, template="compact"
+    )
+    assert set(report["by_n_numbers"]) == {"3", "4"}
+    assert report["overall"]["samples"] == 3 and 0.0 <= report["overall"]["pass@1"] <= 1.0
+    assert 1 <= report["overall"]["mean_completion_tokens"] <= 12
+    again = evaluate_model_dir(
+        tiny_model_dir, split, samples=3, temperature=1.0, max_new_tokens=12, seed=0, template="compact"
+    )
+    assert again["overall"] == report["overall"]  # seeded
+    path = write_report(report, tmp_path / "r" / "report.json")
+    assert json.loads(path.read_text())["model"] == str(tiny_model_dir)
+    with pytest.raises(FileNotFoundError):
+        evaluate_model_dir(tiny_model_dir, tmp_path / "missing.jsonl")
