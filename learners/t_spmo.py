@@ -418,6 +418,7 @@ class TSPMOTrainer(CountdownGRPOTrainer):
     # ------------------------------------------------------------------------------------------------ seam 2
     def select_loss_tokens(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """Drop completion columns after the micro-batch's last loss token (exact under causal attention)."""
+        inputs = dict(inputs)  # TRL reuses the buffered micro-batch when num_iterations > 1
         mask = self.loss_mask(inputs)
         width = mask.size(1)
         used = torch.nonzero(mask.any(dim=0))

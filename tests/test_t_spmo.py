@@ -1,0 +1,309 @@
+"""T-SPMO on the tiny model: trie advantages in the batch, the objective's gradient, replay, LoRA, large groups."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from learners.prefix_trie import prefix_advantages
+from learners.replay import ReplayBuffer
+
+
+def _mod3_reward(prompts, completions, **kwargs):
+    """Test-only reward in {0, 1} that varies within groups."""
+    return [float(len(c[0]["content"]) % 3 == 0) for c in completions]
+
+
+class _RecordingReward:
+    """A reward function that remembers what it scored (TRL calls it once per batch, replay once more)."""
+
+    __name__ = "recording_reward"
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, prompts, completions, completion_ids, **kwargs):
+        self.calls.append([list(ids) for ids in completion_ids])
+        return _mod3_reward(prompts, completions)
+
+
+def _probe_class():
+    from learners.t_spmo import TSPMOTrainer
+
+    class Probe(TSPMOTrainer):
+        """Keeps each generation batch (after seam 1) and its rollout."""
+
+        def shape_batch(self, batch, rollout):
+            batch = super().shape_batch(batch, rollout)
+            self.seen = getattr(self, "seen", [])
+            snapshot = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+            self.seen.append((snapshot, rollout, list(self.last_replay_plans)))
+            return batch
+
+    return Probe
+
+
+def _trainer(model_dir, dataset, kwargs, reward=_mod3_reward, cls=None, **extra):
+    from transformers import AutoModelForCausalLM
+
+    from learners.t_spmo import TSPMOConfig
+    from learners.tiny import load_tokenizer
+
+    cls = cls or _probe_class()
+    return cls(
+        model=AutoModelForCausalLM.from_pretrained(model_dir),
+        reward_funcs=reward,
+        args=TSPMOConfig(**kwargs),
+        train_dataset=dataset,
+        processing_class=load_tokenizer(model_dir),
+        **extra,
+    )
+
+
+def _rows(batch, key_ids, key_mask, row):
+    return batch[key_ids][row][batch[key_mask][row].bool()].tolist()
+
+
+# --------------------------------------------------------------------------------------------- config
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"tspmo_objective": "pi"}, "tspmo_objective"),
+        ({"loss_type": "grpo"}, "token-level normaliser"),
+        ({"l2_coef": -1.0}, "l2_coef"),
+        ({"l2_anchor": "base"}, "l2_anchor"),
+        ({"replay_success": -1}, "replay_success"),
+        ({"replay_min_prefix": 0}, "replay_min_prefix"),
+        ({"importance_sampling_level": "sequence"}, "importance_sampling_level"),
+    ],
+)
+def test_config_rejects_bad_values(kwargs, message, cpu_grpo_kwargs):
+    from learners.t_spmo import TSPMOConfig
+
+    with pytest.raises(ValueError, match=message):
+        TSPMOConfig(**cpu_grpo_kwargs, **kwargs)
+
+
+def test_registered(cpu_grpo_kwargs):
+    from learners.registry import get_learner
+    from learners.t_spmo import TSPMOConfig, TSPMOTrainer
+
+    spec = get_learner("t_spmo")
+    assert spec.load() == (TSPMOConfig, TSPMOTrainer)
+    assert spec.make_config(**cpu_grpo_kwargs).loss_type == "dapo"
+
+
+# --------------------------------------------------------------------------------------------- replay buffer
+
+
+def test_replay_buffer_keeps_recent_distinct_completions_per_kind():
+    buffer = ReplayBuffer(capacity=2, keep_failures=True)
+    buffer.add("p", [1, 2, 3], 1.0)
+    buffer.add("p", [1, 2, 3], 1.0)  # duplicate: stored once
+    buffer.add("p", [4, 5], 1.0)
+    buffer.add("p", [6, 7], 1.0)  # evicts [1, 2, 3]
+    buffer.add("p", [8, 9], 0.0)
+    buffer.add("p", [9, 9], float("nan"))  # unscorable: ignored
+    assert buffer.completions("p", True) == [(4, 5), (6, 7)]
+    assert buffer.completions("p", False) == [(8, 9)]
+    assert buffer.completions("q", True) == []
+    without_failures = ReplayBuffer(keep_failures=False)
+    without_failures.add("p", [1, 2], 0.0)
+    assert without_failures.completions("p", False) == []
+
+
+def test_replay_plans_cut_proper_prefixes_within_budget():
+    import numpy as np
+
+    buffer = ReplayBuffer(capacity=4, keep_failures=True, min_prefix=2)
+    buffer.add("a", [1, 2, 3, 4, 5], 1.0)
+    buffer.add("a", [1, 2], 1.0)  # too short for min_prefix=2: never replayed
+    buffer.add("a", [7, 8, 9], 0.0)
+    buffer.add("b", [5, 5, 5, 5], 0.0)
+    plans = buffer.plan(["a", "b", "c"], 3, 1, np.random.default_rng(0))
+    assert [p.group for p in plans] == [0, 0, 0, 0, 1]
+    assert [p.success for p in plans] == [True, True, True, False, False]
+    for plan in plans:
+        assert 2 <= len(plan.prefix) < len(plan.source)
+        assert plan.source[: len(plan.prefix)] == plan.prefix
+    assert all(p.source == (1, 2, 3, 4, 5) for p in plans[:3])
+    cuts = {len(p.prefix) for p in buffer.plan(["a"] * 50, 1, 0, np.random.default_rng(1))}
+    assert cuts == {2, 3, 4}  # uniform over [min_prefix, len - 1]
+    with pytest.raises(ValueError, match=">= 0"):
+        buffer.plan(["a"], -1, 0, np.random.default_rng(0))
+
+
+# --------------------------------------------------------------------------------------------- trainer
+
+
+@pytest.mark.slow
+def test_two_steps_use_trie_advantages_and_move_the_weights(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
+    trainer = _trainer(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs)
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+    assert trainer.state.global_step == 2
+    assert any(not torch.equal(before[n], p.detach()) for n, p in trainer.model.named_parameters())
+    for batch, rollout, _ in trainer.seen:
+        expected = prefix_advantages(
+            batch["completion_ids"], rollout.rewards, batch["completion_mask"], group_size=rollout.num_generations
+        )
+        torch.testing.assert_close(batch["advantages"], expected.advantages * expected.loss_mask)
+        assert torch.equal(batch["tool_mask"], expected.loss_mask.to(batch["tool_mask"].dtype))
+    logged = [e for e in trainer.state.log_history if "tspmo/num_transitions" in e]
+    assert len(logged) == 2
+    assert all(0 < e["tspmo/loss_token_share"] <= 1 and 0 <= e["tspmo/singleton_share"] <= 1 for e in logged)
+    assert all(math.isfinite(e["loss"]) for e in trainer.state.log_history if "loss" in e)
+
+
+def _one_batch(trainer, dataset, groups=2, size=4):
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1
+    inputs = [dict(dataset[i]) for i in range(groups) for _ in range(size)]
+    return trainer._generate_and_score_completions(inputs)
+
+
+def _grad(model, loss):
+    params = [p for p in model.parameters() if p.requires_grad]
+    return torch.cat([g.flatten() for g in torch.autograd.grad(loss, params)])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("objective", ["log_prob", "prob"])
+def test_loss_gradient_is_the_stated_objective(objective, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
+    cpu_grpo_kwargs.update(tspmo_objective=objective, max_completion_length=12)
+    trainer = _trainer(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs)
+    batch = _one_batch(trainer, toy_prompt_dataset)
+    trie = trainer.last_trie
+    model = trainer.model
+    input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+    attention = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+    width = batch["completion_ids"].size(1)
+    logps, _, _ = trainer._get_per_token_logps_and_entropies(model, input_ids, attention, width, batch_size=8)
+    unique = trie.loss_mask.float()
+    assert unique.sum() > 0 and torch.count_nonzero(trie.advantages * unique) > 0
+    term = logps if objective == "log_prob" else torch.exp(logps)
+    # J = (1/|U|) Σ_U A(v|p) · log π(v|p)   (or · π(v|p) for the printed Eq. 10)
+    manual = -(trie.advantages * term * unique).sum() / unique.sum()
+    expected = _grad(model, manual)
+    got = _grad(model, trainer._compute_loss(model, batch))
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-7)
+
+
+@pytest.mark.slow
+def test_replayed_rows_share_the_chosen_prefix(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
+    reward = _RecordingReward()
+    cpu_grpo_kwargs.update(replay_success=1, replay_failure=2, max_steps=1, success_threshold=1.0)
+    trainer = _trainer(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, reward=reward)
+    trainer.train()
+    batch, rollout, plans = trainer.seen[0]
+    n, size = rollout.rewards.numel(), rollout.num_generations
+    assert batch["completion_ids"].size(0) == n + 2 * 3  # 2 groups × (C_success + C_failure) slots
+    assert plans, "the mod-3 reward gives each toy group successes and failures"
+    assert len(reward.calls) == 2 and reward.calls[1] == [
+        _rows(batch, "completion_ids", "completion_mask", n + j) for j in range(len(plans))
+    ]
+    for j, plan in enumerate(plans):
+        row = n + j
+        completion = _rows(batch, "completion_ids", "completion_mask", row)
+        assert tuple(completion[: len(plan.prefix)]) == plan.prefix
+        assert plan.source[: len(plan.prefix)] == plan.prefix and len(plan.prefix) < len(plan.source)
+        assert _rows(batch, "prompt_ids", "prompt_mask", row) == _rows(
+            batch, "prompt_ids", "prompt_mask", plan.group * size
+        )
+        assert plan.source in trainer.replay_buffer.completions(
+            tuple(_rows(batch, "prompt_ids", "prompt_mask", row)), plan.success
+        )
+        # tokens before the restart belong to the source's statistics, not to the replayed row's loss
+        assert int(batch["tool_mask"][row, : len(plan.prefix) - 1].sum()) == 0
+    for row in range(n + len(plans), batch["completion_ids"].size(0)):  # filler slots
+        assert int(batch["tool_mask"][row].sum()) == 0
+    # the batch's advantages are the trie over originals + replays (replays count from their restart depth)
+    rows = n + len(plans)
+    rewards = torch.cat(
+        [
+            rollout.rewards,
+            torch.tensor(
+                _mod3_reward(
+                    None,
+                    [
+                        [{"content": t}]
+                        for t in trainer.processing_class.batch_decode(reward.calls[1], skip_special_tokens=True)
+                    ],
+                )
+            ),
+        ]
+    )
+    groups = torch.cat([torch.arange(n) // size, torch.tensor([p.group for p in plans])])
+    starts = torch.cat([torch.zeros(n, dtype=torch.long), torch.tensor([len(p.prefix) for p in plans])])
+    expected = prefix_advantages(
+        batch["completion_ids"][:rows],
+        rewards,
+        batch["completion_mask"][:rows],
+        group_ids=groups,
+        start_positions=starts,
+    )
+    torch.testing.assert_close(batch["advantages"][:rows], expected.advantages * expected.loss_mask)
+    assert torch.equal(batch["tool_mask"][:rows], expected.loss_mask)
+
+
+@pytest.mark.slow
+def test_lora_with_l2_kl_and_replay(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
+    from peft import LoraConfig
+
+    cpu_grpo_kwargs.update(beta=0.05, l2_coef=0.1, l2_anchor="zero", replay_success=1, replay_failure=1)
+    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
+    trainer = _trainer(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, peft_config=lora)
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+    after = dict(trainer.model.named_parameters())
+    lora_names = [n for n in before if "lora_" in n]
+    assert lora_names and all(after[n].requires_grad for n in lora_names)
+    assert any(not torch.equal(before[n], after[n].detach()) for n in lora_names if "lora_B" in n)
+    assert all(torch.equal(before[n], after[n].detach()) for n in before if "lora_" not in n)
+    logs = [e for e in trainer.state.log_history if "loss" in e and "tspmo/l2_penalty" in e]
+    assert logs and all(e["tspmo/l2_penalty"] > 0 for e in logs) and "kl" in logs[0]
+    batch, _, plans = trainer.seen[-1]
+    assert "ref_per_token_logps" in batch and batch["ref_per_token_logps"].shape == batch["completion_ids"].shape
+
+
+@pytest.mark.slow
+def test_large_group_over_micro_batches_with_replay_and_reuse(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
+    # one group of 12 split into 3 micro-batches of 4; each batch is used twice (num_iterations=2, clipped ratio)
+    cpu_grpo_kwargs.update(
+        num_generations=12,
+        per_device_train_batch_size=4,
+        steps_per_generation=3,
+        gradient_accumulation_steps=3,
+        num_iterations=2,
+        max_steps=2,
+        replay_success=1,
+        replay_failure=1,
+    )
+    trainer = _trainer(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs)
+    trainer.train()
+    assert trainer.state.global_step == 2
+    batch, rollout, plans = trainer.seen[0]
+    assert rollout.num_groups == 1 and rollout.rewards.numel() == 12
+    assert batch["completion_ids"].size(0) == 15  # 12 + 2 replay slots, rounded up to 3 whole micro-batches
+    assert batch["old_per_token_logps"].shape == batch["completion_ids"].shape
+    assert "clip_ratio/region_mean" in trainer.state.log_history[0]
+
+
+def test_select_loss_tokens_drops_trailing_columns_without_loss():
+    from learners.t_spmo import TSPMOTrainer
+
+    inputs = {
+        "prompt_ids": torch.ones(2, 3, dtype=torch.long),
+        "completion_ids": torch.arange(10).reshape(2, 5),
+        "completion_mask": torch.ones(2, 5, dtype=torch.long),
+        "tool_mask": torch.tensor([[1, 0, 0, 0, 0], [0, 1, 1, 0, 0]]),
+        "advantages": torch.ones(2, 5),
+    }
+    out = TSPMOTrainer.select_loss_tokens(SimpleNamespace(loss_mask=TSPMOTrainer.loss_mask), inputs)
+    assert out["completion_ids"].shape == (2, 3) and out["advantages"].shape == (2, 3)
+    assert out["prompt_ids"].shape == (2, 3) and inputs["completion_ids"].shape == (2, 5)
