@@ -307,3 +307,142 @@ def test_select_loss_tokens_drops_trailing_columns_without_loss():
     out = TSPMOTrainer.select_loss_tokens(SimpleNamespace(loss_mask=TSPMOTrainer.loss_mask), inputs)
     assert out["completion_ids"].shape == (2, 3) and out["advantages"].shape == (2, 3)
     assert out["prompt_ids"].shape == (2, 3) and inputs["completion_ids"].shape == (2, 5)
+
+
+# --------------------------------------------------------------------------------------------- two processes
+
+_WORKER = """
+import sys
+import torch
+from transformers import AutoModelForCausalLM
+from countdown_env import Puzzle
+from learners.data import prompt_dataset
+from learners.t_spmo import TSPMOConfig, TSPMOTrainer
+from learners.tiny import load_tokenizer
+
+model_dir, out_dir, puzzles = sys.argv[1], sys.argv[2], eval(sys.argv[3])
+
+
+def mod3_reward(prompts, completions, **kwargs):
+    return [float(len(c[0]["content"]) % 3 == 0) for c in completions]
+
+
+class Recorder(TSPMOTrainer):
+    records = []
+
+    def _score_replays(self, plans, completions, all_inputs, size):
+        scores = super()._score_replays(plans, completions, all_inputs, size)
+        self._scores = scores
+        return scores
+
+    def shape_batch(self, batch, rollout):
+        self._scores = torch.zeros(0)
+        batch = super().shape_batch(batch, rollout)
+        keep = ("completion_ids", "completion_mask", "advantages", "tool_mask")
+        self.records.append({
+            **{k: batch[k].clone() for k in keep},
+            "rewards": rollout.rewards.clone(),
+            "slice": (rollout.process_slice.start, rollout.process_slice.stop),
+            "plans": [(p.group, p.prefix) for p in self.last_replay_plans],
+            "replay_scores": self._scores.clone(),
+        })
+        return batch
+
+
+args = TSPMOConfig(
+    output_dir=out_dir, use_cpu=True, bf16=False, gradient_checkpointing=False, use_vllm=False, report_to="none",
+    per_device_train_batch_size=4, num_generations=8, max_completion_length=12, max_steps=2, learning_rate=1e-3,
+    save_strategy="no", seed=0, disable_tqdm=True, replay_success=1, replay_failure=1,
+)
+trainer = Recorder(
+    model=AutoModelForCausalLM.from_pretrained(model_dir), reward_funcs=mod3_reward, args=args,
+    train_dataset=prompt_dataset([Puzzle(n, t) for n, t in puzzles], "compact"),
+    processing_class=load_tokenizer(model_dir),
+)
+trainer.train()
+torch.save(trainer.records, f"{out_dir}/rank{trainer.accelerator.process_index}.pt")
+"""
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_two_processes_build_one_trie_per_group(tiny_model_dir, tmp_path):
+    """A group of 8 is split over two processes (4 rows each): the advantages must come from the whole group."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import TOY_PUZZLES
+
+    script = tmp_path / "worker.py"
+    script.write_text(_WORKER)
+    port = str(_free_port())
+    procs = []
+    for rank in range(2):
+        env = dict(
+            os.environ,
+            WORLD_SIZE="2",
+            RANK=str(rank),
+            LOCAL_RANK=str(rank),
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=port,
+            OMP_NUM_THREADS="1",
+            ACCELERATE_USE_CPU="true",
+        )
+        cmd = [sys.executable, str(script), str(tiny_model_dir), str(tmp_path), repr(TOY_PUZZLES)]
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    try:
+        outputs = [p.communicate(timeout=300)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    assert all(p.returncode == 0 for p in procs), outputs[0][-3000:] + outputs[1][-3000:]
+    records = [torch.load(tmp_path / f"rank{r}.pt") for r in range(2)]
+    assert len(records[0]) == len(records[1]) == 2
+    for step in range(2):
+        local = [records[r][step] for r in range(2)]
+        assert local[0]["plans"] == local[1]["plans"]  # the same replay plan on every process
+        torch.testing.assert_close(local[0]["rewards"], local[1]["rewards"])
+        assert [x["slice"] for x in local] == [(0, 4), (4, 8)]
+        plans = local[0]["plans"]
+        slots = local[0]["completion_ids"].size(0) - 4
+        width = max(x["completion_ids"].size(1) for x in local)
+
+        def part(key, rows, local=local, width=width):
+            padded = [torch.nn.functional.pad(x[key][rows], (0, width - x[key].size(1))) for x in local]
+            return torch.cat(padded)
+
+        originals, replays = slice(0, 4), slice(4, 4 + slots)
+        ids = torch.cat([part("completion_ids", originals), part("completion_ids", replays)])
+        mask = torch.cat([part("completion_mask", originals), part("completion_mask", replays)])
+        replay_rewards = torch.full((2, slots), float("nan"))
+        groups = torch.zeros(2, slots, dtype=torch.long)
+        starts = torch.zeros(2, slots, dtype=torch.long)
+        for r in range(2):
+            mine = plans[r::2]
+            replay_rewards[r, : len(mine)] = local[r]["replay_scores"]
+            starts[r, : len(mine)] = torch.tensor([len(prefix) for _, prefix in mine], dtype=torch.long)
+            groups[r, : len(mine)] = torch.tensor([g for g, _ in mine], dtype=torch.long)
+        rewards = torch.cat([local[0]["rewards"], replay_rewards.flatten()])
+        rewards = torch.where(mask.sum(1) > 0, rewards, torch.full_like(rewards, float("nan")))
+        expected = prefix_advantages(
+            ids,
+            rewards,
+            mask,
+            group_ids=torch.cat([torch.zeros(8, dtype=torch.long), groups.flatten()]),
+            start_positions=torch.cat([torch.zeros(8, dtype=torch.long), starts.flatten()]),
+        )
+        got_adv = torch.cat([part("advantages", originals), part("advantages", replays)])
+        got_mask = torch.cat([part("tool_mask", originals), part("tool_mask", replays)])
+        torch.testing.assert_close(got_adv, expected.advantages * expected.loss_mask)
+        assert torch.equal(got_mask, expected.loss_mask)
+        # the trie spans the processes: every original row's first transition is measured against all 8 rows
+        assert expected.parent_counts[:8, 0].tolist() == [8] * 8
