@@ -51,6 +51,7 @@ LEARNERS: dict[str, LearnerSpec] = {
     "s_grpo": LearnerSpec("learners.s_grpo", "SGRPOConfig", "SGRPOTrainer", "S-GRPO: α + Bernoulli(P) loss tokens ≤ k"),
     "ps_ppo": LearnerSpec("learners.ps_ppo", "PSPPOConfig", "PSPPOTrainer", "PS-PPO: unbiased random prefixes"),
     "t_spmo": LearnerSpec("learners.t_spmo", "TSPMOConfig", "TSPMOTrainer", "T-SPMO: prefix-trie token advantages"),
+    "contrastive": LearnerSpec("learners.contrastive", "ContrastiveConfig", "ContrastiveTrainer", "seed 000 shaping"),
 }
 
 
