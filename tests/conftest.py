@@ -106,3 +106,27 @@ class CharTokenizer:
 def char_tokenizer():
     """Character-level tokenizer object (encode/decode/eos_token_id, no chat template)."""
     return CharTokenizer()
+
+
+@pytest.fixture
+def synthetic_loss_batch():
+    """Factory of synthetic TRL micro-batches (ragged completions, random 0/1 ``tool_mask``, random advantages)
+    for loss-level tests of the learners: ``synthetic_loss_batch(rows=6, prompt=5, width=20, seed=0)``."""
+    import torch
+
+    def make(rows=6, prompt=5, width=20, seed=0, vocab=80):
+        """A synthetic TRL micro-batch: ragged right-padded completions, full prompts, a random loss mask."""
+        gen = torch.Generator().manual_seed(seed)
+        lengths = torch.randint(3, width + 1, (rows,), generator=gen)
+        completion_mask = (torch.arange(width).unsqueeze(0) < lengths.unsqueeze(1)).long()
+        return {
+            "prompt_ids": torch.randint(3, vocab, (rows, prompt), generator=gen),
+            "prompt_mask": torch.ones(rows, prompt, dtype=torch.long),
+            "completion_ids": torch.randint(3, vocab, (rows, width), generator=gen) * completion_mask,
+            "completion_mask": completion_mask,
+            "tool_mask": (torch.rand(rows, width, generator=gen) < 0.4).long(),
+            "advantages": torch.randn(rows, generator=gen),
+            "num_items_in_batch": completion_mask.sum(),
+        }
+
+    return make
