@@ -354,3 +354,52 @@ def format_report(report: dict[str, Any]) -> str:
         parts.append(f"format={stats['format_rate']:.2f} trunc={stats['truncation_rate']:.2f}")
         lines.append("  ".join(parts))
     return "\n".join(lines)
+
+
+# -------------------------------------------------------------------------------------------------- CLI
+def add_arguments(parser) -> None:
+    """``countdown eval`` options."""
+    parser.add_argument("--model", required=True, help="checkpoint folder (or model id for --backend vllm)")
+    parser.add_argument("--split", required=True, help="jsonl split (numbers/target rows) or save_to_disk folder")
+    parser.add_argument("--samples", type=int, default=4, help="completions per puzzle (n of pass@k)")
+    parser.add_argument("--k", type=int, action="append", help="extra k for pass@k (default: 1 and --samples)")
+    parser.add_argument("--temperature", type=float, default=0.8)
+    parser.add_argument("--max-new-tokens", type=int, default=768)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--limit", type=int, help="evaluate only the first N puzzles")
+    parser.add_argument("--template", help="prompt template (default: the one recorded in the model folder)")
+    parser.add_argument("--backend", choices=("hf", "vllm"), default="hf")
+    parser.add_argument("--batch-size", type=int, default=64, help="rows per HF generate call")
+    parser.add_argument("--out", help="JSON report path (default: MODEL/eval_report.json)")
+    parser.add_argument("--examples", type=int, default=0, help="keep this many completions per puzzle in the JSON")
+
+
+def run(args) -> int:
+    import sys
+
+    ks = sorted({1, args.samples, *(args.k or [])})
+    try:
+        if any(k > args.samples for k in ks):
+            raise ValueError(f"every --k must be <= --samples ({args.samples})")
+        report = evaluate_model_dir(
+            args.model,
+            args.split,
+            backend=args.backend,
+            limit=args.limit,
+            batch_size=args.batch_size,
+            template=args.template,
+            samples=args.samples,
+            temperature=args.temperature,
+            max_new_tokens=args.max_new_tokens,
+            seed=args.seed,
+            ks=ks,
+            keep_completions=args.examples,
+        )
+    except (ValueError, FileNotFoundError, RuntimeError, OSError) as exc:
+        print(f"countdown eval: error: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else Path(args.model) / "eval_report.json"
+    write_report(report, out)
+    print(format_report(report))
+    print(f"report: {out}")
+    return 0

@@ -1,0 +1,303 @@
+"""``countdown train``: run a registered learner from a YAML preset, with checkpoints, resume and a PNG.
+
+A preset (``learners/configs/*.yaml``; ``--config NAME`` finds the packaged ones) has these sections::
+
+    model: tiny                  # "tiny" (built offline, random init), a checkpoint folder, or a Hub id (GPU)
+    template: compact            # prompt template; default: the one recorded in the model folder, else "default"
+    reward: {format_bonus: 0.0}  # countdown_env.rewards.RewardConfig fields
+    data:                        # either split files ...
+      train: path/to/train.jsonl
+      eval: path/to/eval.jsonl
+    # ... or a split built on the fly: data: {split: {n_numbers: [3], train_size: 2000, eval_size: 64, ...}}
+    eval: {every: 50, samples: 4, temperature: 0.8, max_new_tokens: 128, limit: 64}   # every: 0 = off
+    trainer: {learning_rate: 2e-5, max_steps: 200, ...}   # the learner's config (GRPOConfig fields + its own)
+
+Command-line ``--set section.key=value`` overrides any entry (values parsed as YAML). On a machine without a
+GPU the CPU settings are forced (``use_cpu``, no bf16, no gradient checkpointing) and ``use_vllm`` is refused
+with a clear message. The run writes ``OUTPUT/final`` (model + tokenizer + template), ``OUTPUT/log_history.json``,
+``OUTPUT/training.png`` (train reward/accuracy and eval pass@1 against steps) and TRL's ``checkpoint-N``
+folders; ``--resume`` continues from the newest checkpoint (or ``--resume PATH``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+CONFIG_DIR = Path(__file__).parent / "configs"
+CPU_SETTINGS = dict(use_cpu=True, bf16=False, fp16=False, gradient_checkpointing=False)
+
+
+# ------------------------------------------------------------------------------------------------- config
+def _yaml_loader():
+    """PyYAML's SafeLoader, but reading ``1e-3`` as a float (YAML 1.1 wants ``1.0e-3``; users write both)."""
+    import re
+
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?(?:\d[\d_]*)?(?:\.\d*)?[eE][-+]?\d+$|^[-+]?\d[\d_]*\.\d*$|^[-+]?\.\d+$"),
+        list("-+0123456789."),
+    )
+    return Loader
+
+
+def parse_yaml(text: str):
+    import yaml
+
+    return yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
+
+
+def find_config(name_or_path: str | Path) -> Path:
+    """A YAML path as given, or a packaged preset by name (``cpu-tiny`` -> ``learners/configs/cpu-tiny.yaml``)."""
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    for candidate in (CONFIG_DIR / path.name, CONFIG_DIR / f"{path.name}.yaml"):
+        if candidate.is_file():
+            return candidate
+    choices = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
+    raise FileNotFoundError(f"no config {str(name_or_path)!r}; give a YAML path or one of {choices}")
+
+
+def load_config(name_or_path: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
+    """Read a preset and apply ``section.key=value`` overrides."""
+    config = parse_yaml(find_config(name_or_path).read_text()) or {}
+    if not isinstance(config, dict):
+        raise ValueError(f"{name_or_path}: the YAML must be a mapping of sections")
+    return apply_overrides(config, overrides or [])
+
+
+def apply_overrides(config: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """``["trainer.max_steps=5", "model=out/sft"]`` -> nested assignment (values parsed as YAML)."""
+    config = copy.deepcopy(config)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"override {item!r} is not of the form section.key=value")
+        *parents, leaf = key.split(".")
+        node = config
+        for part in parents:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ValueError(f"override {item!r}: {part!r} is not a section")
+            node = child
+        node[leaf] = parse_yaml(raw)
+    return config
+
+
+# --------------------------------------------------------------------------------------------------- data
+def load_data(config: dict[str, Any], work_dir: Path) -> tuple[list[dict], list[dict]]:
+    """``(train_rows, eval_rows)`` (dicts with ``numbers``/``target``) from files or a split built now."""
+    from countdown_env.splits import read_jsonl
+
+    data = config.get("data") or {}
+    if data.get("split"):
+        from countdown_env.splits import build_split_records, write_jsonl
+
+        built = build_split_records(**data["split"])
+        work_dir.mkdir(parents=True, exist_ok=True)
+        for name, rows in built.items():
+            write_jsonl(rows, work_dir / f"{name}.jsonl")
+        return built.get("train", []), built.get("eval", [])
+    if "train" not in data:
+        raise ValueError("the config needs data.train (a jsonl split) or data.split (build parameters)")
+    train_rows = read_jsonl(data["train"])
+    eval_rows = read_jsonl(data["eval"]) if data.get("eval") else []
+    return train_rows, eval_rows
+
+
+def rows_to_puzzles(rows: list[dict]):
+    from countdown_env import Puzzle
+
+    return [Puzzle(tuple(int(n) for n in r["numbers"]), int(r["target"])) for r in rows]
+
+
+# ---------------------------------------------------------------------------------------------- callbacks
+def make_callbacks(eval_rows: list[dict], eval_config: dict[str, Any], template: str, tokenizer):
+    """The eval-every-N-steps callback (logs ``eval/pass@1``) and the template recorder for checkpoints."""
+    from transformers import TrainerCallback
+
+    from .data import save_model_template
+    from .evaluate import HFBackend, evaluate
+
+    every = int(eval_config.get("every", 0) or 0)
+    limit = eval_config.get("limit")
+    rows = eval_rows[:limit] if limit else eval_rows
+    settings = {k: eval_config[k] for k in ("samples", "temperature", "max_new_tokens", "seed") if k in eval_config}
+
+    class EvalCallback(TrainerCallback):
+        """Evaluate the policy on the eval split at step 0, every ``every`` steps and at the end."""
+
+        def __init__(self):
+            self.trainer = None
+            self.done: set[int] = set()
+
+        def _run(self, state, control=None):
+            step = state.global_step
+            if not rows or not every or step in self.done or not state.is_world_process_zero:
+                return
+            self.done.add(step)
+            model = self.trainer.model
+            was_training = model.training
+            device = next(model.parameters()).device
+            backend = HFBackend(model, tokenizer, batch_size=int(eval_config.get("batch_size", 64)), device=device)
+            report = evaluate(backend, tokenizer, rows, template=template, **settings)
+            overall = report["overall"]
+            low, high = overall["pass@1_ci95"]
+            logs = {"eval/pass@1": overall["pass@1"], "eval/pass@1_low": low, "eval/pass@1_high": high}
+            k = report["samples"]
+            if f"pass@{k}" in overall and k > 1:
+                logs[f"eval/pass@{k}"] = overall[f"pass@{k}"]
+            logs["eval/format_rate"] = overall["format_rate"]
+            should_log = control.should_log if control is not None else False
+            self.trainer.log(logs)  # model is in eval mode here: TRL flushes only (empty) eval metrics
+            if control is not None:  # Trainer.log resets should_log; keep this step's regular log
+                control.should_log = should_log
+            if was_training:
+                model.train()
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self._run(state)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if every and state.global_step % every == 0:
+                self._run(state, control)
+
+        def on_train_end(self, args, state, control, **kwargs):
+            self._run(state)
+
+    class TemplateCallback(TrainerCallback):
+        """Record the prompt template in every checkpoint so that eval/resume use the same prompts."""
+
+        def on_save(self, args, state, control, **kwargs):
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if state.is_world_process_zero and folder.is_dir():
+                save_model_template(folder, template)
+
+    return EvalCallback(), TemplateCallback()
+
+
+# ----------------------------------------------------------------------------------------------- training
+def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
+    """Everything up to ``trainer.train()``: model, tokenizer, data, learner config, callbacks."""
+    import torch
+
+    from countdown_env.rewards import RewardConfig
+
+    from .data import model_template, prompt_dataset
+    from .registry import get_learner
+    from .tiny import build_tiny_model, load_tokenizer
+
+    out = Path(output_dir)
+    spec = get_learner(learner)
+    model = config.get("model", "tiny")
+    if model == "tiny":
+        init = out / "init-model"
+        model = init if (init / "config.json").is_file() else build_tiny_model(init, **(config.get("tiny") or {}))
+    tokenizer = load_tokenizer(model)
+    template = config.get("template") or (model_template(model) if Path(str(model)).is_dir() else "default")
+    train_rows, eval_rows = load_data(config, out / "data")
+    if not train_rows:
+        raise ValueError("no training puzzles")
+
+    trainer_args = dict(config.get("trainer") or {})
+    if not torch.cuda.is_available():
+        if trainer_args.get("use_vllm"):
+            raise RuntimeError(
+                "use_vllm=True needs a GPU and the vllm extra; this machine has no GPU (use cpu-tiny.yaml)"
+            )
+        trainer_args.update(CPU_SETTINGS)
+    trainer_args.setdefault("report_to", "none")
+    args = spec.make_config(output_dir=str(out), **trainer_args)
+    _, trainer_class = spec.load()
+    callbacks = make_callbacks(eval_rows, config.get("eval") or {}, template, tokenizer)
+    trainer = trainer_class(
+        model=str(model),
+        args=args,
+        train_dataset=prompt_dataset(rows_to_puzzles(train_rows), template),
+        processing_class=tokenizer,
+        reward_config=RewardConfig(**(config.get("reward") or {})),
+        callbacks=list(callbacks),
+    )
+    callbacks[0].trainer = trainer
+    trainer.countdown_template = template
+    return trainer
+
+
+def latest_checkpoint(output_dir: str | Path) -> str | None:
+    folders = [p for p in Path(output_dir).glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
+    return str(max(folders, key=lambda p: int(p.name.split("-")[-1]))) if folders else None
+
+
+def train(learner: str, config: dict[str, Any], output_dir: str | Path, resume: str | bool | None = None) -> dict:
+    """Train, save ``final/``, the log history and the PNG; return a small summary dict."""
+    from .data import save_model_template
+    from .plotting import plot_training
+    from .tiny import save_tokenizer
+
+    out = Path(output_dir)
+    trainer = build_trainer(learner, config, out)
+    checkpoint = None
+    if resume:
+        checkpoint = latest_checkpoint(out) if resume is True else str(resume)
+        if checkpoint is None:
+            raise FileNotFoundError(f"--resume: no checkpoint-* folder in {out}")
+    trainer.train(resume_from_checkpoint=checkpoint)
+    final = out / "final"
+    trainer.save_model(str(final))
+    summary: dict[str, Any] = {"learner": learner, "steps": trainer.state.global_step, "final": str(final)}
+    if trainer.is_world_process_zero():
+        save_tokenizer(trainer.processing_class, final)
+        save_model_template(final, trainer.countdown_template)
+        history = trainer.state.log_history
+        (out / "log_history.json").write_text(json.dumps(history, indent=1) + "\n")
+        summary["plot"] = str(plot_training(history, out / "training.png", title=f"{learner} on Countdown"))
+        evals = [e for e in history if "eval/pass@1" in e]
+        if evals:
+            summary["eval_pass@1_first"] = evals[0]["eval/pass@1"]
+            summary["eval_pass@1_last"] = evals[-1]["eval/pass@1"]
+        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+# -------------------------------------------------------------------------------------------------- CLI
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from .registry import LEARNERS
+
+    parser.add_argument("--learner", default="grpo", help=f"one of: {', '.join(LEARNERS)}")
+    parser.add_argument("--config", default="cpu-tiny", help="YAML preset path or packaged name (cpu-tiny, ...)")
+    parser.add_argument("--output-dir", default="runs/train", help="checkpoints, final model, logs, PNG")
+    parser.add_argument("--model", help="shortcut for --set model=PATH")
+    parser.add_argument("--max-steps", type=int, help="shortcut for --set trainer.max_steps=N")
+    parser.add_argument("--report-to", help="shortcut for --set trainer.report_to=X (e.g. tensorboard)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    parser.add_argument(
+        "--resume", nargs="?", const=True, default=None, help="resume from the newest checkpoint (or PATH)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    overrides = list(args.overrides)
+    if args.model:
+        overrides.append(f"model={args.model}")
+    if args.max_steps is not None:
+        overrides.append(f"trainer.max_steps={args.max_steps}")
+    if args.report_to:
+        overrides.append(f"trainer.report_to={args.report_to}")
+    try:
+        config = load_config(args.config, overrides)
+        summary = train(args.learner, config, args.output_dir, resume=args.resume)
+    except (ValueError, FileNotFoundError, RuntimeError, TypeError) as exc:
+        print(f"countdown train: error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary, indent=2))
+    return 0

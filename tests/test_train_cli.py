@@ -1,0 +1,173 @@
+"""``countdown train`` / ``countdown eval``: presets, overrides, checkpoints and resume, the PNG, clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def _write_split(tmp_path, toy_puzzles):
+    from countdown_env.splits import write_jsonl
+
+    rows = [{"numbers": list(p.numbers), "target": p.target} for p in toy_puzzles]
+    write_jsonl(rows, tmp_path / "train.jsonl")
+    write_jsonl(rows[:4], tmp_path / "eval.jsonl")
+    return tmp_path / "train.jsonl", tmp_path / "eval.jsonl"
+
+
+def _overrides(model_dir, train, eval_, steps):
+    return [
+        f"model={model_dir}",
+        f"data.train={train}",
+        f"data.eval={eval_}",
+        "data.split=null",
+        "eval.every=2",
+        "eval.samples=2",
+        "eval.max_new_tokens=8",
+        f"trainer.max_steps={steps}",
+        "trainer.per_device_train_batch_size=8",
+        "trainer.num_generations=4",
+        "trainer.max_completion_length=8",
+        "trainer.logging_steps=1",
+        "trainer.save_steps=2",
+        "trainer.learning_rate=1e-3",
+        "trainer.disable_tqdm=true",
+    ]
+
+
+def test_overrides_and_config_lookup(tmp_path):
+    from learners.train import apply_overrides, find_config, load_config
+
+    config = load_config("cpu-tiny", ["trainer.max_steps=3", "eval.every=0", "new.section.key=[1, 2]"])
+    assert config["trainer"]["max_steps"] == 3 and config["eval"]["every"] == 0
+    assert config["new"]["section"]["key"] == [1, 2]
+    assert find_config("qwen3-0.6b-vllm-server.yaml").is_file() and find_config("qwen3-0.6b-vllm-colocate")
+    with pytest.raises(FileNotFoundError, match="cpu-tiny"):
+        find_config("nope")
+    with pytest.raises(ValueError, match="section.key=value"):
+        apply_overrides({}, ["novalue"])
+    with pytest.raises(ValueError, match="not a section"):
+        apply_overrides({"model": "tiny"}, ["model.x=1"])
+
+
+def test_gpu_presets_follow_seed_000():
+    from learners.train import load_config
+
+    for name in ("qwen3-0.6b-vllm-server", "qwen3-0.6b-vllm-colocate"):
+        t = load_config(name)["trainer"]
+        assert t["use_vllm"] and t["num_generations"] == 8 and t["learning_rate"] == 2e-6
+        assert t["max_completion_length"] == 768 and t["temperature"] == 1.0
+        per_step = t["per_device_train_batch_size"] * t.get("gradient_accumulation_steps", 1)
+        assert per_step // t["num_generations"] == 16
+    assert load_config("qwen3-0.6b-vllm-server")["trainer"]["vllm_mode"] == "server"
+    assert load_config("qwen3-0.6b-vllm-colocate")["trainer"]["vllm_mode"] == "colocate"
+
+
+@pytest.mark.slow
+def test_train_checkpoints_resume_and_plot(tiny_model_dir, toy_puzzles, tmp_path, capsys):
+    from countdown_env.cli import main
+
+    train, eval_ = _write_split(tmp_path, toy_puzzles)
+    out = tmp_path / "run"
+    base = ["train", "--learner", "grpo", "--config", "cpu-tiny", "--output-dir", str(out)]
+    args = [x for o in _overrides(tiny_model_dir, train, eval_, 2) for x in ("--set", o)]
+    args += ["--set", "template=compact"]
+    assert main(base + args) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == 2 and (out / "checkpoint-2").is_dir()
+    assert (out / "checkpoint-2" / "countdown_template.json").is_file()
+    assert (out / "training.png").stat().st_size > 1000
+    assert (out / "final" / "model.safetensors").is_file()
+    history = json.loads((out / "log_history.json").read_text())
+    assert [e["step"] for e in history if "eval/pass@1" in e] == [0, 2]
+
+    # resume: continue to step 4 from checkpoint-2
+    assert main(base + args + ["--max-steps", "4", "--resume"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == 4 and (out / "checkpoint-4").is_dir()
+    state = json.loads((out / "checkpoint-4" / "trainer_state.json").read_text())
+    logged = [e["step"] for e in state["log_history"] if "loss" in e]
+    assert logged == [1, 2, 3, 4]  # steps 1-2 from the first run, 3-4 after resuming, none repeated
+
+    # countdown eval on the final model (template recorded in the folder)
+    report_path = tmp_path / "report.json"
+    code = main(
+        [
+            "eval",
+            "--model",
+            str(out / "final"),
+            "--split",
+            str(eval_),
+            "--samples",
+            "2",
+            "--max-new-tokens",
+            "8",
+            "--out",
+            str(report_path),
+        ]
+    )
+    assert code == 0
+    report = json.loads(report_path.read_text())
+    assert report["template"] == "compact" and report["overall"]["n_puzzles"] == 4
+
+
+def test_clear_errors(tiny_model_dir, toy_puzzles, tmp_path, capsys):
+    from countdown_env.cli import main
+
+    train, eval_ = _write_split(tmp_path, toy_puzzles)
+    common = ["train", "--config", "cpu-tiny", "--output-dir", str(tmp_path / "o")]
+    assert main(common + ["--learner", "nope"]) == 2
+    assert "unknown learner 'nope'" in capsys.readouterr().err
+    assert (
+        main(
+            common
+            + [
+                "--resume",
+                "--set",
+                f"model={tiny_model_dir}",
+                "--set",
+                f"data.train={train}",
+                "--set",
+                "data.split=null",
+            ]
+        )
+        == 2
+    )
+    assert "no checkpoint" in capsys.readouterr().err
+    assert (
+        main(
+            common
+            + [
+                "--set",
+                "trainer.use_vllm=true",
+                "--set",
+                f"model={tiny_model_dir}",
+                "--set",
+                f"data.train={train}",
+                "--set",
+                "data.split=null",
+            ]
+        )
+        == 2
+    )
+    assert "GPU" in capsys.readouterr().err
+    assert (
+        main(
+            common
+            + [
+                "--set",
+                "trainer.no_such_option=1",
+                "--set",
+                f"model={tiny_model_dir}",
+                "--set",
+                f"data.train={train}",
+                "--set",
+                "data.split=null",
+            ]
+        )
+        == 2
+    )
+    assert "no_such_option" in capsys.readouterr().err
+    assert main(["eval", "--model", str(tiny_model_dir), "--split", str(tmp_path / "missing.jsonl")]) == 2
+    assert "no split" in capsys.readouterr().err
