@@ -267,10 +267,10 @@ def prefix_advantages(
         unsorted[order] = sorted_array
         out[name] = unsorted
     return PrefixAdvantages(
-        advantages=torch.as_tensor(out["advantages"], dtype=torch.float32, device=device),
-        loss_mask=torch.as_tensor(out["loss_mask"], dtype=torch.int64, device=device),
-        node_counts=torch.as_tensor(out["node_counts"], dtype=torch.int64, device=device),
-        parent_counts=torch.as_tensor(out["parent_counts"], dtype=torch.int64, device=device),
+        advantages=torch.from_numpy(out["advantages"].astype(np.float32)).to(device),
+        loss_mask=torch.from_numpy(out["loss_mask"].astype(np.int64)).to(device),
+        node_counts=torch.from_numpy(out["node_counts"].astype(np.int64)).to(device),
+        parent_counts=torch.from_numpy(out["parent_counts"].astype(np.int64)).to(device),
         stats=stats,
     )
 
