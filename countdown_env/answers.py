@@ -107,6 +107,9 @@ _WRAPPERS = ("$", "`")
 
 def _strip_wrappers(text: str) -> str:
     """Strip whitespace, and ``$``/backtick delimiters present at both ends (``$…$``, ``$$…$$``, ```` `…` ````)."""
+    text = text.strip()
+    if not text or text[0] not in _WRAPPERS:
+        return text
     # Index arithmetic rather than repeated slicing: a string of 50 000 '$' must not cost quadratic time.
     i, j = 0, len(text)
     while True:
@@ -150,7 +153,9 @@ def normalize_expression(text: str) -> str:
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     if _PLAIN.fullmatch(text) is not None:
         return text.strip()
-    text = _strip_wrappers(text).translate(_TRANSLATION)
+    text = _strip_wrappers(text)
+    if not text.isascii():
+        text = text.translate(_TRANSLATION)
     if "\\" in text:
         text = _LATEX_WORD.sub(lambda m: _LATEX_WORD_MAP[m.group(1)], text)
         text = text.replace("\\left(", "(").replace("\\right)", ")")

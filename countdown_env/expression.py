@@ -135,6 +135,11 @@ Node = Num | BinOp | Neg
 # Postfix items: an int is a number, a one-character str is an operator; "~" is unary minus.
 _NEG = "~"
 _PREC = {"+": 1, "-": 1, "*": 2, "/": 2, _NEG: 3}
+_BOTTOM = "$"  # sentinel at the bottom of the parser's operator stack
+_END = ""  # sentinel token appended after the last real token
+# Binding strength of operator-stack entries and of the tokens that trigger reductions (")" and the end: 0).
+_STACK_PREC = {**_PREC, "(": 0, _BOTTOM: 0}
+_TRIGGER_PREC = {"+": 1, "-": 1, "*": 2, "/": 2, ")": 0, _END: 0}  # tokens allowed right after an operand
 
 # ----------------------------------------------------------------------------------------------------------
 # Tokenizer + parser (text -> postfix)
@@ -176,8 +181,25 @@ def _forbidden_message(text: str) -> str:
     return f"forbidden token: {char!r}"
 
 
-def _to_postfix(text: str, allow_unary_minus: bool, limits: Limits) -> tuple[list, list[int]]:
-    """Tokenize and parse ``text`` into postfix; also return the number literals in order of appearance."""
+_DIGITS = frozenset("0123456789")
+_SMALL_INTS = {str(i): i for i in range(1025)}  # canonical spellings only, so "05" is not found here
+
+
+def _large_literal(tok: str, max_digits: int) -> int:
+    """A number literal outside ``_SMALL_INTS``: refuse leading zeros and huge literals, then convert."""
+    if tok[0] == "0":
+        raise ExpressionError(FORBIDDEN_TOKEN, f"number {tok!r} has a leading zero")
+    if len(tok) > max_digits:  # int() of a huge literal is slow (and refused past 4300 digits)
+        raise ExpressionError(TOO_LARGE, f"number with {len(tok)} digits exceeds the magnitude limit")
+    return int(tok)
+
+
+def _parse(text: str, allow_unary_minus: bool, limits: Limits) -> tuple[list, list[int]]:
+    """Tokenize and parse ``text`` (shunting-yard) into postfix; also return the number literals in order.
+
+    Evaluation is a separate pass (``_evaluate_postfix``) so that the verifier can check the numbers used
+    before spending any arithmetic; measured, that is also faster than evaluating while reducing.
+    """
     if len(text) > limits.max_length:
         raise ExpressionError(TOO_LONG, f"expression has {len(text)} characters, the limit is {limits.max_length}")
     if _ALLOWED.fullmatch(text) is None or "**" in text or "//" in text:
@@ -185,77 +207,73 @@ def _to_postfix(text: str, allow_unary_minus: bool, limits: Limits) -> tuple[lis
     tokens = _TOKEN.findall(text)
     if not tokens:
         raise ExpressionError(EMPTY, "expression is empty")
+    tokens.append(_END)
 
     max_depth = limits.max_depth
     max_numbers = limits.max_numbers
     max_digits = limits.max_digits
-    prec = _PREC
+    prec = _STACK_PREC
+    trigger = _TRIGGER_PREC
+    small_ints = _SMALL_INTS
     out: list = []
     numbers: list[int] = []
-    stack: list[str] = []  # operators and "("
+    stack: list[str] = [_BOTTOM]  # pending operators and "("; the bottom sentinel saves emptiness checks
     depth = 0
     expect_operand = True
-    n_ops = 0
     for tok in tokens:
-        c = tok[0]
         if expect_operand:
-            if "0" <= c <= "9":
-                if c == "0" and len(tok) > 1:
-                    raise ExpressionError(FORBIDDEN_TOKEN, f"number {tok!r} has a leading zero")
+            value = small_ints.get(tok)
+            if value is not None or tok[:1] in _DIGITS:  # a number ("" is the end token)
                 if len(numbers) >= max_numbers:
                     raise ExpressionError(TOO_MANY_NUMBERS, f"more than {max_numbers} numbers in the expression")
-                if len(tok) > max_digits:  # int() of a huge literal is slow (and refused past 4300 digits)
-                    raise ExpressionError(TOO_LARGE, f"number with {len(tok)} digits exceeds the magnitude limit")
-                value = int(tok)
+                if value is None:
+                    value = _large_literal(tok, max_digits)
                 numbers.append(value)
                 out.append(value)
                 expect_operand = False
-            elif c == "(":
+            elif tok == "(":
                 depth += 1
                 if depth > max_depth:
                     raise ExpressionError(TOO_DEEP, f"parentheses nested deeper than {max_depth}")
-                stack.append(c)
-            elif c == "-":
+                stack.append(tok)
+            elif tok == "-":
                 if not allow_unary_minus:
                     raise ExpressionError(FORBIDDEN_TOKEN, "unary minus is not allowed")
                 stack.append(_NEG)
-                n_ops += 1
-            elif c == "+":
+            elif tok == "+":
                 raise ExpressionError(FORBIDDEN_TOKEN, "unary plus is not allowed")
-            elif c == ")":
+            elif tok == ")":
                 raise ExpressionError(PARSE_ERROR, "')' where a number or '(' was expected")
+            elif tok == _END:
+                raise ExpressionError(PARSE_ERROR, "expression ends where a number was expected")
             else:
                 raise ExpressionError(PARSE_ERROR, f"operator {tok!r} where a number or '(' was expected")
-        elif c == ")":
-            while stack and stack[-1] != "(":
-                out.append(stack.pop())
-            if not stack:
-                raise ExpressionError(PARSE_ERROR, "unbalanced ')'")
-            stack.pop()
-            depth -= 1
-        elif c == "(":
-            raise ExpressionError(PARSE_ERROR, "'(' right after an operand (implicit multiplication is not allowed)")
-        elif "0" <= c <= "9":
+            continue
+        p = trigger.get(tok)
+        if p is None:
+            if tok == "(":
+                raise ExpressionError(
+                    PARSE_ERROR, "'(' right after an operand (implicit multiplication is not allowed)"
+                )
             raise ExpressionError(
                 PARSE_ERROR, f"number {tok!r} right after an operand: missing operator (digits are never joined)"
             )
-        else:
-            p = prec[c]
-            # Binary operators are left-associative; unary minus binds tighter than any of them.
-            while stack and stack[-1] != "(" and prec[stack[-1]] >= p:
-                out.append(stack.pop())
-            stack.append(c)
-            n_ops += 1
+        # Reduce every pending operator that binds at least as tightly (binary operators are left-associative,
+        # unary minus binds tighter than any); ")" and the end reduce everything down to "(" or the bottom.
+        floor = p or 1
+        while prec[stack[-1]] >= floor:
+            out.append(stack.pop())
+        if p:
+            stack.append(tok)
             expect_operand = True
-    if expect_operand:
-        raise ExpressionError(PARSE_ERROR, "expression ends where a number was expected")
-    while stack:
-        op = stack.pop()
-        if op == "(":
+        elif tok == ")":
+            if stack.pop() == _BOTTOM:
+                raise ExpressionError(PARSE_ERROR, "unbalanced ')'")
+            depth -= 1
+        elif depth:  # the end, with "(" left open
             raise ExpressionError(PARSE_ERROR, "unbalanced '('")
-        out.append(op)
-    # The tree is at most n_ops + 1 tall; only measure it when that bound exceeds the limit.
-    if n_ops + 1 > max_depth and _postfix_height(out) > max_depth:
+    # The tree is at most (operators + 1) tall; only measure it when that bound exceeds the limit.
+    if len(out) - len(numbers) + 1 > max_depth and _postfix_height(out) > max_depth:
         raise ExpressionError(TOO_DEEP, f"expression tree is deeper than {max_depth}")
     return out, numbers
 
@@ -276,61 +294,61 @@ def _postfix_height(postfix: list) -> int:
 # ----------------------------------------------------------------------------------------------------------
 # Exact evaluation of postfix
 # ----------------------------------------------------------------------------------------------------------
+def _apply(op: str, a, b, integer_intermediates: bool, max_magnitude: int):
+    """``a op b`` exactly (unary minus is ``0 - b``), with the magnitude and integer-intermediate rules.
+
+    Values stay ``int`` while integral and become ``Fraction`` only when needed (ints are much faster).
+    """
+    if op == "+":
+        value = a + b
+    elif op == "-" or op == _NEG:
+        value = a - b
+    elif op == "*":
+        value = a * b
+    else:
+        if not b:
+            raise ExpressionError(DIVISION_BY_ZERO, "division by zero")
+        if type(a) is int and type(b) is int:
+            if a % b:
+                if integer_intermediates:
+                    raise ExpressionError(
+                        NON_INTEGER_INTERMEDIATE, f"{a} / {b} is not an integer (integer intermediates)"
+                    )
+                value = Fraction(a, b)
+            else:
+                value = a // b
+        else:
+            value = Fraction(a) / b
+    if type(value) is not int:
+        if value.denominator == 1:
+            value = value.numerator
+        else:
+            if integer_intermediates:
+                raise ExpressionError(NON_INTEGER_INTERMEDIATE, f"intermediate {value} is not an integer")
+            if value.denominator > max_magnitude or not -max_magnitude <= value.numerator <= max_magnitude:
+                raise ExpressionError(TOO_LARGE, "an intermediate result exceeds the magnitude limit")
+            return value
+    if not -max_magnitude <= value <= max_magnitude:
+        raise ExpressionError(TOO_LARGE, "an intermediate result exceeds the magnitude limit")
+    if integer_intermediates and value <= 0:
+        raise ExpressionError(
+            NON_POSITIVE_INTERMEDIATE, f"intermediate {value} is not positive (integer intermediates required)"
+        )
+    return value
+
+
 def _evaluate_postfix(postfix: list, integer_intermediates: bool, max_magnitude: int) -> int | Fraction:
-    """Evaluate postfix exactly. Values stay ``int`` while integral; ``Fraction`` only when needed."""
+    """Evaluate postfix exactly; a literal above ``max_magnitude`` is ``too_large`` too."""
     stack: list = []
-    push = stack.append
-    pop = stack.pop
-    low = -max_magnitude
     for item in postfix:
         if type(item) is int:
             if item > max_magnitude:
                 raise ExpressionError(TOO_LARGE, f"number {item} exceeds the magnitude limit")
-            push(item)
-            continue
-        if item == _NEG:
-            value = -pop()
+            stack.append(item)
         else:
-            b = pop()
-            a = pop()
-            if item == "+":
-                value = a + b
-            elif item == "-":
-                value = a - b
-            elif item == "*":
-                value = a * b
-            else:
-                if not b:
-                    raise ExpressionError(DIVISION_BY_ZERO, "division by zero")
-                if type(a) is int and type(b) is int:
-                    if a % b:
-                        if integer_intermediates:
-                            raise ExpressionError(
-                                NON_INTEGER_INTERMEDIATE, f"{a} / {b} is not an integer (integer intermediates)"
-                            )
-                        value = Fraction(a, b)
-                    else:
-                        value = a // b
-                else:
-                    value = Fraction(a) / b
-        if type(value) is int:
-            if not low <= value <= max_magnitude:
-                raise ExpressionError(TOO_LARGE, "an intermediate result exceeds the magnitude limit")
-        else:
-            if value.denominator == 1:
-                value = value.numerator
-                if not low <= value <= max_magnitude:
-                    raise ExpressionError(TOO_LARGE, "an intermediate result exceeds the magnitude limit")
-            else:
-                if integer_intermediates:
-                    raise ExpressionError(NON_INTEGER_INTERMEDIATE, f"intermediate {value} is not an integer")
-                if value.denominator > max_magnitude or not low <= value.numerator <= max_magnitude:
-                    raise ExpressionError(TOO_LARGE, "an intermediate result exceeds the magnitude limit")
-        if integer_intermediates and value <= 0:
-            raise ExpressionError(
-                NON_POSITIVE_INTERMEDIATE, f"intermediate {value} is not positive (integer intermediates required)"
-            )
-        push(value)
+            b = stack.pop()
+            a = 0 if item == _NEG else stack.pop()
+            stack.append(_apply(item, a, b, integer_intermediates, max_magnitude))
     return stack[0]
 
 
@@ -348,7 +366,7 @@ def parse_expression(text: str, *, allow_unary_minus: bool = False, limits: Limi
     """
     if not isinstance(text, str):
         raise TypeError(f"expression text must be a str, got {type(text).__name__}")
-    postfix, _ = _to_postfix(text, allow_unary_minus, limits or DEFAULT_LIMITS)
+    postfix, _ = _parse(text, allow_unary_minus, limits or DEFAULT_LIMITS)
     return _postfix_to_tree(postfix)
 
 

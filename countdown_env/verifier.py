@@ -18,7 +18,6 @@ Values are ``int``/``Fraction`` throughout; there is no float anywhere.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -120,25 +119,39 @@ def _verdict(correct, reason, value, numbers_used, expression, message) -> Verif
 
 def _account(used: list[int], given: tuple[int, ...], use_all_numbers: bool) -> tuple[str, str] | None:
     """Multiset check of the numbers used against the numbers given; ``None`` when it passes."""
-    if len(used) == len(given) and sorted(used) == sorted(given):
-        return None  # exactly once each: the common case, settled without Counters
-    have = Counter(given)
-    want = Counter(used)
-    unknown = sorted(n for n in want if n not in have)
-    if unknown:
-        return UNKNOWN_NUMBER, f"{_list(unknown)} not among the given numbers {list(given)}"
-    reused = sorted(n for n, k in want.items() if k > have[n])
-    if reused:
-        return REUSED_NUMBER, f"{_list(reused)} used more often than given ({list(given)})"
-    if use_all_numbers:
-        unused = sorted((have - want).elements())
-        if unused:
-            return UNUSED_NUMBER, f"{_list(unused)} not used; every number must be used exactly once"
+    remaining = list(given)
+    try:
+        for n in used:
+            remaining.remove(n)  # ValueError: n is not (or no longer) available
+    except ValueError:
+        return _account_refusal(used, given)
+    if use_all_numbers and remaining:
+        return UNUSED_NUMBER, f"{sorted(remaining)} not used; every number must be used exactly once"
     return None
 
 
-def _list(values: list[int]) -> str:
-    return ", ".join(map(str, values))
+def _account_refusal(used: list[int], given: tuple[int, ...]) -> tuple[str, str]:
+    """Which rule the used numbers break (only called once the fast check in ``_account`` failed)."""
+    unknown = [n for n in used if n not in given]
+    if unknown:
+        return UNKNOWN_NUMBER, f"{sorted(set(unknown))} not among the given numbers {list(given)}"
+    reused = sorted(n for n in set(used) if used.count(n) > given.count(n))
+    return REUSED_NUMBER, f"{reused} used more often than given ({list(given)})"
+
+
+_FRACTIONS: dict[int, Fraction] = {}
+
+
+def _fraction(value: int | Fraction) -> Fraction:
+    """``Fraction(value)``, memoised for small integers (building a Fraction costs more than the whole check)."""
+    if type(value) is not int:
+        return value  # already a Fraction (evaluation keeps integral values as int)
+    if not -10_000 <= value <= 10_000:
+        return Fraction(value)
+    cached = _FRACTIONS.get(value)
+    if cached is None:
+        cached = _FRACTIONS[value] = Fraction(value)
+    return cached
 
 
 def verify(
@@ -178,7 +191,7 @@ def verify(
     if not text:
         return _verdict(False, EMPTY, None, (), text, "answer is empty")
     try:
-        postfix, used = _ex._to_postfix(text, allow_unary_minus, limits)
+        postfix, used = _ex._parse(text, allow_unary_minus, limits)
     except ExpressionError as exc:
         return _verdict(False, exc.reason, None, (), text, str(exc))
     numbers_used = tuple(used)
@@ -190,8 +203,10 @@ def verify(
     except ExpressionError as exc:
         return _verdict(False, exc.reason, None, numbers_used, text, str(exc))
     if value == puzzle.target:
-        return _verdict(True, OK, Fraction(value), numbers_used, text, "")
-    return _verdict(False, WRONG_VALUE, Fraction(value), numbers_used, text, f"value {value} != target {puzzle.target}")
+        return _verdict(True, OK, _fraction(value), numbers_used, text, "")
+    return _verdict(
+        False, WRONG_VALUE, _fraction(value), numbers_used, text, f"value {value} != target {puzzle.target}"
+    )
 
 
 def verify_completion(completion: str, puzzle: Puzzle, *, tag: str = "solution", **verify_kwargs) -> Verification:

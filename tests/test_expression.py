@@ -74,7 +74,25 @@ def test_unary_operators_are_forbidden_by_default_and_minus_is_an_option():
 
 
 @pytest.mark.parametrize(
-    "text", ["1 2", "(1+2", "1+2)", ")(", "()", "1+", "*2", "2*/3", "2(3)", "(2)3", "1 + * 2", "(1)(2)", "2 * * 3"]
+    "text",
+    [
+        "1 2",
+        "(1+2",
+        "1+2)",
+        ")(",
+        "()",
+        "1+",
+        "*2",
+        "2*/3",
+        "2(3)",
+        "(2)3",
+        "1 + * 2",
+        "(1)(2)",
+        "2 * * 3",
+        "1+2((",
+        "2(",
+        "(1)2",
+    ],
 )
 def test_parse_errors(text):
     assert reason_of(text) == "parse_error"

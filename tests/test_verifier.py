@@ -236,3 +236,14 @@ def test_adversarial_inputs_finish_fast(text):
     v2 = verify_completion(text + "</solution>", P)
     assert v.reason in REASONS and v2.reason in REASONS
     assert time.perf_counter() - start < 0.5
+
+
+def test_docstring_examples():
+    import doctest
+
+    from countdown_env import answers, expression, rewards, verifier
+
+    for module in (expression, verifier, answers, rewards):
+        result = doctest.testmod(module)
+        assert result.failed == 0, module.__name__
+    assert doctest.testmod(verifier).attempted > 0

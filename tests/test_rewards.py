@@ -1,0 +1,129 @@
+"""Binary reward, format bonus, and the TRL reward-function signature (without importing TRL)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from countdown_env.puzzle import Puzzle, PuzzleError
+from countdown_env.rewards import (
+    RewardConfig,
+    completion_text,
+    countdown_reward,
+    make_reward_function,
+    score_completion,
+)
+
+P = Puzzle([25, 3, 7], 154)
+GOOD = "<reasoning>\n25 - 3 = 22, 22 * 7 = 154\n</reasoning>\n<solution>(25 - 3) * 7</solution>"
+WRONG_FORMATTED = "<reasoning>\nhmm\n</reasoning>\n<solution>25 * 7</solution>"
+RIGHT_UNFORMATTED = "The answer is <solution>(25 - 3) * 7</solution>"
+
+
+def test_score_completion_binary_and_bonus():
+    assert score_completion(GOOD, P).reward == 1.0
+    assert score_completion(WRONG_FORMATTED, P).reward == 0.0
+    assert score_completion(RIGHT_UNFORMATTED, P).reward == 1.0
+    bonus = RewardConfig(format_bonus=0.1)
+    scored = score_completion(GOOD, P, bonus)
+    assert scored.reward == pytest.approx(1.1) and scored.format_ok and scored.verification.correct
+    scored = score_completion(WRONG_FORMATTED, P, bonus)
+    assert scored.reward == pytest.approx(0.1) and scored.verification.reason == "wrong_value"
+    scored = score_completion(RIGHT_UNFORMATTED, P, bonus)
+    assert scored.reward == 1.0 and not scored.format_ok
+    assert score_completion("no answer", P, bonus).verification.reason == "no_answer"
+
+
+def test_config_options_reach_the_verifier():
+    puzzle = Puzzle([25, 3, 7, 2], 154)
+    assert score_completion(GOOD, puzzle).reward == 1.0
+    assert score_completion(GOOD, puzzle, RewardConfig(use_all_numbers=True)).verification.reason == "unused_number"
+    fractional = "<solution>7 / 2 * 2 * 22</solution>"
+    puzzle = Puzzle([7, 2, 2, 22], 154)
+    assert score_completion(fractional, puzzle).reward == 1.0
+    strict = RewardConfig(integer_intermediates=True)
+    assert score_completion(fractional, puzzle, strict).verification.reason == "non_integer_intermediate"
+    tagged = RewardConfig(answer_tag="answer", reasoning_tag="think", format_bonus=0.5)
+    scored = score_completion("<think>x</think><answer>(25-3)*7</answer>", P, tagged)
+    assert scored.reward == 1.5
+
+
+def test_config_validation():
+    with pytest.raises(ValueError):
+        RewardConfig(format_bonus=float("nan"))
+    with pytest.raises(ValueError):
+        RewardConfig(format_bonus="0.1")
+
+
+def test_completion_text_forms():
+    assert completion_text("abc") == "abc"
+    assert completion_text([{"role": "assistant", "content": "abc"}]) == "abc"
+    assert completion_text({"role": "assistant", "content": "abc"}) == "abc"
+    parts = [{"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]
+    assert completion_text(parts) == "ab"
+    mixed = [
+        {"role": "assistant", "content": "<solution>1"},
+        {"role": "tool", "content": "ignored"},
+        {"role": "assistant", "content": "</solution>"},
+    ]
+    assert completion_text(mixed) == "<solution>1</solution>"
+    assert completion_text([{"content": "x"}, {"content": "y"}]) == "xy"
+    assert completion_text([{"role": "assistant", "content": None}]) == ""
+    with pytest.raises(TypeError):
+        completion_text(42)
+    with pytest.raises(TypeError):
+        completion_text(["not a message"])
+
+
+def test_countdown_reward_trl_signature_plain_and_chat():
+    completions = [GOOD, WRONG_FORMATTED, [{"role": "assistant", "content": GOOD}], "garbage"]
+    prompts = ["p"] * 4
+    rewards = countdown_reward(
+        prompts=prompts,
+        completions=completions,
+        completion_ids=[[1]] * 4,
+        numbers=[[25, 3, 7]] * 4,
+        target=[154, 154, 154, 154],
+        trainer_state=None,
+        log_extra=None,
+        log_metric=None,
+        other_column=["x"] * 4,
+    )
+    assert rewards == [1.0, 0.0, 1.0, 0.0]
+    assert all(isinstance(r, float) for r in rewards)
+
+
+def test_rows_use_their_own_puzzle():
+    rewards = countdown_reward(
+        ["p", "p"], ["<solution>1+2</solution>", "<solution>1+2</solution>"], numbers=[[1, 2], [1, 2]], target=[3, 4]
+    )
+    assert rewards == [1.0, 0.0]
+
+
+def test_make_reward_function():
+    f = make_reward_function(RewardConfig(format_bonus=0.25), name="countdown_with_format")
+    assert f.__name__ == "countdown_with_format"
+    assert f.config.format_bonus == 0.25
+    assert f(["p", "p"], [GOOD, WRONG_FORMATTED], numbers=[[25, 3, 7]] * 2, target=[154, 154]) == [1.25, 0.25]
+    assert make_reward_function().__name__ == "countdown_reward"
+    with pytest.raises(TypeError):
+        make_reward_function({"format_bonus": 1})
+
+
+def test_bad_columns_are_clear_errors():
+    with pytest.raises(ValueError, match="numbers"):
+        countdown_reward(["p"], [GOOD])
+    with pytest.raises(ValueError, match="completions"):
+        countdown_reward(["p"], [GOOD, GOOD], numbers=[[1]], target=[1])
+    with pytest.raises(PuzzleError):
+        countdown_reward(["p"], [GOOD], numbers=[[0, 3]], target=[3])
+
+
+def test_importable_without_trl_or_torch():
+    code = (
+        "import sys; import countdown_env.rewards as r; "
+        "assert not {'trl', 'torch', 'transformers', 'datasets', 'sympy'} & set(sys.modules), sorted(sys.modules)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
