@@ -475,11 +475,20 @@ def canonical_form(expr: str | Node, *, allow_unary_minus: bool = False) -> str:
     ``srepr`` of that expression. So ``5+11``, ``11 + 5`` and ``(5 + 11)`` share a key, as do ``a-b-c`` and
     ``a-(b+c)``, and ``a/b/c`` and ``a/(b*c)``; ``5*2`` and ``5+5`` do not. sympy is imported on first use.
 
-    A string is parsed with :func:`parse_expression` (it is not normalised; call
-    ``answers.normalize_expression`` first for model text) and raises :class:`ExpressionError` when invalid.
+    A string is model text: it is normalised with ``answers.normalize_expression`` (so ``(25 − 3) × 7`` and
+    ``(25-3)*7`` share a key) and parsed with :func:`parse_expression` under the default limits; invalid text
+    raises :class:`ExpressionError`. Results for strings are memoised (answer banks repeat answers).
     """
     if isinstance(expr, str):
-        return _canonical_form_of_text(expr, allow_unary_minus)
+        if len(expr) > DEFAULT_LIMITS.max_length:
+            raise ExpressionError(
+                TOO_LONG, f"expression has {len(expr)} characters, the limit is {DEFAULT_LIMITS.max_length}"
+            )
+        from .answers import normalize_expression
+
+        return _canonical_form_of_text(normalize_expression(expr), allow_unary_minus)
+    if not isinstance(expr, (Num, BinOp, Neg)):
+        raise TypeError(f"canonical_form takes expression text or a Node, got {type(expr).__name__}")
     return _canonical_form_of_tree(expr)
 
 

@@ -258,6 +258,17 @@ def test_canonical_form_accepts_trees_and_does_not_fold_numbers():
 def test_canonical_form_refuses_invalid_text():
     with pytest.raises(ExpressionError):
         canonical_form("5 ** 2")
+    with pytest.raises(ExpressionError):
+        canonical_form("5 + 11 = 16 = 16")
+    with pytest.raises(ExpressionError) as info:
+        canonical_form("1" * 1_000_000)
+    assert info.value.reason == "too_long"
+    with pytest.raises(TypeError):
+        canonical_form(None)
+
+
+def test_canonical_form_normalises_model_text():
+    assert canonical_form("$(25 − 3) × 7 = 154$") == canonical_form("7 * (25 - 3)")
 
 
 # ------------------------------------------------------------------------------------------------ properties
