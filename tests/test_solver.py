@@ -1,0 +1,158 @@
+"""Exact solver: every answer verifies, "None" agrees with an independent brute force, options are honoured."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from functools import cache
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from countdown_env.puzzle import Puzzle, PuzzleError
+from countdown_env.solver import solve
+from countdown_env.verifier import verify
+
+
+@cache
+def _brute_force(numbers: tuple, target: int, use_all: bool, integer: bool, ops: str) -> bool:
+    """Classic search over signed exact values: combine any two values with any operator, in both orders.
+
+    Independent of the solver: it allows negative intermediates (the solver never builds them) and tries
+    every order of operands.
+    """
+    values = tuple(sorted(Fraction(x) for x in numbers))
+    return _reachable(values, Fraction(target), use_all, integer, ops)
+
+
+@cache
+def _reachable(values: tuple, target: Fraction, use_all: bool, integer: bool, ops: str) -> bool:
+    if (len(values) == 1 or not use_all) and target in values:
+        return True
+    for i in range(len(values)):
+        for j in range(len(values)):
+            if i == j:
+                continue
+            a, b = values[i], values[j]
+            rest = [values[k] for k in range(len(values)) if k not in (i, j)]
+            results = []
+            if "+" in ops and i < j:
+                results.append(a + b)
+            if "-" in ops:
+                results.append(a - b)
+            if "*" in ops and i < j:
+                results.append(a * b)
+            if "/" in ops and b != 0:
+                results.append(a / b)
+            for r in results:
+                if integer and (r.denominator != 1 or r <= 0):
+                    continue
+                if _reachable(tuple(sorted([*rest, r])), target, use_all, integer, ops):
+                    return True
+    return False
+
+
+def _check(puzzle: Puzzle, **options) -> str | None:
+    answer = solve(puzzle, **options)
+    if answer is not None:
+        kwargs = {k: v for k, v in options.items() if k != "operators"}
+        verdict = verify(answer, puzzle, **kwargs)
+        assert verdict.correct, (puzzle, options, answer, verdict)
+        assert set(answer) <= set("0123456789 ()") | set(options.get("operators", "+-*/")), answer
+    return answer
+
+
+def test_known_solution_verifies():
+    assert _check(Puzzle([25, 3, 7], 82)) == "25 * 3 + 7"
+    assert _check(Puzzle([75, 50, 2, 3, 8, 7], 812)) is not None
+
+
+@pytest.mark.parametrize(
+    ("numbers", "target", "options"),
+    [
+        ((2, 3), 7, {}),
+        ((2, 2), 5, {}),
+        ((1, 1, 1, 1), 100, {}),
+        ((3, 100), 3, {"use_all_numbers": True}),  # 3 alone is a solution, but not with all numbers
+        ((1, 3, 4, 6), 24, {"integer_intermediates": True, "use_all_numbers": True}),  # only 6 / (1 - 3 / 4)
+        ((4, 5, 6), 26, {"operators": "+-"}),  # needs * (4 * 5 + 6)
+        ((7, 2), 5, {"operators": "+*"}),
+    ],
+)
+def test_known_unsolvable_returns_none(numbers, target, options):
+    assert solve(Puzzle(numbers, target), **options) is None
+
+
+def test_fractional_intermediates_found_when_allowed():
+    answer = _check(Puzzle([1, 3, 4, 6], 24), use_all_numbers=True)
+    assert answer is not None and "/" in answer
+
+
+def test_use_all_numbers_uses_every_number():
+    puzzle = Puzzle([3, 100], 3)
+    assert _check(puzzle) == "3"
+    answer = _check(Puzzle([5, 5, 1], 10), use_all_numbers=True)
+    assert sorted(verify(answer, Puzzle([5, 5, 1], 10)).numbers_used) == [1, 5, 5]
+
+
+@settings(max_examples=250, deadline=None)
+@given(
+    numbers=st.lists(st.integers(1, 12), min_size=1, max_size=4),
+    target=st.integers(1, 80),
+    use_all=st.booleans(),
+    integer=st.booleans(),
+    ops=st.sampled_from(["+-*/", "+-*", "+-", "+*", "+", "+*/"]),
+)
+def test_solver_agrees_with_brute_force_and_verifies(numbers, target, use_all, integer, ops):
+    puzzle = Puzzle(numbers, target)
+    answer = _check(puzzle, use_all_numbers=use_all, integer_intermediates=integer, operators=ops)
+    assert (answer is not None) == _brute_force(tuple(numbers), target, use_all, integer, ops)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    numbers=st.lists(st.integers(1, 100), min_size=5, max_size=6),
+    target=st.integers(10, 1000),
+    use_all=st.booleans(),
+    integer=st.booleans(),
+)
+def test_six_number_answers_verify(numbers, target, use_all, integer):
+    _check(Puzzle(numbers, target), use_all_numbers=use_all, integer_intermediates=integer)
+
+
+def test_eight_numbers_find_one():
+    puzzle = Puzzle([3, 7, 11, 25, 50, 75, 100, 9], 937)
+    assert _check(puzzle) is not None
+    assert _check(puzzle, use_all_numbers=True) is not None
+
+
+def test_huge_numbers_take_the_exact_fallback(monkeypatch):
+    import countdown_env.solver as solver_module
+
+    calls = []
+    original = solver_module._python_solve
+    monkeypatch.setattr(solver_module, "_python_solve", lambda *a: calls.append(a) or original(*a))
+    big = 10**12
+    puzzle = Puzzle([big, big - 1, 7, 3], 22)  # products of 10**12-sized values would overflow int64
+    _check(puzzle, use_all_numbers=True)
+    assert calls and _check(puzzle, use_all_numbers=True) is not None
+    assert solve(Puzzle([big, big - 1, 7, 3], 11), operators="+*") is None
+
+
+def test_deterministic():
+    puzzle = Puzzle([8, 4, 9, 75, 2, 6], 523)
+    assert solve(puzzle) == solve(Puzzle([8, 4, 9, 75, 2, 6], 523))
+
+
+@pytest.mark.parametrize("operators", ["", "-", "+/", "+x", 5, "+-*/^"])
+def test_bad_operators_raise(operators):
+    with pytest.raises(ValueError):
+        solve(Puzzle([1, 2], 3), operators=operators)
+
+
+def test_bad_input_raises():
+    with pytest.raises(ValueError, match="at most 8"):
+        solve(Puzzle(list(range(1, 10)), 5))
+    with pytest.raises(PuzzleError):
+        solve([1, 2, 3])
+    assert solve({"numbers": [1, 2], "target": 3}) == "1 + 2"
