@@ -144,7 +144,7 @@ def test_normalize_type_error():
         normalize_expression(b"1+2")
 
 
-@settings(max_examples=300, deadline=200)
+@settings(max_examples=300, deadline=500)
 @given(st.text(alphabet="0123456789+-*/() =$`\\{}fractimesdivleftright×÷−１（", max_size=400))
 def test_normalize_never_raises_and_returns_stripped_text(text):
     once = normalize_expression(text)
@@ -156,4 +156,4 @@ def test_normalize_adversarial_inputs_are_linear():
     start = time.perf_counter()
     for text in ["$" * 99_999, " " * 99_990 + "=1x", "\\frac{" * 16_000, "`" * 50_000 + "1" + "`" * 49_999]:
         normalize_expression(text)
-    assert time.perf_counter() - start < 0.5
+    assert time.perf_counter() - start < 2.0  # linear: ~0.1 s; quadratic would take minutes
