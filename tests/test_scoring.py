@@ -75,6 +75,26 @@ def test_prefix_shared_equals_naive(tiny_model, tiny_tokenizer):
     assert np.ptp(reference[0][0]) > 0.1
 
 
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+def test_prefix_shared_equals_naive_with_grouped_query_attention(tiny_tokenizer, attn):
+    """Qwen3 layout (q/k norms, 2 KV heads for 4 query heads), both attention kernels that take 4-D masks."""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    config = Qwen3Config(
+        vocab_size=len(tiny_tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=1024,
+        attn_implementation=attn,
+    )  # fmt: skip
+    torch.manual_seed(1)
+    model = Qwen3ForCausalLM(config)
+    jobs = _jobs(tiny_tokenizer, n_rollouts=2, seed=3)
+    reference = NaiveScorer(model).score(jobs)
+    shared = PrefixSharedScorer(model, max_batch_tokens=300).score(jobs)
+    for ref, got in zip(reference, shared, strict=True):
+        np.testing.assert_allclose(got, ref, atol=1e-4, rtol=0)
+
+
 def test_prefix_shared_scores_each_prefix_token_once(tiny_model, tiny_tokenizer):
     jobs = _jobs(tiny_tokenizer, n_rollouts=3, seed=1)
     engine = PrefixSharedScorer(tiny_model)
