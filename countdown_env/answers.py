@@ -92,6 +92,9 @@ _CHAR_MAP = {
     "）": ")",
     "＝": "=",
     "\u3000": " ",  # ideographic (full-width) space
+    "\u00a0": " ",  # no-break space
+    "\u2009": " ",  # thin space
+    "\u202f": " ",  # narrow no-break space
 }
 _CHAR_MAP.update({chr(0xFF10 + d): str(d) for d in range(10)})  # full-width digits
 _TRANSLATION = str.maketrans(_CHAR_MAP)
@@ -139,7 +142,7 @@ def normalize_expression(text: str) -> str:
 
     1. strip surrounding whitespace and matching ``$`` / backtick delimiters;
     2. ``× ✕ ∗ · ⋅`` -> ``*``; ``÷ ∕`` -> ``/``; ``− – —`` -> ``-``; full-width digits, ``＋ － ＊ ／ （ ） ＝``
-       and the full-width space -> their ASCII forms;
+       and the full-width, no-break and thin spaces -> their ASCII forms;
     3. LaTeX: ``\\times`` ``\\cdot`` -> ``*``, ``\\div`` -> ``/``, ``\\left(`` -> ``(``, ``\\right)`` -> ``)``,
        ``\\frac{a}{b}`` (also ``\\dfrac``, ``\\tfrac``) -> ``(a)/(b)``, innermost first;
     4. strip one trailing ``= <number>`` (the stated result), then the delimiters of rule 1 again.

@@ -95,6 +95,7 @@ def test_has_valid_format_custom_tags_and_prompt_template_output():
         ("8 — 4", "8 - 4"),
         ("１２＋３", "12+3"),
         ("（１＋２）＊３／４－５", "(1+2)*3/4-5"),
+        ("1\u00a0+\u20092\u202f*\u30003", "1 + 2 * 3"),
         # rule 3: LaTeX
         ("3 \\times 4", "3 * 4"),
         ("3 \\cdot 4", "3 * 4"),
