@@ -202,6 +202,50 @@ def _build_piece(job_index: int, cut: int, bridge: Sequence[int], answers: Seque
     return _Piece(job_index, cut, tokens, parents, depths, paths)
 
 
+def _spliced_cache(prefix_kv, sources: list[int], kv_len: int, q: int):
+    """A ``DynamicCache`` for a continuation batch, built with one copy of the cached prefixes.
+
+    Each layer holds a (rows, heads, kv_len + q, dim) buffer whose first ``kv_len`` positions are row
+    ``sources[r]``'s cached prefix; the forward pass writes the continuation's keys/values after them (instead of
+    ``DynamicLayer``'s gather-then-concatenate, which copies the prefix twice).
+    """
+    import torch
+    from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer
+
+    class SplicedLayer(DynamicLayer):
+        def __init__(self, keys, values):
+            super().__init__()
+            self.keys, self.values, self.is_initialized = keys, values, True
+            self.device, self.dtype = keys.device, keys.dtype
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            self.keys[:, :, kv_len:] = key_states
+            self.values[:, :, kv_len:] = value_states
+            return self.keys, self.values
+
+        def get_seq_length(self) -> int:
+            return kv_len
+
+    device = prefix_kv[0][0].device
+    groups: dict[int, list[int]] = {}
+    for row, src in enumerate(sources):
+        groups.setdefault(src, []).append(row)
+    groups_t = {src: torch.tensor(rows, device=device) for src, rows in groups.items()}
+    layers = []
+    for k, v in prefix_kv:
+        rows, heads, _, dim = len(sources), k.shape[1], k.shape[2], k.shape[3]
+        keys = k.new_empty((rows, heads, kv_len + q, dim))
+        values = v.new_empty((rows, v.shape[1], kv_len + q, v.shape[3]))
+        for src, idx in groups_t.items():
+            keys[idx, :, :kv_len] = k[src, :, :kv_len]
+            values[idx, :, :kv_len] = v[src, :, :kv_len]
+        layers.append(SplicedLayer(keys, values))
+    cache = DynamicCache()
+    cache.layers, cache.layer_class_to_replicate = layers, None
+    return cache
+
+
 class PrefixSharedScorer:
     """Engine (b): KV cache of each rollout built once, continuations scored from cached prefixes in batches.
 
@@ -258,7 +302,6 @@ class PrefixSharedScorer:
     # one prefix forward for the chunk's rollouts, then their continuation batches
     def _score_chunk(self, jobs, pieces, chunk, by_job) -> dict[int, np.ndarray]:
         import torch
-        from transformers import DynamicCache
 
         model = self.model
         device = next(model.parameters()).device
@@ -298,13 +341,7 @@ class PrefixSharedScorer:
             rows = [pieces[p] for p in batch]
             n_rows, q = len(rows), max(len(r.tokens) for r in rows)
             kv_len = max(r.cut for r in rows)
-            select = torch.tensor([row_of_job[r.job] for r in rows], device=device)
-            cache = DynamicCache(
-                ddp_cache_data=[
-                    (k.index_select(0, select)[:, :, :kv_len], v.index_select(0, select)[:, :, :kv_len])
-                    for k, v in prefix_kv
-                ]
-            )
+            cache = _spliced_cache(prefix_kv, [row_of_job[r.job] for r in rows], kv_len, q)
             allowed = np.zeros((n_rows, q, kv_len + q), dtype=bool)
             input_ids = np.zeros((n_rows, q), dtype=np.int64)
             positions = np.zeros((n_rows, q), dtype=np.int64)
