@@ -328,3 +328,13 @@ def test_render_ansi(char_tokenizer):
     env.reset()
     env.step(char_tokenizer.encode("<reasoning>"))
     assert env.render() == prompt_text(PUZZLE) + "<reasoning>"
+
+
+def test_raw_tokenizers_object_with_stop_id(hf_tokenizer):
+    raw = hf_tokenizer.backend_tokenizer  # tokenizers.Tokenizer: Encoding results, no eos_token_id, no __len__
+    end = raw.token_to_id("<|im_end|>")
+    env = make(raw, stop_ids=[end])
+    obs, _ = env.reset()
+    assert raw.decode(obs.tolist()) == prompt_text(PUZZLE) and env.unwrapped.vocab_size == raw.get_vocab_size()
+    _, reward, terminated, _, info = env.step([*raw.encode(RIGHT).ids, end])
+    assert terminated and reward == 1.0 and info["completion"] == RIGHT
