@@ -259,18 +259,20 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
             raise ValueError(f"CountdownTokens-v0: a chunk of ids must be 1-D, got shape {chunk.shape}")
         if chunk.size == 0:
             raise ValueError("CountdownTokens-v0: empty chunk of token ids")
-        low, high = chunk.min(), chunk.max()
-        if low < 0 or high >= self.vocab_size:
-            bad = int(low) if low < 0 else int(high)
+        chunk = chunk.astype(np.int64, copy=False)
+        # One reduction checks both bounds: as unsigned, a negative id is huge.
+        if chunk.view(np.uint64).max() >= self.vocab_size:
+            bad = int(chunk.min()) if chunk.min() < 0 else int(chunk.max())
             raise ValueError(f"token id {bad} is outside the vocabulary [0, {self.vocab_size})")
         return chunk
 
     def _append_chunk(self, chunk: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         room = self._end - self._length
         window = chunk[:room]
-        stops = np.flatnonzero(self._is_stop[window])
-        terminated = len(stops) > 0
-        take = int(stops[0]) + 1 if terminated else len(window)
+        is_stop = self._is_stop[window]
+        first = int(is_stop.argmax())
+        terminated = bool(is_stop[first])
+        take = first + 1 if terminated else len(window)
         self._buffer[self._length : self._length + take] = window[:take]
         self._length += take
         truncated = not terminated and self._length == self._end
