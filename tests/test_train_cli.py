@@ -171,3 +171,29 @@ def test_clear_errors(tiny_model_dir, toy_puzzles, tmp_path, capsys):
     assert "no_such_option" in capsys.readouterr().err
     assert main(["eval", "--model", str(tiny_model_dir), "--split", str(tmp_path / "missing.jsonl")]) == 2
     assert "no split" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_demo_pipeline_quick(tmp_path):
+    from learners.demo import run_demo
+
+    summary = run_demo(
+        tmp_path / "demo",
+        train_size=16,
+        eval_size=4,
+        sft_size=16,
+        sft_steps=2,
+        sft_batch=8,
+        grpo_steps=2,
+        eval_every=1,
+        samples=2,
+        max_new_tokens=12,
+    )
+    out = tmp_path / "demo"
+    for name in ("summary.md", "summary.json", "training.png", "eval_before.json", "eval_after.json"):
+        assert (out / name).is_file(), name
+    assert summary["before"]["n_puzzles"] == 4 and summary["after"]["n_puzzles"] == 4
+    text = (out / "summary.md").read_text()
+    assert "pass@1" in text and "training.png" in text
+    history = json.loads((out / "grpo" / "log_history.json").read_text())
+    assert [e["step"] for e in history if "eval/pass@1" in e] == [0, 1, 2]
