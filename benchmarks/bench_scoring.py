@@ -8,6 +8,9 @@ conservative case) of ±30 % around ``--answer-tokens``, each followed by the cl
 Baseline: one batched forward of the R full rollouts (prompt + completion, right-padded) computing the logits of
 every position, i.e. what the trainer pays to get the policy's per-token log-probabilities.
 
+Each engine is timed interleaved with the baseline (so both see the same machine load) and the median ratio over
+``--repeats`` runs is printed.
+
 Engines: (a) naive — one forward per rollout × point × answer; (b) prefix-shared — one forward per rollout chunk
 for the KV cache, then the continuation trees in batches. Also printed: the token-count lower bound of (b),
 1 + continuation tokens / rollout tokens, since every (point, answer) pair must run its own span tokens.
@@ -86,16 +89,20 @@ def make_jobs(args, vocab_size: int):
     return jobs
 
 
-def timed(fn, repeats: int, sync) -> float:
-    fn()  # warm-up
-    sync()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
+def interleaved(fns: dict, repeats: int, sync) -> dict[str, list[float]]:
+    """Time each function ``repeats`` times, round-robin (after one warm-up each), so that they share the machine's
+    load; returns the seconds of every run."""
+    times = {name: [] for name in fns}
+    for fn in fns.values():
         fn()
-        sync()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    sync()
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            sync()
+            times[name].append(time.perf_counter() - start)
+    return times
 
 
 def main(argv=None) -> int:
@@ -114,6 +121,7 @@ def main(argv=None) -> int:
     p.add_argument("--tail-tokens", type=int, default=20)
     p.add_argument("--max-batch-tokens", type=int, default=32768)
     p.add_argument("--prefix-batch-size", type=int, default=16)
+    p.add_argument("--kv-slack", type=float, default=0.25)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--skip-naive", action="store_true")
     p.add_argument("--seed", type=int, default=0)
@@ -141,31 +149,39 @@ def main(argv=None) -> int:
         with torch.no_grad():
             model(input_ids=ids, attention_mask=mask, use_cache=False).logits.float().log_softmax(-1)
 
-    shared = PrefixSharedScorer(model, prefix_batch_size=args.prefix_batch_size, max_batch_tokens=args.max_batch_tokens)
-    t_forward = timed(forward, args.repeats, sync)
-    t_shared = timed(lambda: shared.score(jobs), args.repeats, sync)
+    shared = PrefixSharedScorer(
+        model, prefix_batch_size=args.prefix_batch_size, max_batch_tokens=args.max_batch_tokens, kv_slack=args.kv_slack
+    )
+    times = interleaved({"forward": forward, "shared": lambda: shared.score(jobs)}, args.repeats, sync)
+    t_forward, t_shared = statistics.median(times["forward"]), statistics.median(times["shared"])
+    ratio = statistics.median(s / f for s, f in zip(times["shared"], times["forward"], strict=True))
     rollout_tokens = sum(len(j.tokens) for j in jobs)
     points = sum(len(j.cuts) for j in jobs)
     per_call = {k: v // (args.repeats + 1) for k, v in shared.stats.items()}
     bound = 1 + per_call["continuation_tokens"] / rollout_tokens
 
-    print(f"model={args.model} device={device} dtype={args.dtype} threads={args.threads}")
+    print(f"model={args.model} device={device} dtype={args.dtype} threads={args.threads} repeats={args.repeats}")
     print(
         f"workload: {len(jobs)} rollouts, {rollout_tokens} rollout tokens, {points} scoring points "
         f"({args.paragraphs} paragraphs + empty prefix each), {args.answers} answers of ~{args.answer_tokens}"
         f" tokens + bridge {args.bridge_tokens} -> {points * args.answers} likelihoods"
     )
-    print(f"one forward over the rollouts (baseline): {t_forward * 1e3:9.1f} ms")
+    print(f"one forward over the rollouts (baseline): {t_forward * 1e3:9.1f} ms (median)")
     print(
-        f"(b) prefix-shared:                        {t_shared * 1e3:9.1f} ms  = {t_shared / t_forward:6.2f}x forward"
+        f"(b) prefix-shared:                        {t_shared * 1e3:9.1f} ms  = {ratio:6.2f}x forward"
         f"   [{per_call['forward_calls']} forward calls, {per_call['prefix_tokens']} prefix + "
         f"{per_call['continuation_tokens']} continuation tokens; token-count bound {bound:.2f}x]"
     )
     if not args.skip_naive:
         naive = NaiveScorer(model)
-        t_naive = timed(lambda: naive.score(jobs), max(1, args.repeats // 3), sync)
+        runs = max(1, args.repeats // 3)
+        naive_times = interleaved({"forward": forward, "naive": lambda: naive.score(jobs)}, runs, sync)
+        t_naive = statistics.median(naive_times["naive"])
+        naive_ratio = statistics.median(
+            n / f for n, f in zip(naive_times["naive"], naive_times["forward"], strict=True)
+        )
         print(
-            f"(a) naive:                                {t_naive * 1e3:9.1f} ms  = {t_naive / t_forward:6.2f}x forward"
+            f"(a) naive:                                {t_naive * 1e3:9.1f} ms  = {naive_ratio:6.2f}x forward"
             f"   ({t_naive / t_shared:.1f}x engine b)"
         )
         diff = max(float(np.abs(x - y).max()) for x, y in zip(naive.score(jobs), shared.score(jobs), strict=True))

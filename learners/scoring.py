@@ -254,14 +254,17 @@ class PrefixSharedScorer:
         prefix_batch_size: rollouts whose prefixes are encoded in one forward pass (and whose cache is held).
         max_batch_tokens: bound on Σ over a continuation batch's rows of (cached prefix + continuation) tokens,
             which bounds the gathered KV copy and the logits of one batch.
+        kv_slack: a continuation batch holds prefixes of lengths within ``(1 + kv_slack)`` × its shortest one
+            (plus one continuation), since all its rows attend over its longest prefix.
     """
 
     name = "prefix_shared"
 
-    def __init__(self, model, *, prefix_batch_size: int = 16, max_batch_tokens: int = 32768):
-        if prefix_batch_size < 1 or max_batch_tokens < 1:
-            raise ValueError("prefix_batch_size and max_batch_tokens must be >= 1")
+    def __init__(self, model, *, prefix_batch_size: int = 16, max_batch_tokens: int = 32768, kv_slack: float = 0.25):
+        if prefix_batch_size < 1 or max_batch_tokens < 1 or kv_slack < 0:
+            raise ValueError("prefix_batch_size and max_batch_tokens must be >= 1, kv_slack >= 0")
         self.model = model
+        self.kv_slack = kv_slack
         self.prefix_batch_size = prefix_batch_size
         self.max_batch_tokens = max_batch_tokens
         self.stats = {"prefix_tokens": 0, "continuation_tokens": 0, "forward_calls": 0, "pieces": 0}
@@ -299,6 +302,28 @@ class PrefixSharedScorer:
                         results[j][i] = vals
         return results
 
+    def _plan_batches(self, pieces: list[_Piece], members: list[int]) -> list[list[int]]:
+        """Group pieces into continuation batches: sorted by cut, each batch charged rows × (longest cut + longest
+        continuation) against ``max_batch_tokens``. A batch also closes when a cut exceeds its first cut by more
+        than ``kv_slack``: every row attends over the batch's longest cut (masked beyond its own), so mixing short
+        and long prefixes would waste attention."""
+        batches: list[list[int]] = []
+        current: list[int] = []
+        longest_q = 0
+        for p in sorted(members, key=lambda p: pieces[p].cut):
+            cut, q = pieces[p].cut, len(pieces[p].tokens)
+            if current:
+                first = pieces[current[0]].cut
+                too_big = (len(current) + 1) * (cut + max(q, longest_q)) > self.max_batch_tokens
+                if too_big or cut > first * (1 + self.kv_slack) + q:
+                    batches.append(current)
+                    current, longest_q = [], 0
+            current.append(p)
+            longest_q = max(longest_q, q)
+        if current:
+            batches.append(current)
+        return batches
+
     # one prefix forward for the chunk's rollouts, then their continuation batches
     def _score_chunk(self, jobs, pieces, chunk, by_job) -> dict[int, np.ndarray]:
         import torch
@@ -321,19 +346,7 @@ class PrefixSharedScorer:
         self.stats["forward_calls"] += 1
         row_of_job = {j: r for r, j in enumerate(chunk)}
 
-        order = sorted((p for j in chunk for p in by_job[j]), key=lambda p: pieces[p].cut)
-        batches, current, cost = [], [], 0
-        for p in order:  # rows sorted by cut; a batch's rows are charged the longest cut (the KV it gathers)
-            q = len(pieces[p].tokens)
-            new_cost = (len(current) + 1) * (pieces[p].cut + max([q] + [len(pieces[c].tokens) for c in current]))
-            if current and new_cost > self.max_batch_tokens:
-                batches.append(current)
-                current = []
-            current.append(p)
-            cost = new_cost
-        if current:
-            batches.append(current)
-        del cost
+        batches = self._plan_batches(pieces, [p for j in chunk for p in by_job[j]])
 
         dtype = prefix_kv[0][0].dtype
         values: dict[int, np.ndarray] = {}
