@@ -73,12 +73,14 @@ def head_statistics(
     temperature: float = 1.0,
     top_k: int = 16,
     batch_size: int = 8,
+    max_logit_elements: int = 2**28,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One forward-only pass over the completions: score-norm proxy and top-k next-token distributions.
 
     Returns ``(proxy (N,T) float32, topk_probs (N,T,k) float32 renormalised, topk_ids (N,T,k) int64)``;
-    positions where ``completion_mask`` is 0 hold zeros. Rows are processed ``batch_size`` at a time so the
-    (rows, T, V) logits never exist for the whole batch.
+    positions where ``completion_mask`` is 0 hold zeros. Rows are processed at most ``batch_size`` at a time,
+    fewer when ``rows × T × V`` would exceed ``max_logit_elements`` (long completions, large vocabularies), and the
+    float32 statistics are taken over chunks of positions, so the logits never exist for the whole batch.
     """
     if temperature <= 0:
         raise ValueError(f"temperature must be positive, got {temperature}")
@@ -88,11 +90,21 @@ def head_statistics(
     captured: list[torch.Tensor] = []
     hook = head.register_forward_hook(lambda module, args, output: captured.append(args[0]))
     n, width = completion_ids.shape
-    k = None
+    vocab = head.weight.size(0)
+    rows_per_forward = max(1, min(batch_size, max_logit_elements // max(1, (width + 1) * vocab)))
+    positions_per_chunk = max(1, max_logit_elements // max(1, rows_per_forward * vocab))
+    k = min(top_k, vocab)
+    if n == 0:
+        device = completion_ids.device
+        return (
+            torch.zeros(0, width, device=device),
+            torch.zeros(0, width, k, device=device),
+            torch.zeros(0, width, k, dtype=torch.long, device=device),
+        )
     proxies, probs_out, ids_out = [], [], []
     try:
-        for start in range(0, n, batch_size):
-            rows = slice(start, start + batch_size)
+        for start in range(0, n, rows_per_forward):
+            rows = slice(start, start + rows_per_forward)
             input_ids = torch.cat([prompt_ids[rows], completion_ids[rows]], dim=1)
             attention_mask = torch.cat([prompt_mask[rows], completion_mask[rows]], dim=1)
             captured.clear()
@@ -100,17 +112,22 @@ def head_statistics(
             logits = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=width + 1).logits
             if len(captured) != 1:
                 raise RuntimeError(f"expected one call of the output head per forward, saw {len(captured)}")
-            hidden = captured[0][:, -(width + 1) : -1]
-            logits = logits[:, -(width + 1) : -1].float() / temperature
-            proxy = score_norm_proxy(hidden, logits, completion_ids[rows])
-            k = min(top_k, logits.size(-1))
-            top_logits, top_ids = logits.topk(k, dim=-1)
-            top_probs = torch.softmax(top_logits, dim=-1)  # top-k renormalised
+            hidden, logits = captured[0][:, -(width + 1) : -1], logits[:, -(width + 1) : -1]
+            parts = []
+            for first in range(0, width, positions_per_chunk):
+                cols = slice(first, first + positions_per_chunk)
+                z = logits[:, cols].float() / temperature
+                top_logits, top_ids = z.topk(k, dim=-1)
+                # top-k renormalised: softmax over the k largest logits
+                parts.append(
+                    (score_norm_proxy(hidden[:, cols], z, completion_ids[rows, cols]), top_logits.softmax(-1), top_ids)
+                )
+            proxy, top_probs, top_ids = (torch.cat(x, dim=1) for x in zip(*parts, strict=True))
             valid = completion_mask[rows].bool()
             proxies.append(proxy * valid)
             probs_out.append(top_probs * valid.unsqueeze(-1))
             ids_out.append(top_ids * valid.unsqueeze(-1))
-            del logits
+            del logits, hidden
     finally:
         hook.remove()
     return torch.cat(proxies), torch.cat(probs_out), torch.cat(ids_out)

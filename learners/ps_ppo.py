@@ -203,23 +203,31 @@ class PSPPOTrainer(CountdownGRPOTrainer):
         group_lengths = lengths.view(-1, k).amax(dim=1).tolist()
 
         proxy_weights = None
+        success = torch.nan_to_num(rollout.rewards, nan=-torch.inf) >= args.success_threshold
+        # γ̄ ≡ 0 in a group whose rollouts all succeed or all fail: its weights vanish whatever the proxy.
+        mixed = success.view(-1, k).any(dim=1) & ~success.view(-1, k).all(dim=1)
         needs_proxies = args.cutoff_strategy in ("optimized", "heuristic")
-        if needs_proxies and max(group_lengths) > args.budget:
+        if needs_proxies and any(n > args.budget and m for n, m in zip(group_lengths, mixed.tolist(), strict=True)):
+            rows_needed = rollout.local(mixed.repeat_interleave(k)).to(completion_mask.device) & (local_lengths > 0)
+            index = rows_needed.nonzero().squeeze(1)
             model = self.accelerator.unwrap_model(self.model)
-            proxy, top_probs, top_ids = head_statistics(
+            stats = head_statistics(
                 model,
-                batch["prompt_ids"],
-                batch["prompt_mask"],
-                batch["completion_ids"],
-                completion_mask,
+                batch["prompt_ids"][index],
+                batch["prompt_mask"][index],
+                batch["completion_ids"][index],
+                completion_mask[index],
                 temperature=self.temperature,
                 top_k=args.uncertainty_top_k,
                 batch_size=args.proxy_batch_size,
             )
-            proxy, top_probs, top_ids = (self.gather_rows(x) for x in (proxy, top_probs, top_ids))
+            # Rows of homogeneous groups were not run: zeros, so their weights are 0 (as γ̄ = 0 would make them).
+            full = [torch.zeros(completion_mask.size(0), *x.shape[1:], dtype=x.dtype, device=x.device) for x in stats]
+            for target, values in zip(full, stats, strict=True):
+                target[index] = values
+            proxy, top_probs, top_ids = (self.gather_rows(x) for x in full)
             alive = torch.arange(proxy.size(1), device=proxy.device).unsqueeze(0) < lengths.to(proxy.device)[:, None]
-            success = torch.nan_to_num(rollout.rewards, nan=-torch.inf).to(proxy.device) >= args.success_threshold
-            uncertainty = reward_uncertainty_bound(top_probs, top_ids, success, alive.float(), k)
+            uncertainty = reward_uncertainty_bound(top_probs, top_ids, success.to(proxy.device), alive.float(), k)
             proxy_weights = design_weights(proxy, uncertainty, alive.float(), k).double().cpu().numpy()
 
         survival = np.ones((len(group_lengths), max(max(group_lengths), 1)))

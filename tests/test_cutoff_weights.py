@@ -54,6 +54,19 @@ def test_head_statistics_on_tiny_model_match_autograd(tiny_model_dir):
         model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature=0.7, top_k=4, batch_size=2
     )
     assert proxy.shape == (3, 9) and top_probs.shape == (3, 9, 4) and top_ids.shape == (3, 9, 4)
+    # A tiny logit budget forces one row per forward and 3-position chunks: same numbers.
+    chunked = head_statistics(
+        model,
+        prompt_ids,
+        prompt_mask,
+        completion_ids,
+        completion_mask,
+        temperature=0.7,
+        top_k=4,
+        max_logit_elements=330,
+    )
+    for a, b in zip(chunked, (proxy, top_probs, top_ids), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
     assert (proxy[completion_mask == 0] == 0).all() and (top_probs[completion_mask == 0] == 0).all()
     sums = top_probs.sum(-1)[completion_mask == 1]
     torch.testing.assert_close(sums, torch.ones_like(sums))

@@ -187,3 +187,54 @@ def test_no_truncation_when_budget_covers_the_completions(tiny_model_dir, toy_pr
     trainer.train()
     logs = [e for e in trainer.state.log_history if "ps_ppo/expected_kept_frac" in e]
     assert logs and all(e["ps_ppo/expected_kept_frac"] == 1 and e["ps_ppo/kept_token_frac"] == 1 for e in logs)
+
+
+@pytest.mark.slow
+def test_shape_batch_survival_matches_the_design_pipeline(
+    tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, monkeypatch
+):
+    """Seam 1's ξ = solver(γ̄·ū) for a mixed group; a homogeneous group is not even run through the proxy pass."""
+    import learners.ps_ppo as ps_ppo
+    from learners.base import Rollout
+    from learners.cutoff_weights import design_weights, head_statistics, reward_uncertainty_bound
+
+    cpu_grpo_kwargs.update(budget=4, min_survival=1e-3)
+    trainer = _trainer(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs)
+    gen = torch.Generator().manual_seed(0)
+    rows, width = 8, 16
+    lengths = torch.tensor([16, 12, 9, 16, 14, 16, 10, 7])
+    completion_mask = (torch.arange(width).unsqueeze(0) < lengths.unsqueeze(1)).long()
+    batch = {
+        "prompt_ids": torch.randint(3, 80, (rows, 5), generator=gen),
+        "prompt_mask": torch.ones(rows, 5, dtype=torch.long),
+        "completion_ids": torch.randint(3, 80, (rows, width), generator=gen) * completion_mask,
+        "completion_mask": completion_mask,
+        "advantages": torch.randn(rows, generator=gen),
+    }
+    rewards = torch.tensor([0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 1.0])  # group 0 all failed, group 1 mixed
+    rollout = Rollout(rewards, rewards[:, None], 4, slice(0, rows), [{}] * rows)
+    seen_rows = []
+    original = ps_ppo.head_statistics
+    monkeypatch.setattr(
+        ps_ppo, "head_statistics", lambda *a, **kw: seen_rows.append(a[1].size(0)) or original(*a, **kw)
+    )
+    survival = trainer.shape_batch(dict(batch), rollout)["cutoff_survival"]
+    assert seen_rows == [4]  # only the mixed group's rows
+
+    stats = head_statistics(
+        trainer.model,
+        batch["prompt_ids"][4:],
+        batch["prompt_mask"][4:],
+        batch["completion_ids"][4:],
+        completion_mask[4:],
+        temperature=trainer.temperature,
+        top_k=16,
+    )
+    alive = completion_mask[4:].float()
+    bound = reward_uncertainty_bound(stats[1], stats[2], rewards[4:] >= 1, alive, 4)
+    w = design_weights(stats[0], bound, alive, 4)[0].double().numpy()
+    expected = survival_probabilities(w, 4, floor=1e-3, first_token_always=True)
+    np.testing.assert_allclose(survival[4].numpy(), expected, rtol=1e-4, atol=1e-6)
+    assert (survival[4:] == survival[4]).all()
+    # Homogeneous group: zero weights, the budget spread evenly after the first token.
+    np.testing.assert_allclose(survival[0].numpy(), [1.0] + [3 / 15] * 15, rtol=1e-6)
