@@ -270,9 +270,10 @@ class CountdownGRPOTrainer(GRPOTrainer):
 
     def _log_rollout_metrics(self, batch: dict[str, Any], rollout: Rollout) -> None:
         device = batch["completion_ids"].device
-        lengths = batch["completion_mask"].sum(dim=1).float()
+        lengths = batch["completion_mask"].sum(dim=1).float()  # 0 for rows TRL masked as truncated
         trajectories = rollout.trajectories
         if trajectories is not None:
+            lengths = torch.tensor([float(len(t.completion_ids)) for t in trajectories], device=device)
             truncated = torch.tensor([bool(t.truncated) for t in trajectories], device=device)
             correct = torch.tensor([bool(t.verification.correct) for t in trajectories], device=device)
             format_ok = torch.tensor([bool(t.format_ok) for t in trajectories], device=device)

@@ -1,0 +1,100 @@
+"""Seconds per GRPO step on the tiny model: plain ``trl.GRPOTrainer`` vs ``CountdownGRPOTrainer`` and presets.
+
+The baseline is TRL's own trainer with the env-independent ``countdown_reward`` (same model, data, batch), so the
+ratio shows what the base class adds (env scoring into Trajectory records, gathers, metrics) and what each preset
+costs (prime_rl runs one extra no-grad forward per micro-batch when π_old exists, here num_iterations=2).
+
+    python benchmarks/bench_grpo_step.py [--steps 6] [--completion-tokens 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--completion-tokens", type=int, default=64)
+    args = parser.parse_args()
+
+    import torch
+    from transformers import AutoModelForCausalLM
+    from trl import GRPOConfig, GRPOTrainer
+
+    from countdown_env import Puzzle
+    from countdown_env.rewards import countdown_reward
+    from learners.base import CountdownGRPOTrainer
+    from learners.data import prompt_dataset
+    from learners.grpo import GRPOLearner, grpo_config
+    from learners.tiny import build_tiny_model, load_tokenizer
+
+    torch.manual_seed(0)
+    tmp = tempfile.mkdtemp()
+    model_dir = build_tiny_model(os.path.join(tmp, "m"))
+    puzzles = [Puzzle((a, b, c), t) for a, b, c, t in [(3, 7, 11, 21), (2, 5, 9, 19), (4, 6, 8, 32), (1, 3, 5, 15)]]
+    data = prompt_dataset(puzzles * 8, "compact")
+    common = dict(
+        output_dir=os.path.join(tmp, "o"),
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        report_to="none",
+        per_device_train_batch_size=16,
+        num_generations=8,
+        max_completion_length=args.completion_tokens,
+        max_steps=args.steps + 1,
+        learning_rate=1e-5,
+        logging_steps=1,
+        save_strategy="no",
+        seed=0,
+        disable_tqdm=True,
+        temperature=1.0,
+    )
+
+    def timed(name, build):
+        trainer = build()
+        trainer.train()
+        times = [e["step_time"] for e in trainer.state.log_history if "step_time" in e][1:]  # drop warm-up step
+        per_step = sum(times) / len(times)
+        print(f"{name:<34} {per_step:7.3f} s/step  ({len(times)} steps)")
+        return per_step
+
+    def model():
+        return AutoModelForCausalLM.from_pretrained(model_dir)
+
+    tok = load_tokenizer(model_dir)
+    base = timed(
+        "trl.GRPOTrainer (baseline)",
+        lambda: GRPOTrainer(
+            model=model(),
+            reward_funcs=countdown_reward,
+            args=GRPOConfig(**common),
+            train_dataset=data,
+            processing_class=tok,
+        ),
+    )
+    ours = timed(
+        "CountdownGRPOTrainer (env reward)",
+        lambda: CountdownGRPOTrainer(
+            model=model(), args=GRPOConfig(**common), train_dataset=data, processing_class=tok
+        ),
+    )
+    print(f"{'ratio vs baseline':<34} {ours / base:7.2f}x")
+    for preset in ("grpo", "dr_grpo", "dapo", "prime_rl"):
+        extra = dict(num_iterations=2) if preset == "prime_rl" else {}
+        t = timed(
+            f"preset {preset}",
+            lambda p=preset, e=extra: GRPOLearner(
+                model=model(), args=grpo_config(p, **common, **e), train_dataset=data, processing_class=tok
+            ),
+        )
+        print(f"{'  ratio vs baseline':<34} {t / base:7.2f}x")
+
+
+if __name__ == "__main__":
+    main()
