@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from fractions import Fraction
 from functools import cache
 
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from countdown_env.puzzle import Puzzle, PuzzleError
-from countdown_env.solver import solve
+from countdown_env.solver import count_solutions, solutions, solve
 from countdown_env.verifier import verify
 
 
@@ -156,3 +157,137 @@ def test_bad_input_raises():
     with pytest.raises(PuzzleError):
         solve([1, 2, 3])
     assert solve({"numbers": [1, 2], "target": 3}) == "1 + 2"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Counting: an independent statement of "the same solution" (canonical key of an expression tree), applied to
+# every expression a brute force writes; count_solutions must equal the number of distinct keys.
+# ----------------------------------------------------------------------------------------------------------
+def _canon(tree):
+    """(sign, key, |value|): +/- chains flattened to (added, subtracted) multisets, * / chains to (multiplied,
+    divided) multisets, signs of negative subexpressions moved outwards."""
+    if isinstance(tree, int):
+        return 1, ("n", tree), Fraction(tree)
+    if tree[0] in "+-":
+        terms = []
+        _flat(tree, 1, terms, "+-")
+        pos = tuple(sorted(k for s, k, _ in terms if s > 0))
+        neg = tuple(sorted(k for s, k, _ in terms if s < 0))
+        value = sum((s * v for s, _, v in terms), Fraction(0))
+        return (-1, ("s", neg, pos), -value) if value < 0 else (1, ("s", pos, neg), value)
+    factors = []
+    sign = _flat(tree, 1, factors, "*/")
+    mul = tuple(sorted(k for d, k, _ in factors if d > 0))
+    div = tuple(sorted(k for d, k, _ in factors if d < 0))
+    value = Fraction(1)
+    for d, _, v in factors:
+        value = value * v if d > 0 else value / v
+    return (1 if value == 0 else sign), ("p", mul, div), value
+
+
+def _flat(tree, mark, out, ops):
+    if not isinstance(tree, int) and tree[0] in ops:
+        left = _flat(tree[1], mark, out, ops)
+        right = _flat(tree[2], mark if tree[0] in "+*" else -mark, out, ops)
+        return left * right
+    s, k, v = _canon(tree)
+    if ops == "+-":
+        out.append((mark * s, k, v))
+        return 1
+    out.append((mark, k, v))
+    return s
+
+
+@cache
+def _all_trees(numbers: tuple, integer: bool, ops: str) -> list:
+    if len(numbers) == 1:
+        return [(Fraction(numbers[0]), numbers[0])]
+    out = []
+    for r in range(1, len(numbers)):
+        for left_idx in itertools.combinations(range(len(numbers)), r):
+            left = tuple(numbers[i] for i in left_idx)
+            right = tuple(numbers[i] for i in range(len(numbers)) if i not in left_idx)
+            for a, ta in _all_trees(left, integer, ops):
+                for b, tb in _all_trees(right, integer, ops):
+                    for op in ops:
+                        if op == "/" and b == 0:
+                            continue
+                        v = {"+": a + b, "-": a - b, "*": a * b}[op] if op != "/" else a / b
+                        if integer and (v.denominator != 1 or v <= 0):
+                            continue
+                        out.append((v, (op, ta, tb)))
+    return out
+
+
+def _distinct_solutions(numbers, target, use_all=False, integer=False, ops="+-*/") -> set:
+    keys = set()
+    sizes = [len(numbers)] if use_all else range(1, len(numbers) + 1)
+    for r in sizes:
+        for idx in itertools.combinations(range(len(numbers)), r):
+            for value, tree in _all_trees(tuple(sorted(numbers[i] for i in idx)), integer, ops):
+                if value == target:
+                    sign, key, _ = _canon(tree)
+                    assert sign == 1
+                    keys.add(key)
+    return keys
+
+
+@pytest.mark.parametrize(
+    ("numbers", "target", "use_all", "expected"),
+    [
+        ((1, 2, 3), 6, False, 4),  # 2 * 3, 1 + 2 + 3, 1 * 2 * 3, 2 * 3 / 1
+        ((1, 2, 3), 6, True, 3),
+        ((2, 2), 4, False, 2),  # 2 + 2, 2 * 2: which copy of 2 does not matter
+        ((2, 2, 2, 2), 8, True, 3),  # 2 + 2 + 2 + 2, 2 + 2 + 2 * 2, 2 * 2 + 2 * 2
+        ((2, 2, 2, 2), 8, False, 5),  # and 2 * 2 * 2, (2 + 2) * 2
+        ((5,), 5, False, 1),
+        ((3, 4), 5, False, 0),
+    ],
+)
+def test_count_hand_checked(numbers, target, use_all, expected):
+    puzzle = Puzzle(numbers, target)
+    assert count_solutions(puzzle, use_all_numbers=use_all) == expected
+    listed = solutions(puzzle, use_all_numbers=use_all)
+    assert len(listed) == expected == len(_distinct_solutions(numbers, target, use_all))
+
+
+def test_commutativity_associativity_and_signs_are_one_solution():
+    keys = {_canon(tree)[1] for tree in [("-", ("*", 3, 5), ("-", 2, 9)), ("+", ("*", 5, 3), ("-", 9, 2))]}
+    assert len(keys) == 1  # 3 * 5 - (2 - 9) == 5 * 3 + (9 - 2)
+    assert count_solutions(Puzzle([3, 5, 2, 9], 22), use_all_numbers=True) == len(
+        _distinct_solutions((3, 5, 2, 9), 22, True)
+    )
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    numbers=st.lists(st.integers(1, 7), min_size=1, max_size=4),
+    target=st.integers(1, 40),
+    use_all=st.booleans(),
+    integer=st.booleans(),
+    ops=st.sampled_from(["+-*/", "+-*", "+-", "+*", "+*/", "*/"]),
+)
+def test_count_and_list_match_the_brute_force_definition(numbers, target, use_all, integer, ops):
+    puzzle = Puzzle(numbers, target)
+    options = {"use_all_numbers": use_all, "integer_intermediates": integer, "operators": ops}
+    count = count_solutions(puzzle, **options)
+    assert count == len(_distinct_solutions(tuple(numbers), target, use_all, integer, ops))
+    assert (count > 0) == (solve(puzzle, **options) is not None)
+    listed = solutions(puzzle, **options)
+    assert len(listed) == count and len(set(listed)) == count
+    for text in listed:
+        assert verify(text, puzzle, use_all_numbers=use_all, integer_intermediates=integer).correct, text
+    assert solutions(puzzle, limit=1, **options) == listed[:1]
+
+
+@pytest.mark.slow
+def test_count_five_numbers_with_repeats_matches_brute_force():
+    for numbers, target in [((2, 3, 3, 1, 1), 11), ((3, 3, 2, 2, 2), 9), ((5, 6, 9, 1, 8), 50)]:
+        assert count_solutions(Puzzle(numbers, target)) == len(_distinct_solutions(numbers, target))
+
+
+def test_count_rejects_too_many_numbers():
+    with pytest.raises(ValueError, match="at most 6"):
+        count_solutions(Puzzle([1] * 7, 3))
+    with pytest.raises(ValueError, match="limit"):
+        solutions(Puzzle([1, 2], 3), limit=-1)
