@@ -1,0 +1,319 @@
+"""Seeded, index-addressable Countdown puzzle generator.
+
+``gen[i]`` is drawn from its own ``numpy.random.default_rng([seed, i])`` (a ``SeedSequence`` over the pair), so
+the i-th puzzle is the same on any machine and does not depend on which other indices were generated. The global
+``random`` module is never used.
+
+How a puzzle is drawn
+---------------------
+Numbers: ``n_numbers`` integers, independently uniform on ``value_range`` (inclusive; repeats allowed).
+
+Target, ``target_mode="expression"`` (default, fast): a random expression over all the numbers: a random order,
+the last value paired with a uniformly random other one, a uniformly random operator (the next allowed one when
+it is invalid for the pair: zero divisor, or a non-integer or non-positive result under
+``integer_intermediates``; ``-`` is taken as larger minus smaller, ``/`` in a random direction), until one value
+is left. The target is the root's value when it is an integer in ``target_range``; with
+``use_all_numbers=False`` the most recently built subexpression in range is taken instead (so most targets still
+need several numbers). Otherwise the expression is redrawn (numbers too after 32 misses). Solvability is proven
+by the expression, kept as the witness ``solution``. The target distribution is that of random expressions, not
+uniform: for 6 numbers on 1..100 and targets 10..1000 the median target is about 100 and the 90th percentile
+about 530 (measured on 2000 puzzles); use ``target_mode="uniform"`` when the target distribution matters.
+
+Target, ``target_mode="uniform"``: a uniform integer on ``target_range``; with ``require_solvable`` the target is
+redrawn (for the same numbers, up to 64 times, then the numbers too) until ``solver.solve`` finds a solution, so
+given the numbers the target is uniform over the solvable targets in range. Slower (one complete search per
+draw), exact distribution.
+
+``require_solvable=False`` draws a uniform target and does not check it (``solution`` is then ``None``).
+``min_solutions``/``max_solutions`` redraw until ``count_solutions`` (same options) lies in range (slower).
+
+Difficulty labels (``difficulty_label``) come from the number of distinct solutions (``solver.count_solutions``;
+see there for what counts as distinct) with thresholds per ``n_numbers`` in ``DIFFICULTY_THRESHOLDS``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from . import solver
+from .puzzle import MAX_NUMBERS, MAX_VALUE, Puzzle
+
+DIFFICULTY_THRESHOLDS: dict[int, tuple[int, int]] = {
+    1: (1, 1),
+    2: (1, 1),
+    3: (1, 2),
+    4: (1, 2),
+    5: (1, 3),
+    6: (9, 18),
+}
+"""Per ``n_numbers``: (most solutions for "hard", most for "medium"); more is "easy", none is "unsolvable".
+Set near the terciles of ``count_solutions`` over default-generator puzzles (numbers 1..100, targets 10..1000,
+seed 123; 300/200/40/8 puzzles for n = 3/4/5/6, where the medians were 1/1/2/11 and the 90th percentiles
+1/3/7/49). With few numbers most such puzzles have exactly one solution, so "hard" dominates there. Beyond 6
+numbers the 6-number thresholds apply."""
+
+_TRIES_PER_NUMBERS = 32
+_UNIFORM_TRIES_PER_NUMBERS = 64
+_MAX_DRAWS = 2_000  # then the options are declared unsatisfiable (clear error, no hang)
+
+
+def difficulty_label(num_solutions: int, n_numbers: int) -> str:
+    """``"unsolvable"``, ``"hard"``, ``"medium"`` or ``"easy"`` from a solution count (see DIFFICULTY_THRESHOLDS)."""
+    if num_solutions < 0:
+        raise ValueError(f"num_solutions must be >= 0, got {num_solutions}")
+    if num_solutions == 0:
+        return "unsolvable"
+    hard, medium = DIFFICULTY_THRESHOLDS[min(max(n_numbers, 1), 6)]
+    if num_solutions <= hard:
+        return "hard"
+    if num_solutions <= medium:
+        return "medium"
+    return "easy"
+
+
+@dataclass(frozen=True)
+class GeneratedPuzzle:
+    """A generated puzzle with its index, one solution (``None`` if none was asked for), and its solution count
+    and difficulty (``None`` when the puzzle has more than ``solver.MAX_COUNT_NUMBERS`` numbers)."""
+
+    puzzle: Puzzle
+    index: int
+    solution: str | None
+    num_solutions: int | None
+    difficulty: str | None
+
+
+def _check_range(value, name: str) -> tuple[int, int]:
+    try:
+        lo, hi = (int(v) for v in value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a pair (low, high) of integers, got {value!r}") from exc
+    if not 1 <= lo <= hi <= MAX_VALUE:
+        raise ValueError(f"{name} must satisfy 1 <= low <= high <= {MAX_VALUE}, got {value!r}")
+    return lo, hi
+
+
+class PuzzleGenerator:
+    """Deterministic stream of puzzles: ``gen[i]``, ``iter(gen)``, ``gen.generate(n, start)``, ``gen.record(i)``.
+
+    The stream is infinite: ``len(gen)`` raises ``TypeError``; iterate with ``itertools.islice`` or ``generate``.
+
+    >>> gen = PuzzleGenerator(n_numbers=4, seed=7)
+    >>> gen[3] == PuzzleGenerator(n_numbers=4, seed=7)[3]
+    True
+    """
+
+    def __init__(
+        self,
+        n_numbers: int = 4,
+        value_range: tuple[int, int] = (1, 100),
+        target_range: tuple[int, int] = (10, 1000),
+        operators: str = "+-*/",
+        require_solvable: bool = True,
+        use_all_numbers: bool = False,
+        integer_intermediates: bool = False,
+        min_solutions: int | None = None,
+        max_solutions: int | None = None,
+        seed: int = 0,
+        target_mode: str = "expression",
+    ) -> None:
+        if isinstance(n_numbers, bool) or not isinstance(n_numbers, int) or not 1 <= n_numbers <= MAX_NUMBERS:
+            raise ValueError(f"n_numbers must be an integer in [1, {MAX_NUMBERS}], got {n_numbers!r}")
+        self.value_range = _check_range(value_range, "value_range")
+        self.target_range = _check_range(target_range, "target_range")
+        self.ops = solver._check_operators(operators)
+        if target_mode not in ("expression", "uniform"):
+            raise ValueError(f"target_mode must be 'expression' or 'uniform', got {target_mode!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        for name, value in (("min_solutions", min_solutions), ("max_solutions", max_solutions)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValueError(f"{name} must be None or a non-negative integer, got {value!r}")
+        if min_solutions is not None and max_solutions is not None and min_solutions > max_solutions:
+            raise ValueError(f"min_solutions ({min_solutions}) > max_solutions ({max_solutions})")
+        counting = min_solutions is not None or max_solutions is not None
+        if counting and n_numbers > solver.MAX_COUNT_NUMBERS:
+            raise ValueError(f"min/max_solutions need counting: at most {solver.MAX_COUNT_NUMBERS} numbers")
+        if require_solvable and target_mode == "uniform" and n_numbers > solver.MAX_SOLVE_NUMBERS:
+            raise ValueError(f"target_mode='uniform' runs solve(): at most {solver.MAX_SOLVE_NUMBERS} numbers")
+        self.n_numbers = n_numbers
+        self.operators = operators
+        self.require_solvable = bool(require_solvable)
+        self.use_all_numbers = bool(use_all_numbers)
+        self.integer_intermediates = bool(integer_intermediates)
+        self.min_solutions = min_solutions
+        self.max_solutions = max_solutions
+        self.seed = seed
+        self.target_mode = target_mode
+        self._op_list = sorted(self.ops)
+
+    def __repr__(self) -> str:
+        return (
+            f"PuzzleGenerator(n_numbers={self.n_numbers}, value_range={self.value_range}, "
+            f"target_range={self.target_range}, operators={self.operators!r}, "
+            f"require_solvable={self.require_solvable}, "
+            f"use_all_numbers={self.use_all_numbers}, integer_intermediates={self.integer_intermediates}, "
+            f"min_solutions={self.min_solutions}, max_solutions={self.max_solutions}, seed={self.seed}, "
+            f"target_mode={self.target_mode!r})"
+        )
+
+    # -- sequence protocol ----------------------------------------------------------------------------------
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            if index.stop is None or index.stop < 0 or (index.start or 0) < 0:
+                raise IndexError("the stream is infinite: slice with explicit non-negative bounds")
+            return [self[i] for i in range(*index.indices(index.stop))]
+        return self._draw(self._check_index(index))[0]
+
+    def __iter__(self) -> Iterator[Puzzle]:
+        index = 0
+        while True:
+            yield self[index]
+            index += 1
+
+    def __len__(self) -> int:
+        raise TypeError("PuzzleGenerator is an infinite stream; use generate(n) or itertools.islice")
+
+    def generate(self, n: int, start: int = 0) -> list[Puzzle]:
+        """Puzzles ``start, ..., start + n - 1``."""
+        if n < 0:
+            raise ValueError(f"n must be >= 0, got {n}")
+        self._check_index(start)
+        return [self._draw(i)[0] for i in range(start, start + n)]
+
+    def record(self, index: int) -> GeneratedPuzzle:
+        """``gen[index]`` with a solution, its solution count and difficulty label."""
+        puzzle, solution, count = self._draw(self._check_index(index))
+        if self.require_solvable and solution is None:
+            solution = self._solve(puzzle)
+        if count is None and self.n_numbers <= solver.MAX_COUNT_NUMBERS:
+            count = self._count(puzzle)
+        if solution is None and count:
+            solution = self._solve(puzzle)
+        difficulty = None if count is None else difficulty_label(count, self.n_numbers)
+        return GeneratedPuzzle(puzzle, index, solution, count, difficulty)
+
+    @staticmethod
+    def _check_index(index) -> int:
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+            raise TypeError(f"puzzle index must be an integer, got {type(index).__name__}")
+        if index < 0:
+            raise IndexError(f"puzzle index must be >= 0 (the stream is infinite), got {index}")
+        return int(index)
+
+    # -- drawing ----------------------------------------------------------------------------------------------
+    def _options(self) -> dict:
+        return {
+            "use_all_numbers": self.use_all_numbers,
+            "integer_intermediates": self.integer_intermediates,
+            "operators": self.operators,
+        }
+
+    def _solve(self, puzzle: Puzzle) -> str | None:
+        return solver.solve(puzzle, **self._options())
+
+    def _count(self, puzzle: Puzzle) -> int:
+        return solver.count_solutions(puzzle, **self._options())
+
+    def _draw(self, index: int) -> tuple[Puzzle, str | None, int | None]:
+        rng = np.random.default_rng([self.seed, index])
+        counting = self.min_solutions is not None or self.max_solutions is not None
+        for _ in range(_MAX_DRAWS):
+            puzzle, solution = self._draw_candidate(rng)
+            if not counting:
+                return puzzle, solution, None
+            count = self._count(puzzle)
+            low = self.min_solutions if self.min_solutions is not None else 0
+            high = self.max_solutions if self.max_solutions is not None else math.inf
+            if low <= count <= high:
+                return puzzle, solution, count
+        raise RuntimeError(f"no puzzle met the constraints in {_MAX_DRAWS} draws: {self!r}")
+
+    def _draw_numbers(self, rng: np.random.Generator) -> tuple[int, ...]:
+        lo, hi = self.value_range
+        return tuple(int(x) for x in rng.integers(lo, hi + 1, size=self.n_numbers))
+
+    def _draw_candidate(self, rng: np.random.Generator) -> tuple[Puzzle, str | None]:
+        t_lo, t_hi = self.target_range
+        if not self.require_solvable:
+            return Puzzle(self._draw_numbers(rng), int(rng.integers(t_lo, t_hi + 1))), None
+        for _ in range(_MAX_DRAWS):
+            numbers = self._draw_numbers(rng)
+            if self.target_mode == "uniform":
+                for _ in range(_UNIFORM_TRIES_PER_NUMBERS):
+                    puzzle = Puzzle(numbers, int(rng.integers(t_lo, t_hi + 1)))
+                    solution = self._solve(puzzle)
+                    if solution is not None:
+                        return puzzle, solution
+                continue
+            for _ in range(_TRIES_PER_NUMBERS):
+                found = _random_expression(
+                    numbers, rng, self._op_list, self.use_all_numbers, self.integer_intermediates, t_lo, t_hi
+                )
+                if found is not None:
+                    return Puzzle(numbers, found[0]), solver.tree_to_infix(found[1])
+        raise RuntimeError(f"no solvable puzzle found in {_MAX_DRAWS} draws: {self!r}")
+
+
+def _random_expression(numbers, rng: np.random.Generator, ops: list[str], use_all: bool, integer: bool, t_lo, t_hi):
+    """(value, tree) of a random expression over all the numbers whose value is an integer in [t_lo, t_hi]; with
+    ``use_all=False`` the last-built subexpression in range will do. None when there is none.
+
+    Values stay ``int`` while integral (``Fraction`` only after an inexact division).
+    """
+    n = len(numbers)
+    draws = rng.random(4 * n).tolist()
+    order = sorted(range(n), key=draws.__getitem__)
+    pool = [(numbers[i], numbers[i]) for i in order]
+    made = []
+    k = n
+    while len(pool) > 1:
+        # pair the last value with a random other one (the pool order is already random)
+        a, ta = pool.pop()
+        b, tb = pool.pop(int(draws[k] * len(pool)))
+        first = int(draws[k + 1] * len(ops))
+        flip = draws[k + 2] < 0.5
+        k += 3
+        result = None
+        for step in range(len(ops)):
+            result = _apply(ops[(first + step) % len(ops)], a, ta, b, tb, flip, integer)
+            if result is not None:
+                break
+        if result is None:
+            return None
+        pool.append(result)
+        made.append(result)
+    if not made:  # a single number
+        made = pool
+    candidates = made[-1:] if use_all else reversed(made)
+    for value, tree in candidates:
+        if type(value) is int and t_lo <= value <= t_hi:
+            return value, tree
+    return None
+
+
+def _apply(op: str, a, ta, b, tb, flip: bool, integer: bool):
+    """One non-negative operation (``flip`` chooses b / a over a / b); None if not allowed."""
+    if op == "+":
+        return a + b, ("+", ta, tb)
+    if op == "*":
+        return a * b, ("*", ta, tb)
+    if op == "-":
+        if a == b and integer:
+            return None
+        return (a - b, ("-", ta, tb)) if a >= b else (b - a, ("-", tb, ta))
+    if flip:
+        a, ta, b, tb = b, tb, a, ta
+    if b == 0:
+        return None
+    if type(a) is int and type(b) is int and a % b == 0:
+        return a // b, ("/", ta, tb)
+    if integer:
+        return None
+    value = Fraction(a) / b
+    return (int(value) if value.denominator == 1 else value), ("/", ta, tb)
