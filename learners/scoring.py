@@ -90,6 +90,12 @@ def answer_format(tokenizer, reasoning_tag: str = "reasoning", answer_tag: str =
 
 
 # --------------------------------------------------------------------------------------------- helpers
+def _network(model):
+    """The module to call: a PEFT wrapper's base model (its LoRA layers live inside it), else the model itself."""
+    get_base = getattr(model, "get_base_model", None)
+    return get_base() if callable(get_base) else model
+
+
 def _forward_names(model) -> tuple[str, bool]:
     """The cache keyword of ``model.forward`` (transformers ≥ 5.2x says ``cache``, older ``past_key_values``) and
     whether it accepts ``logits_to_keep``."""
@@ -272,7 +278,7 @@ class PrefixSharedScorer:
     def score(self, jobs: Sequence[ScoringJob]) -> list[np.ndarray]:
         import torch
 
-        _check_attention(self.model)
+        _check_attention(_network(self.model))
         results = [np.zeros((len(j.cuts), len(j.answers))) for j in jobs]
         # Deduplicate (prefix, bridge, answers): every rollout of a group shares its empty-prefix point.
         unique: dict[tuple, int] = {}
@@ -328,7 +334,7 @@ class PrefixSharedScorer:
     def _score_chunk(self, jobs, pieces, chunk, by_job) -> dict[int, np.ndarray]:
         import torch
 
-        model = self.model
+        model = _network(self.model)
         device = next(model.parameters()).device
         cache_kw, has_keep = _forward_names(model)
         lengths = [max(pieces[p].cut for p in by_job[j]) for j in chunk]

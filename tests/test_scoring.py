@@ -95,6 +95,24 @@ def test_prefix_shared_equals_naive_with_grouped_query_attention(tiny_tokenizer,
         np.testing.assert_allclose(got, ref, atol=1e-4, rtol=0)
 
 
+def test_prefix_shared_equals_naive_on_a_lora_model(tiny_model_dir, tiny_tokenizer):
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    model = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(tiny_model_dir),
+        LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False),
+    )
+    jobs = _jobs(tiny_tokenizer, n_rollouts=2, seed=4)
+    reference = NaiveScorer(model).score(jobs)
+    with torch.no_grad(), model.disable_adapter():
+        without_lora = NaiveScorer(model).score(jobs)
+    assert np.abs(reference[0] - without_lora[0]).max() > 1e-3  # the adapter matters, so it must be used
+    for ref, got in zip(reference, PrefixSharedScorer(model).score(jobs), strict=True):
+        np.testing.assert_allclose(got, ref, atol=1e-4, rtol=0)
+
+
 def test_prefix_shared_scores_each_prefix_token_once(tiny_model, tiny_tokenizer):
     jobs = _jobs(tiny_tokenizer, n_rollouts=3, seed=1)
     engine = PrefixSharedScorer(tiny_model)
