@@ -1,0 +1,168 @@
+"""``countdown demo``: generate puzzles, solve them exactly, verify the answers (and deliberately wrong ones).
+
+Prints a compact summary: the share of puzzles with a solution (the rest are proven unsolvable), solve times,
+how many solver answers the verifier accepts, how many wrong answers it refuses, verifier speed and the
+histogram of verifier reasons. Exit status 0 when every solver answer verifies and every wrong answer is
+refused, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import Counter
+
+from .generator import PuzzleGenerator
+from .puzzle import Puzzle
+from .solver import solve
+from .verifier import verify
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--count", type=int, default=200, help="number of puzzles (default 200)")
+    parser.add_argument("--n-numbers", type=int, default=4, help="numbers per puzzle (default 4)")
+    parser.add_argument("--value-range", type=int, nargs=2, default=(1, 100), metavar=("LOW", "HIGH"))
+    parser.add_argument("--target-range", type=int, nargs=2, default=(10, 1000), metavar=("LOW", "HIGH"))
+    parser.add_argument("--operators", default="+-*/", help="allowed operators (default +-*/)")
+    parser.add_argument("--use-all-numbers", action="store_true", help="every number exactly once")
+    parser.add_argument("--integer-intermediates", action="store_true", help="every intermediate a positive integer")
+    parser.add_argument(
+        "--solvable-share",
+        type=float,
+        default=0.5,
+        help="share of puzzles generated solvable (with a witness); the rest get uniform targets, and the solver "
+        "proves most of those unsolvable (default 0.5)",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-progress", action="store_true", help="no progress line")
+
+
+def wrong_answers(puzzle: Puzzle, solution: str, use_all_numbers: bool = False) -> list[tuple[str, str]]:
+    """(answer, the reason the verifier should give) for a few answers that must be refused."""
+    numbers = puzzle.numbers
+    first = numbers[0]
+    unknown = max(numbers) + 1
+    while unknown in numbers:
+        unknown += 1
+    out = [
+        ("", "empty"),
+        (f"{solution} )", "parse_error"),
+        (" + ".join([str(first)] * (numbers.count(first) + 1)), "reused_number"),
+        (f"{solution} + {unknown}", "unknown_number"),
+        (f"{first} ** 2", "forbidden_token"),
+    ]
+    if use_all_numbers and len(numbers) > 1:
+        out.append((str(first), "unused_number"))
+    elif first != puzzle.target:
+        out.append((str(first), "wrong_value"))
+    return out
+
+
+class _Progress:
+    """tqdm when installed (not a core dependency), else a plain carriage-return line on stderr."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total, self.done, self.enabled = total, 0, enabled
+        self._bar = None
+        if enabled:
+            try:
+                from tqdm import tqdm
+            except ImportError:
+                tqdm = None
+            if tqdm is not None:
+                self._bar = tqdm(total=total, desc="solving", unit="puzzle", leave=False, file=sys.stderr)
+
+    def update(self) -> None:
+        self.done += 1
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.update(1)
+        elif self.done == self.total or self.done % max(1, self.total // 20) == 0:
+            print(f"\rsolving {self.done}/{self.total}", end="", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        elif self.enabled:
+            print(file=sys.stderr)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.2f} ms"
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.count < 1:
+        print("countdown demo: --count must be >= 1", file=sys.stderr)
+        return 2
+    options = {"use_all_numbers": args.use_all_numbers, "integer_intermediates": args.integer_intermediates}
+    if not 0.0 <= args.solvable_share <= 1.0:
+        print("countdown demo: --solvable-share must be in [0, 1]", file=sys.stderr)
+        return 2
+    n_solvable = round(args.count * args.solvable_share)
+    common = {
+        "n_numbers": args.n_numbers,
+        "value_range": tuple(args.value_range),
+        "target_range": tuple(args.target_range),
+        "operators": args.operators,
+        **options,
+    }
+    try:
+        solvable = PuzzleGenerator(require_solvable=True, seed=args.seed, **common)
+        free = PuzzleGenerator(require_solvable=False, seed=args.seed + 1, **common)
+        puzzles = solvable.generate(n_solvable) + free.generate(args.count - n_solvable)
+    except (ValueError, RuntimeError) as exc:
+        print(f"countdown demo: {exc}", file=sys.stderr)
+        return 2
+    progress = _Progress(len(puzzles), enabled=not args.no_progress)
+    solve_times, answers = [], []
+    for puzzle in puzzles:
+        start = time.perf_counter()
+        answers.append(solve(puzzle, operators=args.operators, **options))
+        solve_times.append(time.perf_counter() - start)
+        progress.update()
+    progress.close()
+
+    reasons: Counter[str] = Counter()
+    accepted = refused = expected_reason = wrong_total = 0
+    verify_time = 0.0
+    n_verify = 0
+    solved = [(p, a) for p, a in zip(puzzles, answers, strict=True) if a is not None]
+    for puzzle, answer in solved:
+        start = time.perf_counter()
+        verdict = verify(answer, puzzle, **options)
+        verify_time += time.perf_counter() - start
+        n_verify += 1
+        reasons[verdict.reason] += 1
+        accepted += verdict.correct
+        for wrong, reason in wrong_answers(puzzle, answer, args.use_all_numbers):
+            start = time.perf_counter()
+            verdict = verify(wrong, puzzle, **options)
+            verify_time += time.perf_counter() - start
+            n_verify += 1
+            reasons[verdict.reason] += 1
+            wrong_total += 1
+            refused += not verdict.correct
+            expected_reason += verdict.reason == reason
+
+    times = sorted(solve_times)
+    median = times[len(times) // 2]
+    p90 = times[min(len(times) - 1, int(0.9 * len(times)))]
+    n = len(puzzles)
+    print(
+        f"countdown demo: {n} puzzles ({n_solvable} generated solvable, {n - n_solvable} with uniform targets), "
+        f"{args.n_numbers} numbers in {args.value_range[0]}..{args.value_range[1]}, "
+        f"targets {args.target_range[0]}..{args.target_range[1]}, operators {args.operators}, seed {args.seed}"
+    )
+    print(f"  solvable         {len(solved)}/{n} ({100 * len(solved) / n:.1f} %); proven unsolvable {n - len(solved)}")
+    print(f"  solve time       median {_ms(median)}, p90 {_ms(p90)}, max {_ms(times[-1])} (find or prove none)")
+    print(f"  solver answers   {accepted}/{len(solved)} verified correct")
+    if wrong_total:
+        print(f"  wrong answers    {refused}/{wrong_total} refused ({expected_reason} with the expected reason)")
+    if n_verify:
+        print(f"  verifier         {n_verify} calls, {n_verify / verify_time:,.0f} verifications/s")
+    print("  reasons          " + ", ".join(f"{reason} {count}" for reason, count in sorted(reasons.items())))
+    ok = accepted == len(solved) and refused == wrong_total
+    return 0 if ok else 1
