@@ -53,7 +53,7 @@ from .paragraphs import split_paragraphs, token_texts
 from .potential import contrastive_potential, shaping_terms, token_shaping
 from .scoring import ENGINES, ScoringJob, answer_format, make_scorer
 
-__all__ = ["ContrastiveConfig", "ContrastiveTrainer"]
+__all__ = ["ContrastiveConfig", "ContrastiveTrainer", "submitted_answer"]
 
 SCORERS = ("frozen", "moving")
 
@@ -126,6 +126,17 @@ class _Row:
     truncated: bool
 
 
+def submitted_answer(completion: str, tag: str = "solution") -> str | None:
+    """The answer the verifier grades (``countdown_env.answers.extract_answer``: the last complete tag block), but
+    verbatim, whitespace included, so that it is scored as the policy wrote it; ``None`` if there is none."""
+    from countdown_env.answers import extract_answer
+
+    if extract_answer(completion, tag=tag) is None:
+        return None
+    end = completion.rfind(f"</{tag}>")
+    return completion[completion.rfind(f"<{tag}>", 0, end) + len(tag) + 2 : end]
+
+
 class ContrastiveTrainer(CountdownGRPOTrainer):
     """Seed 000's contrastive potential advantage shaping; see the module docstring for the equations.
 
@@ -196,8 +207,6 @@ class ContrastiveTrainer(CountdownGRPOTrainer):
 
     # ------------------------------------------------------------------------------------------- rows
     def _local_rows(self, batch: dict, rollout: Rollout) -> list[_Row]:
-        from countdown_env.answers import extract_answer
-
         cfg = self.reward_config
         answer_tag = getattr(cfg, "answer_tag", "solution")
         prompt_ids, prompt_mask = batch["prompt_ids"].tolist(), batch["prompt_mask"].tolist()
@@ -225,7 +234,7 @@ class ContrastiveTrainer(CountdownGRPOTrainer):
                     integer_intermediates=getattr(cfg, "integer_intermediates", False),
                 )
                 correct, truncated = bool(verdict.correct), not any(t in eos for t in completion)
-            rows.append(_Row(prompt, completion, extract_answer(text, tag=answer_tag), correct, truncated))
+            rows.append(_Row(prompt, completion, submitted_answer(text, answer_tag), correct, truncated))
         return rows
 
     def _ground_truth(self, rollout: Rollout, local_index: int) -> str | None:

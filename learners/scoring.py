@@ -79,12 +79,13 @@ class ScoringJob:
 
 def answer_format(tokenizer, reasoning_tag: str = "reasoning", answer_tag: str = "solution"):
     """``(bridge_ids, encode_answer)`` for the tag format: the bridge ``</reasoning>\\n<solution>`` and a function
-    mapping an answer string to the ids of ``answer + "</solution>"`` (tokenized without special tokens)."""
+    mapping an answer string, verbatim (whitespace as the policy wrote it inside the tags), to the ids of
+    ``answer + "</solution>"`` (tokenized without special tokens)."""
     bridge = tuple(tokenizer.encode(f"</{reasoning_tag}>\n<{answer_tag}>", add_special_tokens=False))
     close = f"</{answer_tag}>"
 
     def encode_answer(answer: str) -> tuple[int, ...]:
-        return tuple(tokenizer.encode(answer.strip() + close, add_special_tokens=False))
+        return tuple(tokenizer.encode(answer + close, add_special_tokens=False))
 
     return bridge, encode_answer
 

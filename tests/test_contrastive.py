@@ -50,6 +50,17 @@ def test_config_rejects_bad_values(cpu_grpo_kwargs):
     assert (cfg.shaping_beta, cfg.shaping_gamma, cfg.potential_clip, cfg.max_paragraph_len) == (0.1, 0.99, 5.0, 128)
 
 
+def test_submitted_answer_is_verbatim():
+    from learners.contrastive import submitted_answer
+
+    text = "<reasoning>\nx\n</reasoning>\n<solution>\n(10 * 9) - 42\n</solution>"
+    assert submitted_answer(text) == "\n(10 * 9) - 42\n"
+    assert submitted_answer("<solution>1</solution> <solution> 2 </solution>") == " 2 "
+    assert submitted_answer("<answer>3</answer>", tag="answer") == "3"
+    assert submitted_answer("<solution>1+2") is None
+    assert submitted_answer("no tags") is None
+
+
 # Group 0 (puzzle 3,7,11 -> 21): two correct, one wrong, one without an answer -> shaped.
 # Group 1 (puzzle 2,5,9 -> 19): all wrong -> homogeneous, plain GRPO.
 COMPLETIONS = [

@@ -165,7 +165,8 @@ def test_make_scorer_and_attention_check(tiny_model):
 def test_answer_format_sums_answer_and_closing_tag(tiny_tokenizer):
     bridge, encode = answer_format(tiny_tokenizer)
     assert tiny_tokenizer.decode(list(bridge)) == "</reasoning>\n<solution>"
-    assert tiny_tokenizer.decode(list(encode(" 1+2 "))) == "1+2</solution>"
+    assert tiny_tokenizer.decode(list(encode("1+2"))) == "1+2</solution>"
+    assert tiny_tokenizer.decode(list(encode("\n1 + 2\n"))) == "\n1 + 2\n</solution>"  # verbatim
 
 
 # ------------------------------------------------------------------------------------------------ vLLM engine
