@@ -14,6 +14,9 @@ import sys
 # name -> (module, one-line help). Add a subcommand with one line here.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("countdown_env.cli_demo", "generate puzzles, solve them, verify answers and print a summary"),
+    "build-splits": ("countdown_env.cli_splits", "build reproducible train/eval splits (jsonl + HF save_to_disk)"),
+    "build-sft": ("countdown_env.cli_sft", "build SFT warm-start rows with solver-derived reasoning traces"),
+    "clean-sft": ("countdown_env.cli_clean", "clean external Countdown SFT data (seed 000's filters), report drops"),
     "train": ("learners.train", "train a registered learner (GRPO presets, ...) from a YAML preset"),
     "eval": ("learners.evaluate", "pass@1/pass@k with CIs of a checkpoint on a split; JSON report"),
     "demo-train": ("learners.demo", "the main job on CPU: splits, SFT tiny model, GRPO, eval before/after, PNG"),

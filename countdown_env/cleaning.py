@@ -1,0 +1,224 @@
+"""Clean external Countdown SFT/preference data the way seed 000 did, and say why each dropped row went.
+
+Seed 000 (its ``scripts/prepare_countdown_sft.py``, run on the preferred responses of a Countdown DPO set)
+keeps a row only if its answer survives these steps, then rewrites it as ``<reasoning>…</reasoning>`` followed
+by ``<solution>…</solution>`` with nothing outside the tags:
+
+1. normalise Unicode operators (``×``, ``÷``, ``−`` and friends) to ASCII;
+2. strip a trailing ``= …`` (``25 * 3 + 7 = 82`` becomes ``25 * 3 + 7``);
+3. allow only arithmetic characters (digits, ``+ - * /``, parentheses, spaces): after removing math delimiters
+   (``$``, backticks) and a final full stop, anything else drops the row rather than being deleted, since
+   deleting a letter can fuse two numbers into one;
+4. require every source number to be used exactly once;
+5. require the value to equal the target.
+
+Input rows are JSON objects in the common shape: the numbers (``numbers`` or ``nums``), the ``target`` and a
+response (``response``, ``response_ws``, ``chosen``, ``completion``, ``output`` or ``answer``; a string or a
+list of chat messages, whose last assistant message is used). The answer is the text of the last
+``<answer>``/``<solution>`` block; the reasoning is the ``<think>``/``<reasoning>`` block, or else the text
+before the answer block. Steps 4 and 5 use the verifier, so the reported reasons are the verifier's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .prompts import chat_messages, format_completion, get_template
+from .puzzle import Puzzle, PuzzleError
+
+NUMBERS_FIELDS = ("numbers", "nums")
+RESPONSE_FIELDS = ("response", "response_ws", "chosen", "completion", "output", "answer")
+
+# Reasons for dropping a row that come before the verifier (its own reasons follow, e.g. "unused_number").
+BAD_ROW = "bad_row"  # not an object, or numbers/target missing or invalid
+NO_RESPONSE = "no_response"
+NO_ANSWER = "no_answer"
+EMPTY_REASONING = "empty_reasoning"
+FORBIDDEN_CHARACTERS = "forbidden_characters"
+
+UNICODE_OPERATORS = {
+    "×": "*", "✕": "*", "✖": "*", "⨉": "*", "∗": "*", "⋅": "*", "·": "*", "•": "*",
+    "÷": "/", "∕": "/", "⁄": "/", "∶": "/",
+    "−": "-", "–": "-", "—": "-", "‒": "-", "﹣": "-", "－": "-", "➖": "-",
+    "＋": "+", "➕": "+", "（": "(", "）": ")",
+}  # fmt: skip
+"""Operator look-alikes and their ASCII forms (NFKC folds full-width digits; these it does not)."""
+
+_ARITHMETIC = re.compile(r"[0-9+\-*/() ]*")
+_ANSWER_BLOCK = re.compile(r"<(answer|solution)>(.*?)</\1>", re.DOTALL | re.IGNORECASE)
+_REASONING_BLOCK = re.compile(r"<(think|reasoning)>(.*?)</\1>", re.DOTALL | re.IGNORECASE)
+_ANY_TAG = re.compile(r"</?(think|reasoning|answer|solution)>", re.IGNORECASE)
+
+
+LATEX_OPERATORS = {r"\times": "*", r"\cdot": "*", r"\div": "/", r"\left(": "(", r"\right)": ")"}
+
+_WRAPPING = "$`"  # math/code delimiters around an otherwise clean answer
+
+
+def normalize_operators(text: str) -> str:
+    """Step 1: Unicode (and LaTeX) operators to ASCII, NFKC (full-width digits), math delimiters and a final
+    full stop removed, runs of whitespace to one space."""
+    for latex, ascii_op in LATEX_OPERATORS.items():
+        text = text.replace(latex, ascii_op)
+    text = "".join(UNICODE_OPERATORS.get(ch, ch) for ch in text if ch not in _WRAPPING)
+    text = text.strip().removesuffix(".")
+    text = unicodedata.normalize("NFKC", text)
+    return " ".join(text.split())
+
+
+def strip_trailing_equals(text: str) -> str:
+    """Step 2: ``expr = 82`` -> ``expr`` (everything from the first ``=`` on goes)."""
+    return text.split("=", 1)[0].strip()
+
+
+def is_arithmetic(text: str) -> bool:
+    """Step 3: only digits, ``+ - * /``, parentheses and spaces."""
+    return _ARITHMETIC.fullmatch(text) is not None
+
+
+def response_text(response: Any) -> str | None:
+    """A response as text: a string, or the content of the last assistant message of a chat list."""
+    if isinstance(response, str):
+        return response
+    if isinstance(response, list):
+        for message in reversed(response):
+            if isinstance(message, dict) and message.get("role") == "assistant":
+                content = message.get("content")
+                return content if isinstance(content, str) else None
+    return None
+
+
+def split_response(text: str) -> tuple[str, str] | None:
+    """``(reasoning, raw answer)`` of a response, or ``None`` when it has no answer block."""
+    answers = list(_ANSWER_BLOCK.finditer(text))
+    if not answers:
+        return None
+    last = answers[-1]
+    thoughts = list(_REASONING_BLOCK.finditer(text[: last.start()]))
+    reasoning = thoughts[-1].group(2) if thoughts else text[: last.start()]
+    reasoning = _ANY_TAG.sub("", reasoning).strip()
+    return reasoning, last.group(2)
+
+
+@dataclass
+class CleaningReport:
+    """Rows read, kept, and dropped per reason (a verifier reason or one of this module's)."""
+
+    read: int = 0
+    kept: int = 0
+    dropped: Counter = field(default_factory=Counter)
+
+    def summary(self) -> str:
+        lines = [f"read {self.read}, kept {self.kept}, dropped {self.read - self.kept}"]
+        lines += [
+            f"  {reason}: {count}" for reason, count in sorted(self.dropped.items(), key=lambda kv: (-kv[1], kv[0]))
+        ]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"read": self.read, "kept": self.kept, "dropped": dict(sorted(self.dropped.items()))}
+
+
+def _first(row: dict, names: Iterable[str]) -> Any:
+    for name in names:
+        if name in row:
+            return row[name]
+    return None
+
+
+def clean_row(
+    row: Any, *, response_field: str | None = None, template: str = "default", require_reasoning: bool = True
+) -> tuple[dict | None, str]:
+    """Clean one row: ``(cleaned row, "ok")`` or ``(None, reason)``.
+
+    The cleaned row has ``prompt`` (chat messages), ``completion`` (one assistant message), ``numbers``,
+    ``target``, ``n_numbers`` and ``solution``: the same columns as :func:`countdown_env.sft.build_sft_records`.
+    """
+    from .verifier import verify
+
+    if not isinstance(row, dict):
+        return None, BAD_ROW
+    try:
+        puzzle = Puzzle(_first(row, NUMBERS_FIELDS), row.get("target"))
+    except PuzzleError:
+        return None, BAD_ROW
+    text = response_text(row.get(response_field) if response_field else _first(row, RESPONSE_FIELDS))
+    if text is None or not text.strip():
+        return None, NO_RESPONSE
+    parts = split_response(text)
+    if parts is None:
+        return None, NO_ANSWER
+    reasoning, answer = parts
+    answer = strip_trailing_equals(normalize_operators(answer))
+    if not answer:
+        return None, NO_ANSWER
+    if not is_arithmetic(answer):
+        return None, FORBIDDEN_CHARACTERS
+    if require_reasoning and not reasoning:
+        return None, EMPTY_REASONING
+    check = verify(answer, puzzle, use_all_numbers=True)
+    if not check.correct:
+        return None, check.reason
+    solution = " ".join(answer.split())
+    return {
+        "prompt": chat_messages(puzzle, template, use_all_numbers=True),
+        "completion": [{"role": "assistant", "content": format_completion(reasoning, solution, template)}],
+        "numbers": list(puzzle.numbers),
+        "target": puzzle.target,
+        "n_numbers": puzzle.n_numbers,
+        "solution": solution,
+    }, "ok"
+
+
+def clean_rows(rows: Iterable[Any], report: CleaningReport | None = None, **kwargs: Any) -> Iterator[dict]:
+    """Cleaned rows of ``rows`` (see :func:`clean_row` for ``kwargs``), counting drops into ``report``."""
+    report = report if report is not None else CleaningReport()
+    get_template(kwargs.get("template", "default"))
+    for row in rows:
+        report.read += 1
+        cleaned, reason = clean_row(row, **kwargs)
+        if cleaned is None:
+            report.dropped[reason] += 1
+        else:
+            report.kept += 1
+            yield cleaned
+
+
+def _read_json_lines(path: Path, report: CleaningReport) -> Iterator[Any]:
+    import json
+
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                yield None  # counted as a bad row by clean_row
+
+
+def clean_file(in_path: str | os.PathLike, out_path: str | os.PathLike, **kwargs: Any) -> CleaningReport:
+    """Clean a jsonl file into ``out_path``: a ``.jsonl`` file, or a folder that gets ``sft.jsonl`` and
+    ``report.json``. Returns the report (also written to the folder)."""
+    import json
+
+    from .splits import write_jsonl
+
+    in_path, out_path = Path(in_path), Path(out_path)
+    if not in_path.is_file():
+        raise FileNotFoundError(f"no such input file: {in_path}")
+    report = CleaningReport()
+    rows = clean_rows(_read_json_lines(in_path, report), report, **kwargs)
+    if out_path.suffix == ".jsonl":
+        write_jsonl(rows, out_path)
+    else:
+        write_jsonl(rows, out_path / "sft.jsonl")
+        (out_path / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+    return report

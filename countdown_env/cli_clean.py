@@ -1,0 +1,33 @@
+"""``countdown clean-sft IN.jsonl OUT``: clean external Countdown SFT data as seed 000 did (see cleaning.py)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("input", help="jsonl with numbers (or nums), target and a response")
+    parser.add_argument("out", help="a .jsonl file, or a folder (gets sft.jsonl and report.json)")
+    parser.add_argument("--response-field", default=None, help="the response column (default: first present of "
+                        "response, response_ws, chosen, completion, output, answer)")  # fmt: skip
+    parser.add_argument("--template", default="default")
+    parser.add_argument("--allow-empty-reasoning", action="store_true")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .cleaning import clean_file
+
+    try:
+        report = clean_file(
+            args.input,
+            args.out,
+            response_field=args.response_field,
+            template=args.template,
+            require_reasoning=not args.allow_empty_reasoning,
+        )
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"countdown clean-sft: {exc}", file=sys.stderr)
+        return 2
+    print(report.summary())
+    return 0

@@ -1,0 +1,175 @@
+"""Supervised warm-start data: seeded puzzles with solver-derived reasoning traces, ready for TRL's SFTTrainer.
+
+Rows are conversational prompt/completion pairs (``prompt``: the system and user messages of
+:func:`~countdown_env.prompts.chat_messages`; ``completion``: one assistant message holding the trace in seed
+000's format), which TRL's ``SFTTrainer`` trains on with the loss on the completion only. Every completion is
+checked with the verifier before it is kept. The defaults match the embedded tiny model's calibration
+(design.md: three numbers in 1..20, targets up to 200, short traces of about 150-400 characters).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from typing import Any
+
+from .prompts import chat_messages, get_template
+from .puzzle import Puzzle
+from .splits import (
+    MAX_CONSECUTIVE_DUPLICATES,
+    PuzzleKey,
+    SplitError,
+    SplitSpec,
+    _is_trivial,
+    _key,
+    _progress_bar,
+    stream_seed,
+)
+from .traces import MIXED, STYLES, TraceStyle, make_trace, resolve_style
+
+TINY_VALUE_RANGE = (1, 20)
+TINY_TARGET_RANGE = (10, 200)
+
+SFT_COLUMNS = ("prompt", "completion", "numbers", "target", "n_numbers", "solution", "style")
+
+
+def build_sft_records(
+    n_numbers: int | Iterable[int] = (3,),
+    size: int = 2000,
+    *,
+    seed: int = 0,
+    style: str | TraceStyle = "short",
+    value_range: tuple[int, int] = TINY_VALUE_RANGE,
+    target_range: tuple[int, int] = TINY_TARGET_RANGE,
+    template: str = "default",
+    use_all_numbers: bool = False,
+    integer_intermediates: bool = False,
+    exclude: Iterable[Puzzle | PuzzleKey] = (),
+    progress: bool | None = None,
+) -> list[dict[str, Any]]:
+    """``size`` distinct puzzles (shared evenly over ``n_numbers``, interleaved) with verified traces.
+
+    ``style`` is a preset name (``"direct"``, ``"short"``, ``"search"``, ``"long"``), ``"mixed"`` (a preset
+    drawn per row) or a :class:`~countdown_env.traces.TraceStyle`. ``exclude`` keeps puzzles out by canonical
+    key (pass the eval puzzles). Deterministic in all arguments. No HF import.
+    """
+    from .generator import PuzzleGenerator
+    from .verifier import verify_completion
+
+    spec = SplitSpec(
+        n_numbers=(n_numbers,) if isinstance(n_numbers, int) else tuple(n_numbers),
+        train_size=size,
+        eval_size=0,
+        seed=seed,
+        value_range=value_range,
+        target_range=target_range,
+        use_all_numbers=use_all_numbers,
+        integer_intermediates=integer_intermediates,
+        template=template,
+        exclude=frozenset(_key(e) for e in exclude),
+    )
+    if not isinstance(style, TraceStyle) and style != MIXED:
+        resolve_style(style)  # raises ValueError for an unknown name before any work
+    answer_tag = get_template(template).answer_tag
+    bar = _progress_bar(size, progress)
+    groups: list[list[dict]] = []
+    try:
+        for n, count in spec.sizes("train").items():
+            gen = PuzzleGenerator(
+                n_numbers=n,
+                value_range=spec.value_range,
+                target_range=spec.target_range,
+                require_solvable=True,
+                use_all_numbers=use_all_numbers,
+                integer_intermediates=integer_intermediates,
+                seed=stream_seed(seed, n, "sft"),
+            )
+            taken, rows, index, misses = set(spec.exclude), [], 0, 0
+            while len(rows) < count:
+                puzzle = gen[index]
+                index += 1
+                if _is_trivial(puzzle):
+                    continue
+                if puzzle.key in taken:
+                    misses += 1
+                    if misses > MAX_CONSECUTIVE_DUPLICATES:
+                        raise SplitError(
+                            f"only {len(rows)} of {count} distinct SFT puzzles with {n} numbers: the puzzle space "
+                            f"(value_range={spec.value_range}, target_range={spec.target_range}) is too small"
+                        )
+                    continue
+                misses = 0
+                taken.add(puzzle.key)
+                row_style = resolve_style(style, random.Random(f"sft-style:{seed}:{n}:{index}"))
+                trace = make_trace(
+                    puzzle,
+                    style=row_style,
+                    seed=seed,
+                    use_all_numbers=use_all_numbers,
+                    integer_intermediates=integer_intermediates,
+                )
+                completion = trace.completion(template)
+                check = verify_completion(
+                    completion,
+                    puzzle,
+                    tag=answer_tag,
+                    use_all_numbers=use_all_numbers,
+                    integer_intermediates=integer_intermediates,
+                )
+                if not check.correct:  # make_trace builds exact solutions; a failure here is a bug
+                    raise RuntimeError(f"trace solution {trace.solution!r} for {puzzle} fails: {check.reason}")
+                rows.append(
+                    {
+                        "prompt": chat_messages(puzzle, template, use_all_numbers=use_all_numbers),
+                        "completion": [{"role": "assistant", "content": completion}],
+                        "numbers": list(puzzle.numbers),
+                        "target": puzzle.target,
+                        "n_numbers": puzzle.n_numbers,
+                        "solution": trace.solution,
+                        "style": trace.style,
+                    }
+                )
+                if bar is not None:
+                    bar.update()
+            groups.append(rows)
+    finally:
+        if bar is not None:
+            bar.close()
+    longest = max(len(g) for g in groups)
+    return [g[i] for i in range(longest) for g in groups if i < len(g)]
+
+
+def sft_features():
+    """The HF ``Features`` of an SFT dataset."""
+    from datasets import Features, List, Value
+
+    message = {"role": Value("string"), "content": Value("string")}
+    return Features(
+        {
+            "prompt": List(message),
+            "completion": List(message),
+            "numbers": List(Value("int64")),
+            "target": Value("int64"),
+            "n_numbers": Value("int64"),
+            "solution": Value("string"),
+            "style": Value("string"),
+        }
+    )
+
+
+def build_sft_dataset(n_numbers: int | Iterable[int] = (3,), size: int = 2000, **kwargs: Any):
+    """A ``datasets.Dataset`` of :func:`build_sft_records` rows (same arguments), for ``trl.SFTTrainer``."""
+    from datasets import Dataset
+
+    return Dataset.from_list(build_sft_records(n_numbers, size, **kwargs), features=sft_features())
+
+
+__all__ = [
+    "SFT_COLUMNS",
+    "STYLES",
+    "TINY_TARGET_RANGE",
+    "TINY_VALUE_RANGE",
+    "build_sft_dataset",
+    "build_sft_records",
+    "sft_features",
+]
