@@ -5,8 +5,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-pytestmark = pytest.mark.slow
-
 
 def _length_reward(prompts, completions, **kwargs):
     """Test-only reward: varies within groups so that advantages are non-zero."""
@@ -34,6 +32,7 @@ def _trainer(cls, model_dir, dataset, kwargs, reward_funcs=_length_reward, **ext
     )
 
 
+@pytest.mark.slow
 def test_two_grpo_steps_change_the_weights(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
     from learners.base import CountdownGRPOTrainer
 
@@ -48,6 +47,7 @@ def test_two_grpo_steps_change_the_weights(tiny_model_dir, toy_prompt_dataset, c
     assert all(torch.isfinite(torch.tensor(e["loss"])) for e in logs if "loss" in e)
 
 
+@pytest.mark.slow
 def test_seams_see_rollout_and_micro_batches(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
     from learners.base import CountdownGRPOTrainer
 
@@ -80,6 +80,7 @@ def test_seams_see_rollout_and_micro_batches(tiny_model_dir, toy_prompt_dataset,
     assert set(rollout.rewards.tolist()) <= {0.0, 1.0, 2.0}
 
 
+@pytest.mark.slow
 def test_recount_items_follows_the_loss_mask(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
     from learners.base import CountdownGRPOTrainer
 
@@ -103,6 +104,7 @@ def test_recount_items_follows_the_loss_mask(tiny_model_dir, toy_prompt_dataset,
     assert all(torch.equal(before[n], p.detach()) for n, p in trainer.model.named_parameters())
 
 
+@pytest.mark.slow
 def test_all_equal_rewards_give_zero_advantage_and_finite_loss(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
     from learners.base import CountdownGRPOTrainer
 
@@ -122,6 +124,7 @@ def test_all_equal_rewards_give_zero_advantage_and_finite_loss(tiny_model_dir, t
     assert any(e.get("countdown/homogeneous_group_frac") == 1.0 for e in trainer.state.log_history)
 
 
+@pytest.mark.slow
 def test_env_reward_scores_with_the_env_and_logs_countdown_metrics(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
     from countdown_env.trajectory import score_trajectories
     from learners.base import CountdownGRPOTrainer
@@ -152,6 +155,7 @@ def test_env_reward_scores_with_the_env_and_logs_countdown_metrics(tiny_model_di
         assert f"countdown/{name}" in keys
 
 
+@pytest.mark.slow
 def test_env_reward_on_correct_truncated_and_empty_completions(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
     from learners.base import CountdownGRPOTrainer
 
@@ -176,3 +180,52 @@ def test_env_reward_on_correct_truncated_and_empty_completions(tiny_model_dir, t
     assert flags == [False, False, True, False]
     with pytest.raises(ValueError, match="numbers"):
         trainer.countdown_env_reward(prompts=[None], completions=[None], completion_ids=[empty])
+
+
+def _rollout(rewards, g, start=0, local=None):
+    from learners.base import Rollout
+
+    rewards = torch.tensor(rewards, dtype=torch.float32)
+    local = local if local is not None else len(rewards)
+    return Rollout(
+        rewards=rewards,
+        rewards_per_func=rewards.unsqueeze(1),
+        num_generations=g,
+        process_slice=slice(start, start + local),
+        inputs=[{} for _ in range(local)],
+    )
+
+
+def test_rollout_group_helpers():
+    nan = float("nan")
+    r = _rollout([1, 1, 1, 0, 2, 0, nan, nan, 3, 3, nan, 3], g=3, start=3, local=6)
+    assert r.num_groups == 4
+    assert r.homogeneous_groups().tolist() == [True, False, True, True]  # NaN rewards are ignored
+    assert r.group_index.tolist() == [1, 1, 1, 2, 2, 2]
+    assert r.local_rewards[:3].tolist() == [0.0, 2.0, 0.0]
+    grouped = r.grouped(torch.arange(12).reshape(12, 1).expand(12, 5))
+    assert grouped.shape == (4, 3, 5)
+    wide = torch.arange(24).reshape(12, 2)
+    assert r.local(wide, width=1).tolist() == [[6], [8], [10], [12], [14], [16]]
+    assert r.local(list(range(12))) == [3, 4, 5, 6, 7, 8]
+    all_nan = _rollout([nan, nan, 1, 0], g=2)
+    assert all_nan.homogeneous_groups().tolist() == [True, False]
+
+
+def test_puzzles_from_inputs():
+    from learners.base import puzzles_from_inputs
+
+    puzzles = puzzles_from_inputs([{"numbers": [3, 7, 11], "target": 21, "prompt": []}])
+    assert puzzles[0].numbers == (3, 7, 11) and puzzles[0].target == 21
+    assert puzzles_from_inputs([{"prompt": []}]) is None and puzzles_from_inputs([]) is None
+
+
+def test_set_loss_mask_checks_shapes():
+    from learners.base import CountdownGRPOTrainer
+
+    batch = {"completion_mask": torch.ones(2, 3, dtype=torch.long)}
+    with pytest.raises(ValueError, match="shape"):
+        CountdownGRPOTrainer.set_loss_mask(batch, torch.ones(2, 4))
+    CountdownGRPOTrainer.set_loss_mask(batch, torch.tensor([[1, 0, 1], [0, 0, 1]], dtype=torch.bool))
+    assert CountdownGRPOTrainer.loss_mask(batch).tolist() == [[1, 0, 1], [0, 0, 1]]
+    assert batch["completion_mask"].sum() == 6  # the attention mask is untouched
