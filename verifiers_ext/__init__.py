@@ -1,0 +1,40 @@
+"""verifiers_ext: Countdown as an environment for the `verifiers` library (PrimeIntellect), both APIs.
+
+- classic API (verifiers 0.3.x): :func:`load_environment` -> ``vf.SingleTurnEnv`` (module ``classic_env``);
+- v1 API (verifiers 0.4, ``verifiers.v1``): :class:`CountdownTaskset` and friends (module ``taskset``).
+
+`verifiers` is optional: importing this package imports neither version; the names below load their module
+on first access, so only the one you use needs its `verifiers`. The installable environment package that
+``vf-eval countdown`` imports lives in ``environments/countdown/``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "load_environment": "classic_env",
+    "rubric_functions": "classic_env",
+    "CountdownConfig": "taskset",
+    "CountdownData": "taskset",
+    "CountdownHarness": "taskset",
+    "CountdownTask": "taskset",
+    "CountdownTaskset": "taskset",
+    "PuzzleSource": "puzzle_source",
+    "reply_text": "reply_scoring",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

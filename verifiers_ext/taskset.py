@@ -1,0 +1,147 @@
+"""Countdown for the `verifiers` v1 API (verifiers 0.4: ``verifiers.v1`` Taskset/Task, ``@vf.reward``, ``@vf.stop``).
+
+- :class:`CountdownConfig` (``--env.taskset.*``): the :class:`~countdown_env.generator.PuzzleGenerator` options
+  (``n_numbers``, ``value_range``, ``target_range``, ``operators``, ``require_solvable``, ``use_all_numbers``,
+  ``integer_intermediates``, ``min_solutions``, ``max_solutions``, ``seed``, ``target_mode``), the prompt
+  ``template``, and which generator indices become tasks (``start``, ``num_tasks``; ``None`` = endless stream).
+- :class:`CountdownTaskset`: ``load()`` yields one :class:`CountdownTask` per generator index, lazily.
+- :class:`CountdownTask`: single turn (``@vf.stop`` refuses a second model turn); reward ``correct_answer``
+  (weight 1: the last answer block verified exactly under the generator's rules) and metric ``valid_format``
+  (one reasoning block then one non-empty answer block).
+- :class:`CountdownHarness`: the built-in tool-less chat loop (``null``), bundled so that ``vf-eval countdown``
+  does not give the model the default ``bash`` harness's shell.
+
+This module imports ``verifiers.v1`` at import time; nothing else in the project imports this module.
+"""
+
+import verifiers.v1 as vf
+from verifiers.v1.harnesses.null import NullHarness
+
+from countdown_env.puzzle import Puzzle
+from countdown_env.rewards import RewardConfig
+
+from .puzzle_source import PuzzleSource
+from .reply_scoring import correctness, format_score
+
+__all__ = ["CountdownConfig", "CountdownData", "CountdownHarness", "CountdownTask", "CountdownTaskset"]
+
+
+class CountdownData(vf.TaskData):
+    """One puzzle and the rules and tags it is graded under (recorded with every trace)."""
+
+    numbers: list[int]
+    target: int
+    index: int
+    """The puzzle's index in the generator stream (``PuzzleGenerator(...)[index]``)."""
+    use_all_numbers: bool = False
+    integer_intermediates: bool = False
+    reasoning_tag: str = "reasoning"
+    answer_tag: str = "solution"
+
+    @property
+    def puzzle(self) -> Puzzle:
+        return Puzzle(tuple(self.numbers), self.target)
+
+    @property
+    def reward_config(self) -> RewardConfig:
+        return RewardConfig(
+            answer_tag=self.answer_tag,
+            reasoning_tag=self.reasoning_tag,
+            use_all_numbers=self.use_all_numbers,
+            integer_intermediates=self.integer_intermediates,
+        )
+
+
+class CountdownTask(vf.Task[CountdownData]):
+    """A single-turn Countdown puzzle: reward 1 for a correct expression, format as a metric."""
+
+    @vf.stop
+    async def single_turn(self, trace: vf.Trace) -> bool:
+        """The model answers once: a second turn is refused."""
+        return trace.num_turns >= 1
+
+    @vf.reward(weight=1.0)
+    async def correct_answer(self, trace: vf.Trace) -> float:
+        """1.0 when the reply's last answer block solves the puzzle, else 0.0."""
+        return correctness(trace.last_reply, self.data.puzzle, self.data.reward_config)
+
+    @vf.metric
+    async def valid_format(self, trace: vf.Trace) -> float:
+        """1.0 when the reply is one reasoning block then one non-empty answer block, else 0.0."""
+        return format_score(trace.last_reply, self.data.reward_config)
+
+
+class CountdownConfig(vf.TasksetConfig):
+    """Taskset options (``--env.taskset.<name>``; dashes or underscores)."""
+
+    num_tasks: int | None = 1000
+    """How many puzzles (generator indices ``start .. start + num_tasks - 1``); None streams without end."""
+    start: int = 0
+    """First generator index (e.g. 100000 for a held-out range)."""
+    n_numbers: int = 4
+    value_range: tuple[int, int] = (1, 100)
+    target_range: tuple[int, int] = (10, 1000)
+    operators: str = "+-*/"
+    require_solvable: bool = True
+    use_all_numbers: bool = False
+    integer_intermediates: bool = False
+    min_solutions: int | None = None
+    max_solutions: int | None = None
+    seed: int = 0
+    target_mode: str = "expression"
+    template: str = "default"
+    """Prompt template: "default" (<reasoning>/<solution>) or "tinyzero" (<think>/<answer>)."""
+
+
+class CountdownTaskset(vf.Taskset[CountdownTask, CountdownConfig]):
+    """Countdown puzzles from the project's seeded generator; bad options raise ``ValueError`` on construction."""
+
+    def __init__(self, config: CountdownConfig) -> None:
+        super().__init__(config)
+        self.source = PuzzleSource.from_options(
+            config.template,
+            n_numbers=config.n_numbers,
+            value_range=config.value_range,
+            target_range=config.target_range,
+            operators=config.operators,
+            require_solvable=config.require_solvable,
+            use_all_numbers=config.use_all_numbers,
+            integer_intermediates=config.integer_intermediates,
+            min_solutions=config.min_solutions,
+            max_solutions=config.max_solutions,
+            seed=config.seed,
+            target_mode=config.target_mode,
+        )
+        self.source.puzzles(config.num_tasks, config.start)  # checks the index range now, draws nothing
+        self.INFINITE = config.num_tasks is None
+
+    def task(self, index: int, puzzle: Puzzle | None = None, position: int | None = None) -> CountdownTask:
+        """The task for generator index ``index`` (``idx``: its position in ``load()``)."""
+        puzzle = self.source.generator[index] if puzzle is None else puzzle
+        messages = self.source.messages(puzzle)
+        system = next((m["content"] for m in messages if m["role"] == "system"), None)
+        user = next(m["content"] for m in messages if m["role"] == "user")
+        rules = self.source.reward_config
+        data = CountdownData(
+            idx=index - self.config.start if position is None else position,
+            name=f"countdown-{index}",
+            prompt=user,
+            system_prompt=system,
+            numbers=list(puzzle.numbers),
+            target=puzzle.target,
+            index=index,
+            use_all_numbers=rules.use_all_numbers,
+            integer_intermediates=rules.integer_intermediates,
+            reasoning_tag=rules.reasoning_tag,
+            answer_tag=rules.answer_tag,
+        )
+        return CountdownTask(data, self.config.task)
+
+    def load(self):
+        """Tasks for generator indices ``start, start + 1, ...`` (``num_tasks`` of them, or endless), lazily."""
+        for position, (index, puzzle) in enumerate(self.source.puzzles(self.config.num_tasks, self.config.start)):
+            yield self.task(index, puzzle, position)
+
+
+class CountdownHarness(NullHarness):
+    """The tool-less chat loop (verifiers' ``null`` harness): the model gets the prompt and answers, no tools."""
