@@ -35,6 +35,8 @@ _EXPORTS = {
     "solutions": "solver",
     "count_solutions": "solver",
     "PuzzleGenerator": "generator",
+    "GeneratedPuzzle": "generator",
+    "difficulty_label": "generator",
     "RewardConfig": "rewards",
     "countdown_reward": "rewards",
     "Trajectory": "trajectory",
