@@ -88,9 +88,7 @@ def build_sft_records(
             while len(rows) < count:
                 puzzle = gen[index]
                 index += 1
-                if _is_trivial(puzzle):
-                    continue
-                if puzzle.key in taken:
+                if puzzle.key in taken or _is_trivial(puzzle):
                     misses += 1
                     if misses > MAX_CONSECUTIVE_DUPLICATES:
                         raise SplitError(

@@ -166,9 +166,7 @@ def _unique_rows(spec: SplitSpec, n: int, split: str, size: int, taken: set[Puzz
     while len(rows) < size:
         record = gen.record(index)
         index += 1
-        if not spec.allow_trivial and _is_trivial(record.puzzle):
-            continue
-        if record.puzzle.key in taken:
+        if record.puzzle.key in taken or (not spec.allow_trivial and _is_trivial(record.puzzle)):
             misses += 1
             if misses > patience:
                 raise SplitError(

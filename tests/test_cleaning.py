@@ -1,0 +1,86 @@
+"""External SFT cleaner (seed 000's filters) on a small hand-written fixture: what is kept, and why rows drop."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from countdown_env.answers import has_valid_format
+from countdown_env.cleaning import (
+    clean_file,
+    clean_row,
+    is_arithmetic,
+    normalize_operators,
+    split_response,
+    strip_trailing_equals,
+)
+from countdown_env.puzzle import Puzzle
+from countdown_env.verifier import verify_completion
+
+FIXTURE = Path(__file__).parent / "fixtures" / "external_sft.jsonl"
+EXPECTED_DROPS = {
+    "forbidden_characters": 1,
+    "unused_number": 1,
+    "reused_number": 1,
+    "wrong_value": 1,
+    "no_answer": 1,
+    "bad_row": 2,
+    "empty_reasoning": 1,
+    "no_response": 1,
+    "unknown_number": 1,
+}
+
+
+def test_steps():
+    assert normalize_operators("4 × 9 − 2 ÷ 1") == "4 * 9 - 2 / 1"
+    assert normalize_operators("$(８ ⋅ 2)$.") == "(8 * 2)"
+    assert normalize_operators(r"6 \times 5 \div 3") == "6 * 5 / 3"
+    assert strip_trailing_equals("25 * 3 + 7 = 82") == "25 * 3 + 7"
+    assert is_arithmetic("(1 + 2) * 3 / 4 - 5") and not is_arithmetic("3 x 4") and not is_arithmetic("2^3")
+    assert split_response("a <think>why</think> b <answer>1+2</answer> <answer>3</answer>") == ("why", "3")
+    assert split_response("just text") is None
+
+
+def test_fixture_counts_per_reason(tmp_path):
+    report = clean_file(FIXTURE, tmp_path / "out")
+    assert report.read == 14 and report.kept == 4
+    assert dict(report.dropped) == EXPECTED_DROPS
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["dropped"] == EXPECTED_DROPS
+    rows = [json.loads(line) for line in (tmp_path / "out" / "sft.jsonl").read_text().splitlines()]
+    assert [r["solution"] for r in rows] == ["25 * 3 + 7", "4 * 9 - 2", "(8 / 2) * 5", "6 * 5 + 3"]
+    for row in rows:
+        puzzle = Puzzle(row["numbers"], row["target"])
+        (message,) = row["completion"]
+        assert message["role"] == "assistant" and has_valid_format(message["content"])
+        assert verify_completion(message["content"], puzzle, use_all_numbers=True).correct
+        assert row["prompt"][-1]["role"] == "user" and "exactly once" in row["prompt"][-1]["content"]
+    assert rows[0]["completion"][0]["content"] == (
+        "<reasoning>\n25*3 is 75, plus 7 is 82.\n</reasoning>\n<solution>25 * 3 + 7</solution>"
+    )
+    assert rows[2]["completion"][0]["content"].startswith("<reasoning>\nFirst 8 ÷ 2 = 4, then times 5.\n</reasoning>")
+
+
+def test_response_field_and_reasoning_option():
+    row = {"nums": [3, 4, 5], "target": 17, "chosen": "<answer>3*4+5</answer>", "response": "<answer>1</answer>"}
+    assert clean_row(row)[1] == "empty_reasoning"  # "response" comes first by default
+    cleaned, reason = clean_row(row, response_field="chosen", require_reasoning=False)
+    assert reason == "ok" and cleaned["solution"] == "3*4+5"
+    assert cleaned["completion"][0]["content"] == "<reasoning>\n\n</reasoning>\n<solution>3*4+5</solution>"
+
+
+def test_cli_clean_sft(tmp_path, capsys):
+    from countdown_env.cli import main
+
+    assert main(["clean-sft", str(FIXTURE), str(tmp_path / "clean.jsonl")]) == 0
+    out = capsys.readouterr().out
+    assert "read 14, kept 4, dropped 10" in out and "bad_row: 2" in out
+    assert len((tmp_path / "clean.jsonl").read_text().splitlines()) == 4
+    assert main(["clean-sft", str(tmp_path / "missing.jsonl"), str(tmp_path / "x.jsonl")]) == 2
+    assert "no such input file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("row", [None, [], {"nums": "3 4", "target": 7}, {"nums": [3, 4], "target": -7}])
+def test_bad_rows_never_crash(row):
+    assert clean_row(row) == (None, "bad_row")

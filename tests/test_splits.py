@@ -1,0 +1,149 @@
+"""Split builder: columns, verified solutions, disjointness by canonical key, byte-identical rebuilds."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from countdown_env.puzzle import Puzzle
+from countdown_env.splits import (
+    SPLIT_COLUMNS,
+    SplitError,
+    SplitSpec,
+    build_split_records,
+    read_jsonl,
+    write_splits,
+)
+from countdown_env.verifier import verify
+
+SMALL = SplitSpec(n_numbers=(3, 4), train_size=41, eval_size=12, seed=5)
+
+
+@pytest.fixture(scope="module")
+def small():
+    return build_split_records(SMALL)
+
+
+def _keys(rows):
+    return [Puzzle(r["numbers"], r["target"]).key for r in rows]
+
+
+def test_columns_sizes_and_verified_solutions(small):
+    assert list(small) == ["eval", "train"]
+    assert len(small["eval"]) == 12 and len(small["train"]) == 41
+    assert [r["n_numbers"] for r in small["train"]].count(3) == 21  # 41 shared: 21 + 20, earlier count first
+    assert [r["n_numbers"] for r in small["eval"][:4]] == [3, 4, 3, 4]  # interleaved
+    for row in small["eval"] + small["train"]:
+        assert tuple(row) == SPLIT_COLUMNS
+        puzzle = Puzzle(row["numbers"], row["target"])
+        assert row["n_numbers"] == len(row["numbers"])
+        assert verify(row["solution"], puzzle).correct
+        assert row["num_solutions"] >= 1 and row["difficulty"] in {"easy", "medium", "hard"}
+        assert row["target"] not in row["numbers"]  # no trivial puzzles
+        roles = [m["role"] for m in row["prompt"]]
+        assert roles[-1] == "user" and str(row["target"]) in row["prompt"][-1]["content"]
+
+
+def test_disjoint_and_unique_by_canonical_key(small):
+    eval_keys, train_keys = _keys(small["eval"]), _keys(small["train"])
+    assert len(set(eval_keys)) == len(eval_keys) and len(set(train_keys)) == len(train_keys)
+    assert not set(eval_keys) & set(train_keys)
+
+
+def test_permuted_duplicates_count_as_one_puzzle():
+    """A space so small that permutations must collide: the split still holds each canonical puzzle once."""
+    rows = build_split_records(n_numbers=(2,), train_size=20, eval_size=5, value_range=(1, 6), target_range=(2, 36))
+    keys = _keys(rows["eval"] + rows["train"])
+    assert len(keys) == 25 and len(set(keys)) == 25
+
+
+def test_eval_does_not_depend_on_train_size(small):
+    other = build_split_records(SplitSpec(n_numbers=(3, 4), train_size=3, eval_size=12, seed=5))
+    assert other["eval"] == small["eval"]
+    assert build_split_records(SplitSpec(n_numbers=(3, 4), train_size=3, eval_size=12, seed=6))["eval"] != small["eval"]
+
+
+def test_exclude_keeps_puzzles_out(small):
+    banned = [Puzzle(list(reversed(r["numbers"])), r["target"]) for r in small["eval"][:3] + small["train"][:3]]
+    again = build_split_records(SplitSpec(n_numbers=(3, 4), train_size=41, eval_size=12, seed=5, exclude=banned))
+    kept = set(_keys(again["eval"] + again["train"]))
+    assert not kept & {p.key for p in banned}
+    assert len(again["eval"]) == 12 and len(again["train"]) == 41
+
+
+def _tree_hashes(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_same_arguments_give_byte_identical_files(tmp_path):
+    spec = SplitSpec(n_numbers=(3,), train_size=15, eval_size=6, seed=1)
+    hashes = [write_splits(build_split_records(spec), tmp_path / name, spec=spec) for name in ("a", "b")]
+    assert hashes[0] == hashes[1]
+    first, second = _tree_hashes(tmp_path / "a"), _tree_hashes(tmp_path / "b")
+    assert {"train.jsonl", "eval.jsonl", "manifest.json", "dataset_dict.json"} <= set(first)
+    assert any(name.endswith(".arrow") for name in first)
+    assert first == second  # jsonl, arrow shards, state and info files: all the same bytes
+    assert hashlib.sha256((tmp_path / "a" / "train.jsonl").read_bytes()).hexdigest() == hashes[0]["train"]
+    manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    assert manifest["rows"] == {"eval": 6, "train": 15} and manifest["spec"]["seed"] == 1
+
+
+def test_hf_round_trip(tmp_path, small):
+    from datasets import load_from_disk
+
+    from countdown_env.splits import build_splits
+
+    spec = SplitSpec(n_numbers=(3,), train_size=4, eval_size=2, seed=2)
+    splits = build_splits(spec)
+    write_splits(splits, tmp_path, spec=spec)
+    loaded = load_from_disk(str(tmp_path))
+    assert sorted(loaded) == ["eval", "train"]
+    assert loaded["train"].to_list() == read_jsonl(tmp_path / "train.jsonl") == splits["train"].to_list()
+    assert loaded["eval"].column_names == list(SPLIT_COLUMNS)
+
+
+def test_cli_build_splits(tmp_path, capsys):
+    from countdown_env.cli import main
+
+    out = tmp_path / "splits"
+    args = ["build-splits", "--n-numbers", "3", "--train", "5", "--eval", "3", "--seed", "0", "--jsonl-only"]
+    assert main([*args, "--out", str(out), "--no-progress"]) == 0
+    assert "built 8 puzzles" in capsys.readouterr().out
+    assert len(read_jsonl(out / "train.jsonl")) == 5 and len(read_jsonl(out / "eval.jsonl")) == 3
+    assert not (out / "dataset_dict.json").exists()
+    # --exclude with the eval file of another seed keeps its puzzles out
+    assert main([*args, "--out", str(tmp_path / "x"), "--no-progress", "--exclude", str(out / "eval.jsonl")]) == 0
+    excluded = set(_keys(read_jsonl(out / "eval.jsonl")))
+    assert not excluded & set(
+        _keys(read_jsonl(tmp_path / "x" / "eval.jsonl") + read_jsonl(tmp_path / "x" / "train.jsonl"))
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"n_numbers": ()}, "non-empty"),
+        ({"n_numbers": (3, 3)}, "distinct"),
+        ({"n_numbers": (7,)}, "1..6"),
+        ({"train_size": -1}, "non-negative"),
+        ({"train_size": 0, "eval_size": 0}, "nothing to build"),
+        ({"value_range": (5, 1)}, "value_range"),
+        ({"template": "nope"}, "unknown prompt template"),
+        ({"exclude": ["3,4"]}, "exclude"),
+    ],
+)
+def test_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        SplitSpec(**kwargs)
+
+
+def test_exhausted_puzzle_space_is_an_error_not_a_hang():
+    with pytest.raises(SplitError, match="too small"):
+        build_split_records(n_numbers=(2,), train_size=0, eval_size=40, value_range=(1, 2), target_range=(1, 4))
