@@ -308,7 +308,8 @@ class ContrastiveTrainer(CountdownGRPOTrainer):
             owners.append((i, paragraphs, len(bank.positive)))
 
         advantages = batch["advantages"]
-        per_token = advantages.unsqueeze(1).expand_as(batch["completion_ids"]).clone().float()
+        base = advantages if advantages.dim() == 2 else advantages.unsqueeze(1).expand_as(batch["completion_ids"])
+        per_token = base.clone().float()
         shaping = torch.zeros_like(per_token)
         scores = self._get_scorer().score(jobs) if jobs else []
         for (i, paragraphs, n_pos), ll in zip(owners, scores, strict=True):
