@@ -5,8 +5,8 @@ What is scored
 A :class:`ScoringJob` is one rollout: its ``tokens`` (prompt ids followed by completion ids), the prefix lengths
 ``cuts`` at which the potential is measured (prompt + completion[:k] for each paragraph boundary k), the
 ``bridge`` the policy writes between its reasoning and its answer (``"</reasoning>\\n<solution>"``) and the
-``answers`` of the group's bank, each tokenized as ``answer + "</solution>"``. For every cut c and answer a the
-engines return
+``answers`` of the group's bank, each tokenized as ``answer + "</solution>"`` (the answer verbatim). For every
+cut c and answer a the engines return
 
     ℓ(a | x, s_1:n) = Σ_{t ∈ span} log p_φ(y_t | y_<t),    y = tokens[:c] ++ bridge ++ span(a)
 
@@ -23,9 +23,11 @@ Engines (all return, per job, a float64 array of shape ``(len(cuts), len(answers
     recomputing any prefix token. A continuation is a small tree: the bridge once, then the answers as a token
     trie (answers sharing leading tokens share them); it is fed as one row whose 4-D attention mask lets each
     node see the cached prefix up to its cut and its own ancestors, with position ids ``cut + depth``. Rows are
-    sorted by cut and batched; each batch gathers its rows' KV (``DynamicCache`` of the rows, cropped to the
-    longest cut in the batch). Identical (prefix, answers) pieces — the empty-prefix point Φ_0 of every rollout
-    of a group — are scored once. Needs a full-attention model with the ``sdpa`` or ``eager`` attention.
+    sorted by cut and batched (a batch holds prefixes within ``kv_slack`` of each other, since its rows attend
+    over its longest one); each batch copies its rows' cached prefixes once into a KV buffer that the
+    continuation's keys and values are written after. Identical (prefix, answers) pieces — the empty-prefix
+    point Φ_0 of every rollout of a group — are scored once. Needs a full-attention model with ``sdpa`` or
+    ``eager`` attention.
 (c) :class:`VLLMScorer` — batched vLLM ``prompt_logprobs`` requests (``max_tokens=1``, ``prompt_logprobs=0``,
     ``detokenize=False``) with ``skip_reading_prefix_cache=False``: vLLM turns prefix-cache reads off for any
     request asking for prompt logprobs (``SamplingParams.__post_init__`` sets the flag to
