@@ -75,6 +75,8 @@ class ContrastiveConfig(GRPOConfig):
         scorer_engine (`str`, defaults to "prefix_shared"): "prefix_shared", "naive" or "vllm".
         scorer_prefix_batch_size (`int`, defaults to 16): rollouts per prefix forward (prefix_shared).
         scorer_max_batch_tokens (`int`, defaults to 32768): token budget of one continuation batch (prefix_shared).
+        scorer_kv_slack (`float`, defaults to 0.25): a continuation batch holds prefixes within (1 + slack) × its
+            shortest one (prefix_shared).
         scorer_vllm_gpu_memory_utilization (`float`, defaults to 0.3): the frozen scorer's vLLM engine share.
     """
 
@@ -91,6 +93,9 @@ class ContrastiveConfig(GRPOConfig):
     scorer_engine: str = field(default="prefix_shared", metadata={"help": "prefix_shared | naive | vllm."})
     scorer_prefix_batch_size: int = field(default=16, metadata={"help": "Rollouts per prefix forward pass."})
     scorer_max_batch_tokens: int = field(default=32768, metadata={"help": "Token budget of a continuation batch."})
+    scorer_kv_slack: float = field(
+        default=0.25, metadata={"help": "Prefix-length spread allowed within a continuation batch (prefix_shared)."}
+    )
     scorer_vllm_gpu_memory_utilization: float = field(
         default=0.3, metadata={"help": "GPU memory share of the frozen scorer's vLLM engine."}
     )
@@ -111,6 +116,8 @@ class ContrastiveConfig(GRPOConfig):
             raise ValueError(f"scorer must be one of {SCORERS}, got {self.scorer!r}")
         if self.scorer_engine not in ENGINES:
             raise ValueError(f"scorer_engine must be one of {ENGINES}, got {self.scorer_engine!r}")
+        if self.scorer_prefix_batch_size < 1 or self.scorer_max_batch_tokens < 1 or self.scorer_kv_slack < 0:
+            raise ValueError("scorer_prefix_batch_size and scorer_max_batch_tokens must be >= 1, scorer_kv_slack >= 0")
         if self.scorer_engine == "vllm" and self.scorer == "frozen" and not self.scorer_model_name_or_path:
             raise ValueError("a frozen vLLM scorer needs scorer_model_name_or_path")
 
@@ -182,7 +189,9 @@ class ContrastiveTrainer(CountdownGRPOTrainer):
             kwargs = {}
             if args.scorer_engine == "prefix_shared":
                 kwargs = dict(
-                    prefix_batch_size=args.scorer_prefix_batch_size, max_batch_tokens=args.scorer_max_batch_tokens
+                    prefix_batch_size=args.scorer_prefix_batch_size,
+                    max_batch_tokens=args.scorer_max_batch_tokens,
+                    kv_slack=args.scorer_kv_slack,
                 )
             self._scorer = make_scorer(args.scorer_engine, model, **kwargs)
         return self._scorer

@@ -43,6 +43,7 @@ def test_config_rejects_bad_values(cpu_grpo_kwargs):
         (dict(scorer="stale"), "scorer must be"),
         (dict(scorer_engine="turbo"), "scorer_engine"),
         (dict(scorer_engine="vllm"), "scorer_model_name_or_path"),
+        (dict(scorer_kv_slack=-0.1), "scorer_kv_slack"),
     ]:
         with pytest.raises(ValueError, match=match):
             _config(cpu_grpo_kwargs, **bad)
