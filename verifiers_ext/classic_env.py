@@ -69,9 +69,6 @@ def load_environment(
     ``env_kwargs`` go to ``vf.SingleTurnEnv`` (e.g. ``sampling_args``, ``max_workers``). Invalid options raise
     ``ValueError`` here.
     """
-    import verifiers as vf
-    from datasets import Dataset
-
     for name, value in (("num_train_examples", num_train_examples), ("num_eval_examples", num_eval_examples)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
@@ -91,8 +88,15 @@ def load_environment(
         seed=seed,
         target_mode=target_mode,
     )
+
+    # imported only now: bad options fail fast, without paying for the verifiers import
+    import verifiers as vf
+    from datasets import Dataset
+
     train = Dataset.from_list(source.rows(num_train_examples)) if num_train_examples else None
-    evaluation = Dataset.from_list(source.rows(num_eval_examples, start=num_train_examples)) if num_eval_examples else None
+    evaluation = None
+    if num_eval_examples:
+        evaluation = Dataset.from_list(source.rows(num_eval_examples, start=num_train_examples))
 
     config = source.reward_config
     parser = vf.XMLParser([config.reasoning_tag, config.answer_tag], answer_field=config.answer_tag)

@@ -10,7 +10,7 @@ lives in the countdown-rl package (``verifiers_ext``), which must be installed a
 
 from verifiers_ext.classic_env import load_environment
 
-__all__ = ["CountdownTaskset", "CountdownHarness", "load_environment"]
+__all__ = ["CountdownTaskset", "CountdownHarness", "load_environment"]  # noqa: F822 (v1 names: module __getattr__)
 
 
 def __getattr__(name: str):
