@@ -59,3 +59,13 @@ def test_trl_sees_conversational_prompt_completion():
 def test_bad_style():
     with pytest.raises(ValueError, match="unknown trace style"):
         build_sft_records(3, 2, style="verbose")
+
+
+def test_cli_build_sft(tmp_path, capsys):
+    from countdown_env.cli import main
+    from countdown_env.splits import read_jsonl
+
+    assert main(["build-sft", "--size", "6", "--style", "long", "--out", str(tmp_path / "sft.jsonl")]) == 0
+    assert "wrote 6 SFT rows" in capsys.readouterr().out
+    rows = read_jsonl(tmp_path / "sft.jsonl")
+    assert rows == build_sft_records(3, 6, style="long")

@@ -1,0 +1,76 @@
+"""The committed eval sets in datasets/: present, valid, rebuilt byte for byte, and never a Python package."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from countdown_env.eval_sets import EVAL_SET_SIZE, EVAL_SETS, STORED_COLUMNS, eval_set_bytes, load_eval_set
+from countdown_env.puzzle import Puzzle
+from countdown_env.splits import _jsonl_line, build_split_records
+from countdown_env.verifier import verify
+
+DATASETS = Path(__file__).resolve().parent.parent / "datasets"
+# Rows rebuilt in the fast test: counting solutions of 6 numbers takes ~0.5 s a puzzle.
+PREFIX = {"countdown_n3": 12, "countdown_n4": 12, "countdown_n5": 4, "countdown_n6": 2, "tiny_n3": 12}
+
+
+def test_not_a_python_package():
+    assert not (DATASETS / "__init__.py").exists()
+    import datasets
+
+    assert Path(datasets.__file__).resolve().parent != DATASETS  # the HF library, not this folder
+
+
+def test_card_documents_every_set():
+    card = (DATASETS / "README.md").read_text()
+    assert "python -m countdown_env.eval_sets" in card
+    for name in EVAL_SETS:
+        assert f"{name}.jsonl" in card
+
+
+@pytest.mark.parametrize("name", sorted(EVAL_SETS))
+def test_rows_are_valid(name):
+    spec = EVAL_SETS[name]
+    lines = (DATASETS / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == EVAL_SET_SIZE
+    keys = set()
+    for line in lines:
+        row = json.loads(line)
+        assert tuple(row) == STORED_COLUMNS
+        puzzle = Puzzle(row["numbers"], row["target"])
+        assert puzzle.n_numbers == row["n_numbers"] == spec.n_numbers[0]
+        assert spec.value_range[0] <= min(puzzle.numbers) and max(puzzle.numbers) <= spec.value_range[1]
+        assert spec.target_range[0] <= puzzle.target <= spec.target_range[1]
+        assert verify(row["solution"], puzzle).correct
+        keys.add(puzzle.key)
+    assert len(keys) == EVAL_SET_SIZE
+
+
+@pytest.mark.parametrize("name", sorted(EVAL_SETS))
+def test_rebuilt_prefix_is_byte_identical(name):
+    """Each set is a prefix-stable stream: the first k rows rebuilt alone equal the committed first k lines."""
+    k = PREFIX[name]
+    rows = build_split_records(dataclasses.replace(EVAL_SETS[name], eval_size=k))["eval"]
+    rebuilt = b"".join(_jsonl_line({c: r[c] for c in STORED_COLUMNS}) for r in rows)
+    committed = b"".join((DATASETS / f"{name}.jsonl").read_bytes().splitlines(keepends=True)[:k])
+    assert rebuilt == committed
+
+
+@pytest.mark.slow  # about 5 min: 512 solution counts of 6 numbers
+@pytest.mark.parametrize("name", sorted(EVAL_SETS))
+def test_full_rebuild_is_byte_identical(name):
+    assert eval_set_bytes(name) == (DATASETS / f"{name}.jsonl").read_bytes()
+
+
+def test_loader_adds_prompts():
+    rows = load_eval_set("tiny_n3", directory=DATASETS)
+    assert len(rows) == EVAL_SET_SIZE and rows[0]["prompt"][-1]["role"] == "user"
+    assert str(rows[0]["target"]) in rows[0]["prompt"][-1]["content"]
+    with pytest.raises(FileNotFoundError, match="rebuild"):
+        load_eval_set("tiny_n3", directory=DATASETS / "missing")
+    with pytest.raises(ValueError, match="unknown eval set"):
+        eval_set_bytes("countdown_n9")
