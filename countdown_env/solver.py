@@ -595,7 +595,8 @@ def solve(
     (each at most once; exactly once with ``use_all_numbers``) with the given ``operators`` reaches the target
     (with ``integer_intermediates``: every intermediate a positive integer). The answer passes
     ``countdown_env.verifier.verify`` with the same options. Deterministic: the same puzzle gives the same string.
-    Small solutions are preferred: subsets are tried in increasing size unless ``use_all_numbers``.
+    Unless ``use_all_numbers``, solutions with at most 4 numbers are looked for first (smallest first); beyond
+    that the first one found is returned, not necessarily the shortest.
 
     >>> solve(Puzzle([25, 3, 7], 82))
     '25 * 3 + 7'

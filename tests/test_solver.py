@@ -282,7 +282,7 @@ def test_count_and_list_match_the_brute_force_definition(numbers, target, use_al
 
 @pytest.mark.slow
 def test_count_five_numbers_with_repeats_matches_brute_force():
-    for numbers, target in [((2, 3, 3, 1, 1), 11), ((3, 3, 2, 2, 2), 9), ((5, 6, 9, 1, 8), 50)]:
+    for numbers, target in [((2, 3, 3, 1, 1), 11), ((3, 3, 2, 2, 2), 9)]:
         assert count_solutions(Puzzle(numbers, target)) == len(_distinct_solutions(numbers, target))
 
 
