@@ -140,6 +140,21 @@ def test_huge_numbers_take_the_exact_fallback(monkeypatch):
     assert solve(Puzzle([big, big - 1, 7, 3], 11), operators="+*") is None
 
 
+def test_hash_collisions_never_decide(monkeypatch):
+    import numpy as np
+
+    import countdown_env.solver as solver_module
+
+    # every value hashes to 0 or 1: tables see colliding keys and must fall back to the exact search
+    monkeypatch.setattr(solver_module, "_hash", lambda p, q: (p % 2).astype(np.uint64))
+    calls = []
+    original = solver_module._python_solve
+    monkeypatch.setattr(solver_module, "_python_solve", lambda *a: calls.append(a) or original(*a))
+    assert _check(Puzzle([25, 3, 7, 2], 152)) is not None
+    assert solve(Puzzle([2, 2], 5)) is None
+    assert len(calls) == 3
+
+
 def test_deterministic():
     puzzle = Puzzle([8, 4, 9, 75, 2, 6], 523)
     assert solve(puzzle) == solve(Puzzle([8, 4, 9, 75, 2, 6], 523))
