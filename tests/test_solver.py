@@ -152,7 +152,7 @@ def test_hash_collisions_never_decide(monkeypatch):
     monkeypatch.setattr(solver_module, "_python_solve", lambda *a: calls.append(a) or original(*a))
     assert _check(Puzzle([25, 3, 7, 2], 152)) is not None
     assert solve(Puzzle([2, 2], 5)) is None
-    assert len(calls) == 3
+    assert len(calls) == 2  # both searches fell back
 
 
 def test_deterministic():
