@@ -234,7 +234,10 @@ class PSPPOTrainer(CountdownGRPOTrainer):
         for g, length in enumerate(group_lengths):
             if length <= args.budget or length == 0:
                 continue
-            w = strategy_weights(args.cutoff_strategy, length, None if proxy_weights is None else proxy_weights[g])
+            if needs_proxies and proxy_weights is None:
+                w = np.zeros(length)  # no group is mixed: γ̄ = 0 everywhere
+            else:
+                w = strategy_weights(args.cutoff_strategy, length, None if proxy_weights is None else proxy_weights[g])
             floor = min(args.min_survival, 0.5 * args.budget / length)
             survival[g, :length] = survival_probabilities(
                 w, args.budget, floor=floor, first_token_always=args.first_token_always

@@ -238,3 +238,10 @@ def test_shape_batch_survival_matches_the_design_pipeline(
     assert (survival[4:] == survival[4]).all()
     # Homogeneous group: zero weights, the budget spread evenly after the first token.
     np.testing.assert_allclose(survival[0].numpy(), [1.0] + [3 / 15] * 15, rtol=1e-6)
+
+    # No mixed group at all: no proxy pass, every group spreads its budget evenly.
+    seen_rows.clear()
+    homogeneous = Rollout(rewards * 0, rewards[:, None] * 0, 4, slice(0, rows), [{}] * rows)
+    survival = trainer.shape_batch(dict(batch), homogeneous)["cutoff_survival"]
+    assert seen_rows == []
+    np.testing.assert_allclose(survival[4].numpy(), [1.0] + [3 / 15] * 15, rtol=1e-6)
