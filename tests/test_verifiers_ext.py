@@ -258,6 +258,9 @@ def test_v1_taskset_loads_through_the_plugin_loader(monkeypatch):
         messages = chat_messages(puzzle)
         assert (task.data.system_prompt, task.data.prompt) == (messages[0]["content"], messages[1]["content"])
     assert len({t.key for t in tasks}) == 3
+    assert CountdownConfig(id="countdown", value_range="1,20", target_range="[10, 200]").target_range == (10, 200)
+    with pytest.raises(ValueError, match="two integers"):
+        CountdownConfig(id="countdown", value_range="7")
     endless = CountdownTaskset(CountdownConfig(id="countdown", num_tasks=None))
     assert endless.INFINITE and len(list(zip(range(5), endless, strict=False))) == 5
     with pytest.raises(ValueError, match="n_numbers"):

@@ -15,6 +15,7 @@ This module imports ``verifiers.v1`` at import time; nothing else in the project
 """
 
 import verifiers.v1 as vf
+from pydantic import field_validator
 from verifiers.v1.harnesses.null import NullHarness
 
 from countdown_env.puzzle import Puzzle
@@ -91,6 +92,17 @@ class CountdownConfig(vf.TasksetConfig):
     target_mode: str = "expression"
     template: str = "default"
     """Prompt template: "default" (<reasoning>/<solution>) or "tinyzero" (<think>/<answer>)."""
+
+    @field_validator("value_range", "target_range", mode="before")
+    @classmethod
+    def _range_from_text(cls, value):
+        """The CLI passes ranges as text: accept "1,20", "1-20" and "[1, 20]" besides a pair."""
+        if isinstance(value, str):
+            parts = [p for p in value.strip().strip("[]()").replace("-", ",").split(",") if p.strip()]
+            if len(parts) != 2:
+                raise ValueError(f"a range is two integers 'low,high', got {value!r}")
+            return tuple(int(p) for p in parts)
+        return value
 
 
 class CountdownTaskset(vf.Taskset[CountdownTask, CountdownConfig]):
