@@ -888,12 +888,6 @@ def _uncombine(value, known, kind: str):
     return _norm(Fraction(value) / known)
 
 
-def _combine_values(a, b, kind: str):
-    if kind == "+":
-        return a + b
-    return _norm(a * b)
-
-
 def _convolve_into(out: dict, left: dict, right: dict, kind: str) -> None:
     if kind == "+":
         for a, ca in left.items():
@@ -990,10 +984,11 @@ class _Lister:
                 yield [item]
         if sum(sub) < 2:
             return
-        if 1 not in sub:
-            yield from self._chains_by_blocks(sub, kind, value)
-            return
-        pivot = sub.index(1)
+        # the item holding the single copy of a number is unique; when every number is repeated, an item holding
+        # a copy of the first one is chosen, and multisets reached through several such choices are deduplicated
+        unique = 1 in sub
+        pivot = sub.index(1) if unique else next(i for i, x in enumerate(sub) if x)
+        seen: set = set()
         for part in c.parts(sub):
             if not part[pivot]:
                 continue
@@ -1011,57 +1006,13 @@ class _Lister:
                 for item in self.items_at(part, contribution, kind):
                     for other_value in others:
                         for tail in self.chains(rest, kind, other_value, 1):
-                            yield [item, *tail]
-
-    def _chains_by_blocks(self, sub: tuple, kind: str, value) -> Iterator[list]:
-        """Every number of ``sub`` repeated: enumerate multisets of items explicitly, once each (small cases)."""
-        seen = set()
-        for items in self._all_chains(sub, kind):
-            if len(items) < 2:
-                continue
-            total = 0 if kind == "+" else 1
-            for sign, tree in items:
-                total = _combine_values(total, _item_contribution(sign, tree), kind)
-            if total != value:
-                continue
-            key = tuple(sorted(_canonical_item_key(item) for item in items))
-            if key not in seen:
-                seen.add(key)
-                yield items
-
-    def _all_chains(self, sub: tuple, kind: str, single: bool = False) -> Iterator[list]:
-        """All multisets of items covering ``sub`` (possibly repeated; the caller dedupes); the single item
-        covering all of ``sub`` only if ``single``."""
-        low = next(i for i, x in enumerate(sub) if x)
-        for part in self.c.parts(sub):
-            if part[low]:
-                rest = tuple(a - b for a, b in zip(sub, part, strict=True))
-                for item in self._all_items(part, kind):
-                    for tail in self._all_chains(rest, kind, True):
-                        yield [item, *tail]
-        if single:
-            yield from ([item] for item in self._all_items(sub, kind))
-
-    def _all_items(self, sub: tuple, kind: str) -> Iterator[tuple[str, Tree]]:
-        leaf, sums, prods = self.c.nodes(sub)
-        positive, negative = ("+", "-") if kind == "+" else ("*", "/")
-        values = set(leaf) | set(prods if kind == "+" else sums)
-        for value in sorted(values):
-            for tree in self.forms(sub, value, kind):
-                yield positive, tree
-                if negative in self.c.ops and (kind == "+" or value != 0):
-                    yield negative, tree
-
-
-def _item_contribution(sign: str, tree: Tree):
-    value = _norm(_tree_value(tree))
-    if sign == "+":
-        return value
-    if sign == "-":
-        return -value
-    if sign == "*":
-        return value
-    return _norm(1 / Fraction(value))
+                            chain = [item, *tail]
+                            if not unique:
+                                key = tuple(sorted(_canonical_item_key(i) for i in chain))
+                                if key in seen:
+                                    continue
+                                seen.add(key)
+                            yield chain
 
 
 def _canonical_item_key(item: tuple[str, Tree]) -> tuple:
