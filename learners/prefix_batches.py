@@ -12,7 +12,11 @@ losses are recombined so that their sum equals the loss of the whole micro-batch
 * ``bnpo`` divides by the micro-batch's loss-mask sum: bucket weight ``mask_b / mask``.
 
 Rows without any loss token are left out (their loss terms are zero); when no row is left, one row cut to a
-single token with a zero weight keeps the autograd graph intact. Used by S-GRPO (truncating variant) and PS-PPO.
+single token with a zero weight keeps the autograd graph intact. TRL's loss gathers per-row metrics across
+processes at every call, so under several processes every rank must make the same calls with the same row
+counts: ``equal_rows=True`` splits *all* rows, sorted by kept length, into ``min(max_buckets, B)`` buckets of
+fixed sizes (each still cut after its longest row) instead of the optimal plan. Used by S-GRPO (truncating
+variant) and PS-PPO.
 """
 
 from __future__ import annotations
@@ -47,15 +51,22 @@ def kept_lengths(loss_mask: torch.Tensor) -> torch.Tensor:
     return ((loss_mask != 0) * positions).amax(dim=1)
 
 
-def plan_buckets(lengths, prompt_width: int, max_buckets: int) -> list[tuple[list[int], int]]:
+def plan_buckets(lengths, prompt_width: int, max_buckets: int, equal_rows: bool = False) -> list[tuple[list[int], int]]:
     """Split the rows with a positive length into ≤ ``max_buckets`` buckets minimising padded tokens.
 
     Returns ``[(row indices, width), ...]`` with rows sorted by length; the cost of a bucket is
-    ``rows × (prompt_width + width)``.
+    ``rows × (prompt_width + width)``. With ``equal_rows`` every row (empty ones too) is kept and the sorted rows
+    are split into ``min(max_buckets, len(lengths))`` buckets whose sizes depend only on ``len(lengths)``.
     """
     if max_buckets < 1:
         raise ValueError(f"max_buckets must be >= 1, got {max_buckets}")
     lengths = [int(x) for x in lengths]
+    if equal_rows:
+        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+        count = min(max_buckets, len(order))
+        bounds = [round(b * len(order) / count) for b in range(count + 1)]
+        chunks = [order[bounds[b] : bounds[b + 1]] for b in range(count)]
+        return [(chunk, max(1, max(lengths[i] for i in chunk))) for chunk in chunks]
     order = sorted((i for i, n in enumerate(lengths) if n > 0), key=lambda i: lengths[i])
     n = len(order)
     if n == 0:
@@ -109,10 +120,13 @@ def bucket_weight(loss_type: str, rows: int, total_rows: int, mask_sum: float, t
     raise ValueError(f"prefix batching does not support loss_type={loss_type!r}")
 
 
-def prefix_loss(compute_loss, model, inputs: dict[str, Any], loss_type: str, max_buckets: int = 4):
+def prefix_loss(
+    compute_loss, model, inputs: dict[str, Any], loss_type: str, max_buckets: int = 4, equal_rows: bool = False
+):
     """TRL's loss of ``inputs`` computed on bucketed prefixes (see the module docstring).
 
     ``compute_loss(model, inputs)`` is TRL's ``GRPOTrainer._compute_loss`` bound to the trainer.
+    ``equal_rows=True`` (needed under several processes) uses bucket sizes that are the same on every rank.
     Returns ``(loss, stats)`` where ``stats`` has ``tokens`` (completion columns run, padding included),
     ``full_tokens`` (B·T) and ``buckets``.
     """
@@ -120,19 +134,16 @@ def prefix_loss(compute_loss, model, inputs: dict[str, Any], loss_type: str, max
     tool_mask = inputs.get("tool_mask")
     loss_mask = completion_mask if tool_mask is None else completion_mask * tool_mask
     lengths = kept_lengths(loss_mask)
-    buckets = plan_buckets(lengths.tolist(), inputs["prompt_ids"].size(1), max_buckets)
+    buckets = plan_buckets(lengths.tolist(), inputs["prompt_ids"].size(1), max_buckets, equal_rows)
     batch_size = completion_mask.size(0)
     total_mask = float(loss_mask.sum())
     stats = {"tokens": 0, "full_tokens": batch_size * completion_mask.size(1), "buckets": len(buckets)}
-    if not buckets:
-        loss = compute_loss(model, cut_batch(inputs, [0], 1))
-        stats["tokens"] = 1
-        return loss * 0.0, stats
+    plan = [(rows, width, None) for rows, width in buckets] or [([0], 1, 0.0)]  # zero weight, graph intact
     loss = None
-    for rows, width in buckets:
-        part = cut_batch(inputs, rows, width)
-        weight = bucket_weight(loss_type, len(rows), batch_size, float(loss_mask[rows].sum()), total_mask)
-        term = compute_loss(model, part) * weight
+    for rows, width, weight in plan:
+        if weight is None:
+            weight = bucket_weight(loss_type, len(rows), batch_size, float(loss_mask[rows].sum()), total_mask)
+        term = compute_loss(model, cut_batch(inputs, rows, width)) * weight
         loss = term if loss is None else loss + term
         stats["tokens"] += len(rows) * width
     return loss, stats

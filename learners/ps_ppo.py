@@ -288,6 +288,7 @@ class PSPPOTrainer(CountdownGRPOTrainer):
             inputs,
             self.loss_type,
             self.args.max_buckets,
+            equal_rows=self.accelerator.num_processes > 1,
         )
         kept, total = self._last_kept
         self.log_metric("ps_ppo/kept_token_frac", kept / max(total, 1.0))

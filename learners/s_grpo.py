@@ -155,6 +155,7 @@ class SGRPOTrainer(CountdownGRPOTrainer):
             inputs,
             self.loss_type,
             self.args.max_buckets,
+            equal_rows=self.accelerator.num_processes > 1,
         )
         self.log_metric("s_grpo/forward_token_frac", stats["tokens"] / max(stats["full_tokens"], 1))
         return loss

@@ -20,6 +20,9 @@ def test_plan_buckets_hand_case():
     assert plan_buckets([5, 0, 100, 6, 98], prompt_width=0, max_buckets=2) == [([0, 3], 6), ([4, 2], 100)]
     assert plan_buckets([5, 0, 100, 6, 98], prompt_width=0, max_buckets=1) == [([0, 3, 4, 2], 100)]
     assert plan_buckets([0, 0], prompt_width=3, max_buckets=4) == []
+    # Equal-rows plans (several processes): sizes depend only on the row count; empty rows stay in.
+    assert plan_buckets([5, 0, 100, 6, 98], 0, 2, equal_rows=True) == [([1, 0], 5), ([3, 4, 2], 100)]
+    assert plan_buckets([0, 0, 0], 0, 4, equal_rows=True) == [([0], 1), ([1], 1), ([2], 1)]
     with pytest.raises(ValueError, match="max_buckets"):
         plan_buckets([1], 0, 0)
 
@@ -93,9 +96,12 @@ def _build_trainer(tiny_model_dir, dataset, kwargs):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("loss_type", ["dapo", "grpo", "bnpo", "dr_grpo", "luspo"])
+@pytest.mark.parametrize(
+    "loss_type, equal_rows",
+    [("dapo", False), ("grpo", False), ("bnpo", False), ("dr_grpo", False), ("luspo", False), ("bnpo", True)],
+)
 def test_prefix_loss_equals_full_loss_and_gradient(
-    tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, synthetic_loss_batch, loss_type
+    tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, synthetic_loss_batch, loss_type, equal_rows
 ):
     from trl import GRPOTrainer
 
@@ -119,7 +125,9 @@ def test_prefix_loss_equals_full_loss_and_gradient(
     stats = {}
 
     def bucketed():
-        loss, s = prefix_loss(lambda m, part: GRPOTrainer._compute_loss(trainer, m, part), model, inputs, loss_type, 3)
+        loss, s = prefix_loss(
+            lambda m, part: GRPOTrainer._compute_loss(trainer, m, part), model, inputs, loss_type, 3, equal_rows
+        )
         stats.update(s)
         return loss
 
