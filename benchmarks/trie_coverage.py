@@ -5,7 +5,7 @@ The referee of seed 002 (major comment 4) asks how well |G| sampled completions 
 how |G_{p∘v}| is distributed, and how deep the completions keep branching. This script measures exactly that on
 short T-SPMO runs of the tiny model (optionally warm-started by SFT so that its completions share structure):
 
-    python benchmarks/trie_coverage.py                      # SFT warm start (~3 min on 2 cores), then the runs
+    python benchmarks/trie_coverage.py                      # SFT warm start (300 steps), then the runs
     python benchmarks/trie_coverage.py --sft-steps 0        # random-init model (everything is a singleton)
 
 For each group size and replay budget it prints the mean over the run's generation batches of the statistics
@@ -66,7 +66,7 @@ def _synthetic(groups: int, size: int, length: int, seed: int):
     return ids, rewards, mask, size
 
 
-def _model(out: Path, sft_steps: int, seed: int) -> Path:
+def _model(out: Path, sft_steps: int, sft_batch: int, seed: int) -> Path:
     from learners.tiny import build_tiny_model
 
     base = out / "tiny"
@@ -74,14 +74,24 @@ def _model(out: Path, sft_steps: int, seed: int) -> Path:
         build_tiny_model(base, seed=seed)
     if sft_steps == 0:
         return base
-    sft_dir = out / f"sft-{sft_steps}"
+    sft_dir = out / f"sft-{sft_steps}x{sft_batch}"
     if not (sft_dir / "config.json").exists():
         from countdown_env.sft import build_sft_records
         from learners.sft import run_sft
 
         start = time.perf_counter()
         records = build_sft_records(3, 2000, seed=seed)
-        run_sft(base, records, sft_dir, max_steps=sft_steps, seed=seed, logging_steps=max(sft_steps // 4, 1))
+        run_sft(
+            base,
+            records,
+            sft_dir,
+            max_steps=sft_steps,
+            seed=seed,
+            per_device_train_batch_size=sft_batch,
+            warmup_steps=min(30, sft_steps // 4),
+            logging_steps=max(sft_steps // 4, 1),
+            disable_tqdm=True,
+        )
         print(f"SFT warm start: {sft_steps} steps in {time.perf_counter() - start:.0f} s -> {sft_dir}")
     return sft_dir
 
@@ -162,9 +172,10 @@ def _mean(history, key):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sft-steps", type=int, default=300, help="SFT warm-start steps (0: random-init model)")
+    parser.add_argument("--sft-batch", type=int, default=64, help="SFT batch size")
     parser.add_argument("--steps", type=int, default=4, help="T-SPMO steps (one prompt each) per configuration")
     parser.add_argument("--groups", type=int, nargs="+", default=[16, 50], help="group sizes |G|")
-    parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument("--max-new-tokens", type=int, default=192)
     parser.add_argument("--temperature", type=float, default=0.8)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("runs/trie_coverage"))
@@ -176,7 +187,7 @@ def main() -> None:
 
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     args.out.mkdir(parents=True, exist_ok=True)
-    model_dir = _model(args.out, args.sft_steps, args.seed)
+    model_dir = _model(args.out, args.sft_steps, args.sft_batch, args.seed)
     puzzles = _prompts(max(args.steps, 8), args.seed)
     print(
         f"model: {model_dir}  steps/config: {args.steps}  max_new_tokens: {args.max_new_tokens}  T={args.temperature}"

@@ -73,7 +73,7 @@ from learners.base import CountdownGRPOTrainer, Rollout
 from learners.prefix_trie import PrefixAdvantages, prefix_advantages
 from learners.replay import ReplayBuffer, ReplayPlan
 
-__all__ = ["TSPMOConfig", "TSPMOTrainer"]
+__all__ = ["TSPMOConfig", "TSPMOTrainer", "prefix_advantages"]
 
 _OBJECTIVES = ("log_prob", "prob")
 _LOSS_TYPES = ("dapo", "bnpo")
