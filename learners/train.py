@@ -166,6 +166,8 @@ def make_callbacks(eval_rows: list[dict], eval_config: dict[str, Any], template:
                 model.train()
 
         def on_train_begin(self, args, state, control, **kwargs):
+            # after a resume, the restored history already holds the evals up to the checkpoint
+            self.done |= {e["step"] for e in state.log_history if "eval/pass@1" in e}
             self._run(state)
 
         def on_step_end(self, args, state, control, **kwargs):

@@ -89,6 +89,8 @@ def test_train_checkpoints_resume_and_plot(tiny_model_dir, toy_puzzles, tmp_path
     state = json.loads((out / "checkpoint-4" / "trainer_state.json").read_text())
     logged = [e["step"] for e in state["log_history"] if "loss" in e]
     assert logged == [1, 2, 3, 4]  # steps 1-2 from the first run, 3-4 after resuming, none repeated
+    history = json.loads((out / "log_history.json").read_text())
+    assert [e["step"] for e in history if "eval/pass@1" in e] == [0, 2, 4]
 
     # countdown eval on the final model (template recorded in the folder)
     report_path = tmp_path / "report.json"
