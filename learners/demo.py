@@ -9,9 +9,8 @@
 6. write ``OUT/training.png`` (train reward and eval pass@1 against GRPO steps) and ``OUT/summary.md``.
 
 Step counts are fixed (not wall time) so that every machine computes the same thing; the defaults were
-calibrated from design.md (~13 k tokens/s for the tiny model on 2 idle cores: 400 SFT steps x 64 traces of ~125
-tokens ≈ 4 min, 150 GRPO steps ≈ 1 min, six evals of 512 samples ≈ 1 min) to fit in about 7 minutes after
-installation. ``--quick`` shrinks
+calibrated from design.md and measured: 7 min 52 s for the whole job on a lightly shared 2-core machine
+(SFT 311 s, GRPO with four evals 139 s). ``--quick`` shrinks
 everything to a smoke test of a few seconds.
 """
 
