@@ -56,8 +56,11 @@ def main() -> None:
         temperature=1.0,
     )
 
+    from transformers.trainer_callback import PrinterCallback
+
     def timed(name, build):
         trainer = build()
+        trainer.remove_callback(PrinterCallback)
         trainer.train()
         times = [e["step_time"] for e in trainer.state.log_history if "step_time" in e][1:]  # drop warm-up step
         per_step = sum(times) / len(times)
@@ -85,15 +88,29 @@ def main() -> None:
         ),
     )
     print(f"{'ratio vs baseline':<34} {ours / base:7.2f}x")
-    for preset in ("grpo", "dr_grpo", "dapo", "prime_rl"):
-        extra = dict(num_iterations=2) if preset == "prime_rl" else {}
+    for preset in ("grpo", "dr_grpo", "dapo"):
         t = timed(
             f"preset {preset}",
-            lambda p=preset, e=extra: GRPOLearner(
-                model=model(), args=grpo_config(p, **common, **e), train_dataset=data, processing_class=tok
+            lambda p=preset: GRPOLearner(
+                model=model(), args=grpo_config(p, **common), train_dataset=data, processing_class=tok
             ),
         )
         print(f"{'  ratio vs baseline':<34} {t / base:7.2f}x")
+    # prime_rl's ratio terms need π_old: num_iterations=2 (one generation per two steps); compare like with like
+    two = dict(num_iterations=2)
+    ref = timed(
+        "preset grpo, num_iterations=2",
+        lambda: GRPOLearner(
+            model=model(), args=grpo_config("grpo", **common, **two), train_dataset=data, processing_class=tok
+        ),
+    )
+    t = timed(
+        "preset prime_rl, num_iterations=2",
+        lambda: GRPOLearner(
+            model=model(), args=grpo_config("prime_rl", **common, **two), train_dataset=data, processing_class=tok
+        ),
+    )
+    print(f"{'  ratio vs grpo, num_iterations=2':<34} {t / ref:7.2f}x")
 
 
 if __name__ == "__main__":
