@@ -14,13 +14,13 @@ Run: ``python benchmarks/bench_envs.py`` (``--quick`` for a smoke run). Not a te
 from __future__ import annotations
 
 import argparse
-import string
 import time
 
 import gymnasium as gym
 import numpy as np
 
 import countdown_env  # noqa: F401  (registers the envs)
+from countdown_env.envs.char_tokenizer import CharTokenizer
 from countdown_env.prompts import format_completion
 from countdown_env.puzzle import Puzzle
 from countdown_env.rewards import score_completion
@@ -28,24 +28,6 @@ from countdown_env.trajectory import score_trajectories
 
 PUZZLES = [Puzzle([3, 7, 11], 21), Puzzle([2, 5, 9], 19), Puzzle([4, 6, 8], 40), Puzzle([10, 2, 3], 60)]
 ANSWER = format_completion("3 times 7 is 21", "3 * 7")
-
-
-class CharTokenizer:
-    """One id per printable character after <pad>, <eos>."""
-
-    def __init__(self) -> None:
-        self.tokens = ["<pad>", "<eos>", *string.printable]
-        self.ids = {t: i for i, t in enumerate(self.tokens)}
-        self.eos_token_id = 1
-
-    def __len__(self) -> int:
-        return len(self.tokens)
-
-    def encode(self, text: str) -> list[int]:
-        return [self.ids[c] for c in text]
-
-    def decode(self, ids) -> str:
-        return "".join(self.tokens[int(i)] for i in ids)
 
 
 def best_rate(fn, n: int, repeats: int = 3) -> float:
@@ -97,7 +79,7 @@ def bench_text(episodes: int) -> None:
 def bench_tokens(n_tokens: int) -> None:
     tok = CharTokenizer()
     budget = n_tokens + 1
-    ids = np.random.default_rng(0).integers(2, len(tok), size=n_tokens)  # no EOS: the episode never ends early
+    ids = np.random.default_rng(0).integers(len(tok.SPECIALS), len(tok), size=n_tokens)  # no EOS: never ends early
 
     def floor():
         buf = np.empty(budget, dtype=np.int64)
