@@ -68,6 +68,8 @@ def cpu_grpo_kwargs(tmp_path):
         use_vllm=False,
         report_to="none",
         per_device_train_batch_size=8,
+    from countdown_env.envs.char_tokenizer import CharTokenizer
+
         num_generations=4,
         max_completion_length=16,
         max_steps=2,
@@ -79,27 +81,7 @@ def cpu_grpo_kwargs(tmp_path):
         dataloader_num_workers=0,
     )
 
-
-class CharTokenizer:
-    """A minimal offline tokenizer for env tests: one id per printable ASCII character, after three specials."""
-
-    SPECIALS = ("<pad>", "<eos>", "<stop>")
-
-    def __init__(self) -> None:
-        import string
-
-        self.tokens = [*self.SPECIALS, *string.printable]
-        self.ids = {t: i for i, t in enumerate(self.tokens)}
-        self.pad_token_id, self.eos_token_id, self.stop_token_id = 0, 1, 2
-
-    def __len__(self) -> int:
-        return len(self.tokens)
-
-    def encode(self, text: str) -> list[int]:
-        return [self.ids[c] for c in text]
-
-    def decode(self, ids) -> str:
-        return "".join(self.tokens[int(i)] for i in ids)
+    return tiny_cpu_kwargs(tmp_path / "out")
 
 
 @pytest.fixture
