@@ -31,6 +31,7 @@ def main() -> None:
     from learners.base import CountdownGRPOTrainer
     from learners.data import prompt_dataset
     from learners.grpo import GRPOLearner, grpo_config
+    from learners.grpo_presets import tiny_cpu_kwargs
     from learners.tiny import build_tiny_model, load_tokenizer
 
     torch.manual_seed(0)
@@ -38,21 +39,13 @@ def main() -> None:
     model_dir = build_tiny_model(os.path.join(tmp, "m"))
     puzzles = [Puzzle((a, b, c), t) for a, b, c, t in [(3, 7, 11, 21), (2, 5, 9, 19), (4, 6, 8, 32), (1, 3, 5, 15)]]
     data = prompt_dataset(puzzles * 8, "compact")
-    common = dict(
-        output_dir=os.path.join(tmp, "o"),
-        use_cpu=True,
-        bf16=False,
-        gradient_checkpointing=False,
-        report_to="none",
+    common = tiny_cpu_kwargs(
+        os.path.join(tmp, "o"),
         per_device_train_batch_size=16,
         num_generations=8,
         max_completion_length=args.completion_tokens,
         max_steps=args.steps + 1,
         learning_rate=1e-5,
-        logging_steps=1,
-        save_strategy="no",
-        seed=0,
-        disable_tqdm=True,
         temperature=1.0,
     )
 

@@ -60,26 +60,7 @@ def toy_prompt_dataset(toy_puzzles):
 @pytest.fixture
 def cpu_grpo_kwargs(tmp_path):
     """GRPOConfig keyword arguments for a fast, deterministic CPU run of the tiny model; override as needed."""
-    return dict(
-        output_dir=str(tmp_path / "out"),
-        use_cpu=True,
-        bf16=False,
-        gradient_checkpointing=False,
-        use_vllm=False,
-        report_to="none",
-        per_device_train_batch_size=8,
-    from countdown_env.envs.char_tokenizer import CharTokenizer
-
-        num_generations=4,
-        max_completion_length=16,
-        max_steps=2,
-        learning_rate=1e-3,
-        logging_steps=1,
-        save_strategy="no",
-        seed=0,
-        disable_tqdm=True,
-        dataloader_num_workers=0,
-    )
+    from learners.grpo_presets import tiny_cpu_kwargs
 
     return tiny_cpu_kwargs(tmp_path / "out")
 
@@ -87,6 +68,8 @@ def cpu_grpo_kwargs(tmp_path):
 @pytest.fixture
 def char_tokenizer():
     """Character-level tokenizer object (encode/decode/eos_token_id, no chat template)."""
+    from countdown_env.envs.char_tokenizer import CharTokenizer
+
     return CharTokenizer()
 
 
