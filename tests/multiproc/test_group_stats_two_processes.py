@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from two_process_launch import one_and_two_processes
 
 SCRIPT = Path(__file__).with_name("group_stats_run.py")
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _run(cmd, out_dir: Path) -> dict:
-    out_dir.mkdir(parents=True)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(cmd + [str(out_dir)], capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    rows = [json.loads(line) for f in sorted(out_dir.glob("rows-*.jsonl")) for line in f.read_text().splitlines()]
-    return {(r["step"], r["row"]): r for r in rows}
 
 
 def _check_against_rows(rows: dict) -> None:
@@ -41,24 +28,7 @@ def _check_against_rows(rows: dict) -> None:
 
 @pytest.mark.slow
 def test_group_statistics_match_between_one_and_two_processes(tiny_model_dir, tmp_path):
-    single = _run([sys.executable, str(SCRIPT), str(tiny_model_dir)], tmp_path / "one")
-    launcher = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--multi_gpu",
-        "--num_processes",
-        "2",
-        "--num_machines",
-        "1",
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",
-        "--main_process_port",
-        "29517",
-    ]
-    double = _run(launcher + [str(SCRIPT), str(tiny_model_dir)], tmp_path / "two")
+    single, double = one_and_two_processes(SCRIPT, tiny_model_dir, tmp_path, port=29517)
 
     assert {r["processes"] for r in single.values()} == {1}
     assert {r["processes"] for r in double.values()} == {2}
