@@ -46,17 +46,10 @@ def build_model(name: str, device: str, dtype: str):
     elif name == "qwen3-0.6b":
         from transformers import Qwen3Config, Qwen3ForCausalLM
 
+        from benchmarks._common import QWEN3_0_6B
+
         config = Qwen3Config(  # Qwen3-0.6B's shape, random weights (no Hub access)
-            vocab_size=151936,
-            hidden_size=1024,
-            intermediate_size=3072,
-            num_hidden_layers=28,
-            num_attention_heads=16,
-            num_key_value_heads=8,
-            head_dim=128,
-            max_position_embeddings=4096,
-            tie_word_embeddings=True,
-            attn_implementation="sdpa",
+            **QWEN3_0_6B, max_position_embeddings=4096, tie_word_embeddings=True, attn_implementation="sdpa"
         )
         torch.manual_seed(0)
         model = Qwen3ForCausalLM(config).to(torch_dtype)

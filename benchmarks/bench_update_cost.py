@@ -36,6 +36,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._common import QWEN3_0_6B  # noqa: E402
+
 MODELS = {
     # A small Qwen3 for CPU runs: the relative costs of the methods, not absolute speed.
     "cpu-small": dict(
@@ -47,18 +49,7 @@ MODELS = {
         num_key_value_heads=2,
         head_dim=32,
     ),
-    # Qwen3-0.6B's architecture (random weights).
-    "qwen3-0.6b": dict(
-        vocab_size=151936,
-        hidden_size=1024,
-        intermediate_size=3072,
-        num_hidden_layers=28,
-        num_attention_heads=16,
-        num_key_value_heads=8,
-        head_dim=128,
-        rope_theta=1_000_000.0,
-        rms_norm_eps=1e-6,
-    ),
+    "qwen3-0.6b": QWEN3_0_6B,  # random weights
 }
 METHODS = ("grpo", "s_grpo_mask", "s_grpo_trunc", "ps_ppo")
 

@@ -1,0 +1,17 @@
+"""What several benchmarks share: the shape of the GPU reference model, built with random weights (no Hub)."""
+
+from __future__ import annotations
+
+# Qwen3-0.6B's architecture (config values of the released model); benchmarks build it with random weights,
+# since the cost of a forward/backward does not depend on the weights.
+QWEN3_0_6B: dict = dict(
+    vocab_size=151936,
+    hidden_size=1024,
+    intermediate_size=3072,
+    num_hidden_layers=28,
+    num_attention_heads=16,
+    num_key_value_heads=8,
+    head_dim=128,
+    rope_theta=1_000_000.0,
+    rms_norm_eps=1e-6,
+)
