@@ -9,10 +9,10 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
-from ..prompts import chat_messages, get_template, prompt_text
+from ..prompts import chat_messages, prompt_text
 from ..puzzle import Puzzle
-from ..rewards import RewardConfig, score_completion
-from .puzzle_source import PuzzleSource
+from ..rewards import score_completion
+from .puzzle_source import episode_rules
 
 MAX_PROMPT_CHARS = 1 << 16
 """Bound of the observation space's text length (prompts are a few hundred characters)."""
@@ -119,20 +119,16 @@ class CountdownEnv(gym.Env[str, str]):
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
-        self.template = get_template(template)
-        self.use_all_numbers = bool(use_all_numbers)
-        self.reward_config = RewardConfig(
-            format_bonus=float(format_bonus),
-            answer_tag=self.template.answer_tag,
-            reasoning_tag=self.template.reasoning_tag,
-            use_all_numbers=self.use_all_numbers,
-            integer_intermediates=bool(integer_intermediates),
+        self.template, self.reward_config, self.source = episode_rules(
+            template,
+            format_bonus=format_bonus,
+            use_all_numbers=use_all_numbers,
+            integer_intermediates=integer_intermediates,
+            generator=generator,
+            puzzles=puzzles,
+            **generator_kwargs,
         )
-        if generator is None and puzzles is None:
-            generator_kwargs = dict(
-                generator_kwargs, use_all_numbers=use_all_numbers, integer_intermediates=integer_intermediates
-            )
-        self.source = PuzzleSource(generator, puzzles, **generator_kwargs)
+        self.use_all_numbers = self.reward_config.use_all_numbers
         self.render_mode = render_mode
         charset = text_charset(self.template.system, self.template.user)
         self.observation_space = spaces.Text(MAX_PROMPT_CHARS, min_length=1, charset=charset)

@@ -9,11 +9,10 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..prompts import chat_messages, get_template, prompt_text
+from ..prompts import chat_messages, prompt_text
 from ..puzzle import Puzzle
-from ..rewards import RewardConfig
 from ..trajectory import TRUNCATION_REWARDS, Trajectory, score_trajectories, stop_id_set
-from .puzzle_source import PuzzleSource
+from .puzzle_source import episode_rules
 from .tokenizer_adapter import encode_text, render_chat, uses_chat_template, vocab_size_of
 
 PROMPT_CACHE_SIZE = 4096
@@ -136,20 +135,16 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
         self.use_chat_template = uses_chat_template(tokenizer, use_chat_template)
         self.copy_observations = bool(copy_observations)
 
-        self.template = get_template(template)
-        self.use_all_numbers = bool(use_all_numbers)
-        self.reward_config = RewardConfig(
-            format_bonus=float(format_bonus),
-            answer_tag=self.template.answer_tag,
-            reasoning_tag=self.template.reasoning_tag,
-            use_all_numbers=self.use_all_numbers,
-            integer_intermediates=bool(integer_intermediates),
+        self.template, self.reward_config, self.source = episode_rules(
+            template,
+            format_bonus=format_bonus,
+            use_all_numbers=use_all_numbers,
+            integer_intermediates=integer_intermediates,
+            generator=generator,
+            puzzles=puzzles,
+            **generator_kwargs,
         )
-        if generator is None and puzzles is None:
-            generator_kwargs = dict(
-                generator_kwargs, use_all_numbers=use_all_numbers, integer_intermediates=integer_intermediates
-            )
-        self.source = PuzzleSource(generator, puzzles, **generator_kwargs)
+        self.use_all_numbers = self.reward_config.use_all_numbers
         self.render_mode = render_mode
 
         self.action_space = spaces.Discrete(self.vocab_size)

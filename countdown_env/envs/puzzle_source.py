@@ -1,6 +1,7 @@
 """Where an environment's puzzles come from: a seeded generator or a fixed list, and how reset picks one.
 
-Shared by ``Countdown-v0`` and ``CountdownTokens-v0`` so both read ``reset(options=...)`` the same way.
+Shared by ``Countdown-v0`` and ``CountdownTokens-v0`` so both read ``reset(options=...)`` the same way and build
+their template, reward rules and puzzle source from their common arguments the same way (:func:`episode_rules`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from ..prompts import PromptTemplate, get_template
 from ..puzzle import Puzzle
+from ..rewards import RewardConfig
 from ..trajectory import as_puzzle
 
 # Upper bound (exclusive) for the puzzle index a reset draws from the environment's RNG when puzzles come from a
@@ -94,3 +97,33 @@ class PuzzleSource:
             return self[index], int(index)
         index = int(rng.integers(0, self.size))
         return self[index], index
+
+
+def episode_rules(
+    template: Any,
+    *,
+    format_bonus: float,
+    use_all_numbers: bool,
+    integer_intermediates: bool,
+    generator: Any,
+    puzzles: Sequence[Puzzle | Mapping[str, Any]] | None,
+    **generator_kwargs: Any,
+) -> tuple[PromptTemplate, RewardConfig, PuzzleSource]:
+    """The prompt template, reward rules and puzzle source of an env, from the constructor arguments both envs share.
+
+    The reward config takes its tags from the template. A generator the env builds itself (neither ``generator``
+    nor ``puzzles`` given) follows the env's rules, so every puzzle it draws is solvable under them.
+    """
+    template = get_template(template)
+    reward_config = RewardConfig(
+        format_bonus=float(format_bonus),
+        answer_tag=template.answer_tag,
+        reasoning_tag=template.reasoning_tag,
+        use_all_numbers=bool(use_all_numbers),
+        integer_intermediates=bool(integer_intermediates),
+    )
+    if generator is None and puzzles is None:
+        generator_kwargs = dict(
+            generator_kwargs, use_all_numbers=use_all_numbers, integer_intermediates=integer_intermediates
+        )
+    return template, reward_config, PuzzleSource(generator, puzzles, **generator_kwargs)
