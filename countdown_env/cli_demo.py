@@ -13,6 +13,7 @@ import sys
 import time
 from collections import Counter
 
+from .cli_options import add_range_arguments
 from .generator import PuzzleGenerator
 from .puzzle import Puzzle
 from .solver import solve
@@ -22,8 +23,7 @@ from .verifier import verify
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--count", type=int, default=200, help="number of puzzles (default 200)")
     parser.add_argument("--n-numbers", type=int, default=4, help="numbers per puzzle (default 4)")
-    parser.add_argument("--value-range", type=int, nargs=2, default=(1, 100), metavar=("LOW", "HIGH"))
-    parser.add_argument("--target-range", type=int, nargs=2, default=(10, 1000), metavar=("LOW", "HIGH"))
+    add_range_arguments(parser, value_range=(1, 100), target_range=(10, 1000))
     parser.add_argument("--operators", default="+-*/", help="allowed operators (default +-*/)")
     parser.add_argument("--use-all-numbers", action="store_true", help="every number exactly once")
     parser.add_argument("--integer-intermediates", action="store_true", help="every intermediate a positive integer")

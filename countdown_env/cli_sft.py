@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .cli_options import add_exclude_argument, add_range_arguments, excluded_keys
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="a .jsonl file, or a folder (gets sft.jsonl and an HF copy)")
@@ -12,18 +14,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--size", type=int, default=2000, help="rows in total, shared across counts")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--style", default="short", help="direct, short, search, long or mixed")
-    parser.add_argument("--value-range", type=int, nargs=2, default=[1, 20], metavar=("LOW", "HIGH"))
-    parser.add_argument("--target-range", type=int, nargs=2, default=[10, 200], metavar=("LOW", "HIGH"))
+    add_range_arguments(parser, value_range=[1, 20], target_range=[10, 200])
     parser.add_argument("--template", default="default")
     parser.add_argument("--use-all-numbers", action="store_true")
-    parser.add_argument("--exclude", action="append", default=[], metavar="JSONL", help="puzzles to keep out")
+    add_exclude_argument(parser, help="puzzles to keep out")
     parser.add_argument("--no-progress", action="store_true")
 
 
 def run(args: argparse.Namespace) -> int:
-    from .puzzle import Puzzle
     from .sft import build_sft_records
-    from .splits import read_jsonl, write_jsonl
+    from .splits import write_jsonl
 
     records = build_sft_records(
         tuple(args.n_numbers),
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         target_range=tuple(args.target_range),
         template=args.template,
         use_all_numbers=args.use_all_numbers,
-        exclude=[Puzzle.from_dict(row).key for path in args.exclude for row in read_jsonl(path)],
+        exclude=excluded_keys(args.exclude),
         progress=False if args.no_progress else None,
     )
     out = Path(args.out)

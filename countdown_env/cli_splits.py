@@ -6,6 +6,8 @@ import argparse
 import time
 from collections import Counter
 
+from .cli_options import add_exclude_argument, add_range_arguments, excluded_keys
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="output folder (created); gets {train,eval}.jsonl, HF copy")
@@ -13,26 +15,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--train", type=int, default=50_000, help="train rows in total, shared across counts")
     parser.add_argument("--eval", type=int, default=512, help="eval rows in total, shared across counts")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--value-range", type=int, nargs=2, default=[1, 100], metavar=("LOW", "HIGH"))
-    parser.add_argument("--target-range", type=int, nargs=2, default=[10, 1000], metavar=("LOW", "HIGH"))
+    add_range_arguments(parser, value_range=[1, 100], target_range=[10, 1000])
     parser.add_argument("--use-all-numbers", action="store_true", help="every number exactly once")
     parser.add_argument("--integer-intermediates", action="store_true", help="every intermediate a whole number")
     parser.add_argument("--min-solutions", type=int, default=None)
     parser.add_argument("--max-solutions", type=int, default=None)
     parser.add_argument("--template", default="default", help="prompt template name (default, tinyzero)")
-    parser.add_argument(
-        "--exclude", action="append", default=[], metavar="JSONL",
-        help="keep the puzzles of this jsonl (numbers, target) out of both splits; repeatable",
-    )  # fmt: skip
+    add_exclude_argument(parser, help="keep the puzzles of this jsonl (numbers, target) out of both splits; repeatable")
     parser.add_argument("--jsonl-only", action="store_true", help="skip the HF save_to_disk copy")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
-    from .puzzle import Puzzle
-    from .splits import SplitSpec, build_split_records, read_jsonl, write_splits
+    from .splits import SplitSpec, build_split_records, write_splits
 
-    exclude = [Puzzle.from_dict(row).key for path in args.exclude for row in read_jsonl(path)]
     spec = SplitSpec(
         n_numbers=tuple(args.n_numbers),
         train_size=args.train,
@@ -45,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         min_solutions=args.min_solutions,
         max_solutions=args.max_solutions,
         template=args.template,
-        exclude=frozenset(exclude),
+        exclude=frozenset(excluded_keys(args.exclude)),
     )
     start = time.perf_counter()
     records = build_split_records(spec, progress=False if args.no_progress else None)

@@ -1,0 +1,28 @@
+"""Command-line options that the puzzle-building subcommands share (``demo``, ``build-splits``, ``build-sft``)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable, Sequence
+
+
+def add_range_arguments(
+    parser: argparse.ArgumentParser, value_range: Sequence[int], target_range: Sequence[int]
+) -> None:
+    """``--value-range LOW HIGH`` (the numbers) and ``--target-range LOW HIGH`` with the given defaults."""
+    parser.add_argument("--value-range", type=int, nargs=2, default=value_range, metavar=("LOW", "HIGH"))
+    parser.add_argument("--target-range", type=int, nargs=2, default=target_range, metavar=("LOW", "HIGH"))
+
+
+def add_exclude_argument(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--exclude JSONL`` (repeatable): files whose puzzles (``numbers``, ``target``) are kept out; see
+    :func:`excluded_keys`."""
+    parser.add_argument("--exclude", action="append", default=[], metavar="JSONL", help=help)
+
+
+def excluded_keys(paths: Iterable[str]) -> list[tuple]:
+    """The :attr:`~countdown_env.puzzle.Puzzle.key` of every row of the ``--exclude`` jsonl files."""
+    from .puzzle import Puzzle
+    from .splits import read_jsonl
+
+    return [Puzzle.from_dict(row).key for path in paths for row in read_jsonl(path)]
