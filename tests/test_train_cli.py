@@ -119,57 +119,14 @@ def test_clear_errors(tiny_model_dir, toy_puzzles, tmp_path, capsys):
 
     train, eval_ = _write_split(tmp_path, toy_puzzles)
     common = ["train", "--config", "cpu-tiny", "--output-dir", str(tmp_path / "o")]
+    data = ["--set", f"model={tiny_model_dir}", "--set", f"data.train={train}", "--set", "data.split=null"]
     assert main(common + ["--learner", "nope"]) == 2
     assert "unknown learner 'nope'" in capsys.readouterr().err
-    assert (
-        main(
-            common
-            + [
-                "--resume",
-                "--set",
-                f"model={tiny_model_dir}",
-                "--set",
-                f"data.train={train}",
-                "--set",
-                "data.split=null",
-            ]
-        )
-        == 2
-    )
+    assert main(common + ["--resume", *data]) == 2
     assert "no checkpoint" in capsys.readouterr().err
-    assert (
-        main(
-            common
-            + [
-                "--set",
-                "trainer.use_vllm=true",
-                "--set",
-                f"model={tiny_model_dir}",
-                "--set",
-                f"data.train={train}",
-                "--set",
-                "data.split=null",
-            ]
-        )
-        == 2
-    )
+    assert main(common + ["--set", "trainer.use_vllm=true", *data]) == 2
     assert "GPU" in capsys.readouterr().err
-    assert (
-        main(
-            common
-            + [
-                "--set",
-                "trainer.no_such_option=1",
-                "--set",
-                f"model={tiny_model_dir}",
-                "--set",
-                f"data.train={train}",
-                "--set",
-                "data.split=null",
-            ]
-        )
-        == 2
-    )
+    assert main(common + ["--set", "trainer.no_such_option=1", *data]) == 2
     assert "no_such_option" in capsys.readouterr().err
     assert main(["eval", "--model", str(tiny_model_dir), "--split", str(tmp_path / "missing.jsonl")]) == 2
     assert "no split" in capsys.readouterr().err
@@ -177,25 +134,16 @@ def test_clear_errors(tiny_model_dir, toy_puzzles, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_demo_pipeline_quick(tmp_path):
-    from learners.demo import run_demo
+    from learners.demo import QUICK, run_demo
 
-    summary = run_demo(
-        tmp_path / "demo",
-        train_size=16,
-        eval_size=4,
-        sft_size=16,
-        sft_steps=2,
-        sft_batch=8,
-        grpo_steps=2,
-        eval_every=1,
-        samples=2,
-        max_new_tokens=12,
-    )
+    settings = {**QUICK, "max_new_tokens": 12}  # the --quick settings, shorter completions
+    summary = run_demo(tmp_path / "demo", **settings)
     out = tmp_path / "demo"
     for name in ("summary.md", "summary.json", "training.png", "eval_before.json", "eval_after.json"):
         assert (out / name).is_file(), name
-    assert summary["before"]["n_puzzles"] == 4 and summary["after"]["n_puzzles"] == 4
+    assert summary["before"]["n_puzzles"] == summary["after"]["n_puzzles"] == settings["eval_size"]
     text = (out / "summary.md").read_text()
     assert "pass@1" in text and "training.png" in text
     history = json.loads((out / "grpo" / "log_history.json").read_text())
-    assert [e["step"] for e in history if "eval/pass@1" in e] == [0, 1, 2]
+    expected_evals = list(range(0, settings["grpo_steps"] + 1, settings["eval_every"]))
+    assert [e["step"] for e in history if "eval/pass@1" in e] == expected_evals
