@@ -445,13 +445,7 @@ def _apply_ops(ap, aq, bp, bq, ops: frozenset[str], integer: bool):
     if "/" in ops:
         add(4, ap * bq, aq * bp, bp != 0)
         add(5, bp * aq, bq * ap, ap != 0)
-    cp, cq = _reduce(np.concatenate(out_p), np.concatenate(out_q))
-    code = np.concatenate(out_code)
-    pair = np.concatenate(out_pair)
-    if integer:
-        ok = (cq == 1) & (cp > 0)
-        cp, cq, code, pair = cp[ok], cq[ok], code[ok], pair[ok]
-    return cp, cq, code, pair
+    return _joined(out_p, out_q, out_code, out_pair, integer)
 
 
 def _demanded(ap, aq, tp, tq, ops: frozenset[str], integer: bool):
@@ -481,13 +475,18 @@ def _demanded(ap, aq, tp, tq, ops: frozenset[str], integer: bool):
     if "/" in ops:
         need(4, ap * tq, aq * tp, (tp != 0) & (ap != 0))  # a / b = t
         need(5, tp * ap, tqaq, ap != 0)  # b / a = t
-    bp, bq = _reduce(np.concatenate(out_p), np.concatenate(out_q))
+    return _joined(out_p, out_q, out_code, out_row, integer)
+
+
+def _joined(out_p, out_q, out_code, out_index, integer: bool):
+    """The per-operator pieces concatenated, fractions reduced; under integer rules only positive whole values."""
+    p, q = _reduce(np.concatenate(out_p), np.concatenate(out_q))
     code = np.concatenate(out_code)
-    row = np.concatenate(out_row)
+    index = np.concatenate(out_index)
     if integer:
-        ok = (bq == 1) & (bp > 0)
-        bp, bq, code, row = bp[ok], bq[ok], code[ok], row[ok]
-    return bp, bq, code, row
+        ok = (q == 1) & (p > 0)
+        p, q, code, index = p[ok], q[ok], code[ok], index[ok]
+    return p, q, code, index
 
 
 def _tree_of(code: int, a: Tree, b: Tree) -> Tree:
