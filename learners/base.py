@@ -23,12 +23,23 @@ The seams (a learner overrides these and nothing else)
    token-level normalisers (``dapo``, ``bnpo``) too.
    ``rollout`` (:class:`Rollout`) holds the gathered rewards of *all* processes in group order, the group size,
    this process's row slice, the puzzles and (env reward) the trajectories of the local rows.
-2. ``select_loss_tokens(self, inputs) -> inputs`` runs in ``_compute_loss`` on each (shuffled) micro-batch
-   before the parent computes the loss. It may select or truncate tokens (loss mask), or adjust per-token
-   tensors computed from the micro-batch (e.g. advantages that depend on the current policy's log-probs,
-   obtained with :meth:`per_token_logps`). Then TRL's ``_compute_loss`` runs unchanged.
+2. Before the loss, per (shuffled) micro-batch, inside the base's ``_compute_loss`` (which no learner
+   overrides). Three hooks, called in this order:
 
-Both default to the identity, so ``CountdownGRPOTrainer`` is plain GRPO with Countdown rewards and metrics.
+   - ``select_loss_tokens(self, inputs) -> inputs``: select tokens (loss mask), or adjust per-token tensors
+     computed from the micro-batch (e.g. advantages that depend on the current policy's log-probs, obtained
+     with :meth:`per_token_logps`). Return a new dict rather than mutating ``inputs``: TRL reuses the buffered
+     micro-batch when ``num_iterations > 1``.
+   - ``truncate_to_loss_tokens(self) -> bool``: when true, TRL's loss runs on prefixes only: the rows are sorted
+     into at most ``args.max_buckets`` length buckets (:data:`DEFAULT_MAX_BUCKETS` when the config has no such
+     field), each cut after its rows' last loss token, and the bucket losses are recombined exactly
+     (:func:`learners.prefix_batches.prefix_loss`; equal bucket sizes on every rank under several processes).
+     The loss and its gradient are unchanged (causal attention); the forward/backward shrinks. The share of
+     completion columns actually run is logged as ``loss/forward_token_frac``. Default: ``False`` (one call
+     of TRL's loss on the whole micro-batch).
+   - ``loss_penalty(self, model) -> Tensor | None``: an extra term (e.g. an L2 penalty on the weights) added
+     to TRL's loss. Return it at the scale of one optimiser step: the base divides it by the gradient
+     accumulation steps in training, so it counts once per step. Default: ``None``.
 
 Groups and processes
 --------------------
@@ -53,7 +64,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from trl import GRPOTrainer
+from trl import GRPOConfig, GRPOTrainer
+
+from .prefix_batches import prefix_loss
+
+DEFAULT_MAX_BUCKETS = 4
+"""Length buckets per micro-batch when a learner truncates to its loss tokens and its config has no ``max_buckets``."""
 
 
 @dataclass
@@ -152,8 +168,25 @@ class CountdownGRPOTrainer(GRPOTrainer):
         return batch
 
     def select_loss_tokens(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        """Seam 2 (before the loss, per micro-batch). Default: identity."""
+        """Seam 2, per micro-batch: select loss tokens or edit per-token tensors. Default: identity."""
         return inputs
+
+    def truncate_to_loss_tokens(self) -> bool:
+        """Seam 2: run TRL's loss on bucketed prefixes cut after each row's last loss token. Default: ``False``."""
+        return False
+
+    def loss_penalty(self, model) -> torch.Tensor | None:
+        """Seam 2: a term added to TRL's loss, at the scale of one optimiser step. Default: ``None`` (nothing)."""
+        return None
+
+    @classmethod
+    def _check_args(cls, args: GRPOConfig | None, config_class: type[GRPOConfig], default_output_dir: str):
+        """``args`` if it is a ``config_class``; ``config_class(default_output_dir)`` when ``None``; else TypeError."""
+        if args is None:
+            return config_class(default_output_dir)
+        if not isinstance(args, config_class):
+            raise TypeError(f"{cls.__name__} needs args of type {config_class.__name__}, got {type(args).__name__}")
+        return args
 
     # ---------------------------------------------------------------------------------- env reward
     def countdown_env_reward(self, prompts, completions, completion_ids, numbers=None, target=None, **kwargs):
@@ -215,7 +248,23 @@ class CountdownGRPOTrainer(GRPOTrainer):
         inputs = self.select_loss_tokens(inputs)
         if inputs is None:
             raise TypeError(f"{type(self).__name__}.select_loss_tokens must return the inputs dict")
-        return super()._compute_loss(model, inputs)
+        if self.truncate_to_loss_tokens():
+            loss, stats = prefix_loss(
+                super()._compute_loss,
+                model,
+                inputs,
+                self.loss_type,
+                getattr(self.args, "max_buckets", DEFAULT_MAX_BUCKETS),
+                equal_rows=self.accelerator.num_processes > 1,  # TRL gathers per-row metrics in every call
+            )
+            self.log_metric("loss/forward_token_frac", stats["tokens"] / max(stats["full_tokens"], 1))
+        else:
+            loss = super()._compute_loss(model, inputs)
+        penalty = self.loss_penalty(model)
+        if penalty is not None:
+            steps = self.current_gradient_accumulation_steps if self.model.training else 1
+            loss = loss + penalty / steps
+        return loss
 
     # ------------------------------------------------------------------------------------- helpers
     def gather_rows(self, tensor: torch.Tensor, pad_value: float = 0) -> torch.Tensor:

@@ -153,10 +153,7 @@ class ContrastiveTrainer(CountdownGRPOTrainer):
     _tag_names = ["trl", "contrastive-shaping", "countdown"]
 
     def __init__(self, model, reward_funcs=None, args=None, *trainer_args, **trainer_kwargs):
-        if args is None:
-            args = ContrastiveConfig("contrastive")
-        if not isinstance(args, ContrastiveConfig):
-            raise TypeError(f"ContrastiveTrainer needs a ContrastiveConfig, got {type(args).__name__}")
+        args = self._check_args(args, ContrastiveConfig, "contrastive")
         super().__init__(model, reward_funcs, args, *trainer_args, **trainer_kwargs)
         self._frozen_model = None
         if args.scorer == "frozen" and args.scorer_engine != "vllm":

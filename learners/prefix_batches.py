@@ -15,8 +15,9 @@ Rows without any loss token are left out (their loss terms are zero); when no ro
 single token with a zero weight keeps the autograd graph intact. TRL's loss gathers per-row metrics across
 processes at every call, so under several processes every rank must make the same calls with the same row
 counts: ``equal_rows=True`` splits *all* rows, sorted by kept length, into ``min(max_buckets, B)`` buckets of
-fixed sizes (each still cut after its longest row) instead of the optimal plan. Used by S-GRPO (truncating
-variant) and PS-PPO.
+fixed sizes (each still cut after its longest row) instead of the optimal plan. Used by the base trainer's
+``_compute_loss`` for every learner whose ``truncate_to_loss_tokens()`` is true (S-GRPO's truncating variant,
+PS-PPO, T-SPMO).
 """
 
 from __future__ import annotations

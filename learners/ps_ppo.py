@@ -53,9 +53,9 @@ are this package's definitions, each a weight vector fed to the same solver at t
 * ``heuristic``: the same proxies as ``optimized`` but linear instead of √ allocation (:math:`\xi_t \propto w_t`,
   solver on :math:`w_t^2`) — the "intuitive" allocation the seed's numeric comparison contrasts with √.
 
-Compute: the micro-batch is split into length buckets and cut after each row's last kept token
-(:mod:`learners.prefix_batches`) so the forward and backward really shrink; this is the one override outside the
-two seams. Rows whose advantage is exactly 0 contribute no gradient when ``beta = 0`` and are skipped
+Compute: ``truncate_to_loss_tokens`` is on, so the base trainer splits the micro-batch into length buckets cut
+after each row's last kept token (:mod:`learners.prefix_batches`) and the forward and backward really shrink.
+Rows whose advantage is exactly 0 contribute no gradient when ``beta = 0`` and are skipped
 (``skip_zero_advantage``). Defaults from Appendix I: budget B = 128, top-k 16, clip 0.1 (and K = 8 generations,
 per-device batch 16 in the paper; set those in the config).
 """
@@ -66,11 +66,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from trl import GRPOConfig, GRPOTrainer
+from trl import GRPOConfig
 
 from .base import CountdownGRPOTrainer, Rollout
 from .cutoff_weights import design_weights, head_statistics, reward_uncertainty_bound
-from .prefix_batches import kept_lengths, prefix_loss
+from .prefix_batches import kept_lengths
 from .survival import survival_probabilities
 
 __all__ = ["CUTOFF_STRATEGIES", "PSPPOConfig", "PSPPOTrainer", "strategy_weights", "sample_cutoff_weights"]
@@ -178,17 +178,14 @@ class PSPPOTrainer(CountdownGRPOTrainer):
     """PS-PPO (seed 001) on the Countdown base trainer; see the module docstring for the equations.
 
     The changes w.r.t. GRPO: ``shape_batch`` computes the survival function ξ of every prompt (stored per row as
-    ``cutoff_survival``); ``select_loss_tokens`` draws the cutoffs and sets the 1/ξ weights; ``_compute_loss``
-    runs TRL's loss on the kept prefixes only.
+    ``cutoff_survival``); ``select_loss_tokens`` draws the cutoffs and sets the 1/ξ weights;
+    ``truncate_to_loss_tokens`` makes the base run TRL's loss on the kept prefixes only.
     """
 
     _tag_names = ["trl", "ps-ppo", "countdown"]
 
     def __init__(self, model, reward_funcs=None, args=None, *trainer_args, **trainer_kwargs):
-        if args is None:
-            args = PSPPOConfig("ps-ppo")
-        if not isinstance(args, PSPPOConfig):
-            raise TypeError(f"PSPPOTrainer needs a PSPPOConfig, got {type(args).__name__}")
+        args = self._check_args(args, PSPPOConfig, "ps-ppo")
         super().__init__(model, reward_funcs, args, *trainer_args, **trainer_kwargs)
         self._cutoff_rng = torch.Generator().manual_seed(int(args.seed) + 7919 * self.accelerator.process_index)
 
@@ -277,20 +274,8 @@ class PSPPOTrainer(CountdownGRPOTrainer):
                 scale = keep.sum(dim=1, keepdim=True) / loss_mask.sum(dim=1, keepdim=True).clamp(min=1.0)
             per_token = advantages if advantages.dim() == 2 else advantages.unsqueeze(1)
             inputs["advantages"] = per_token * weights * scale
-        self._last_kept = (keep.sum().item(), loss_mask.sum().item())
+        self.log_metric("ps_ppo/kept_token_frac", keep.sum().item() / max(loss_mask.sum().item(), 1.0))
         return inputs
 
-    def _compute_loss(self, model, inputs):
-        inputs = self.select_loss_tokens(inputs)
-        loss, stats = prefix_loss(
-            lambda m, part: GRPOTrainer._compute_loss(self, m, part),
-            model,
-            inputs,
-            self.loss_type,
-            self.args.max_buckets,
-            equal_rows=self.accelerator.num_processes > 1,
-        )
-        kept, total = self._last_kept
-        self.log_metric("ps_ppo/kept_token_frac", kept / max(total, 1.0))
-        self.log_metric("ps_ppo/forward_token_frac", stats["tokens"] / max(stats["full_tokens"], 1))
-        return loss
+    def truncate_to_loss_tokens(self) -> bool:
+        return True

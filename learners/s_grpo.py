@@ -29,10 +29,10 @@ trainer recounts ``num_items_in_batch`` from it. ``loss_type="grpo"`` (default h
 :math:`S_i` per completion as above.
 
 The masking alone saves no FLOPs: the forward and backward passes still run over every token (seed 001,
-Figure 2(d)). ``truncate_after_last_selected=True`` is the compute-saving variant: each micro-batch is sorted into
-buckets and cut after each bucket's last selected token (:mod:`learners.prefix_batches`). Under causal attention
-the loss is unchanged; only the tokens after the last selected one are no longer run. That is the one override
-outside the two seams (``_compute_loss`` splits the micro-batch, then calls TRL's loss per bucket).
+Figure 2(d)). ``truncate_after_last_selected=True`` is the compute-saving variant: through the base's seam-2
+switch ``truncate_to_loss_tokens``, each micro-batch is sorted into buckets and cut after each bucket's last selected
+token (:mod:`learners.prefix_batches`). Under causal attention the loss is unchanged; only the tokens after the last
+selected one are no longer run.
 
 Hyperparameters from the seed: α = 100 (SVAMP) / 50 (multiplication), k = 100, P not reported, β = 0.01,
 lr 1e-4 (LoRA). Defaults here: α = 50, k = 100, P = 0.5, β = 0 (TRL's; set ``beta=0.01`` to match the seed).
@@ -43,10 +43,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
-from trl import GRPOConfig, GRPOTrainer
+from trl import GRPOConfig
 
 from .base import CountdownGRPOTrainer, Rollout
-from .prefix_batches import prefix_loss
 
 __all__ = ["SGRPOConfig", "SGRPOTrainer", "s_grpo_token_mask"]
 
@@ -116,16 +115,13 @@ class SGRPOTrainer(CountdownGRPOTrainer):
     """S-GRPO (seed 002) on the Countdown base trainer; see the module docstring for the objective.
 
     The changes w.r.t. GRPO: ``shape_batch`` draws the loss-token subset; with
-    ``truncate_after_last_selected`` the loss runs on bucketed prefixes.
+    ``truncate_after_last_selected``, ``truncate_to_loss_tokens`` makes the base run the loss on bucketed prefixes.
     """
 
     _tag_names = ["trl", "s-grpo", "countdown"]
 
     def __init__(self, model, reward_funcs=None, args=None, *trainer_args, **trainer_kwargs):
-        if args is None:
-            args = SGRPOConfig("s-grpo")
-        if not isinstance(args, SGRPOConfig):
-            raise TypeError(f"SGRPOTrainer needs an SGRPOConfig, got {type(args).__name__}")
+        args = self._check_args(args, SGRPOConfig, "s-grpo")
         super().__init__(model, reward_funcs, args, *trainer_args, **trainer_kwargs)
         self._selection_rng = torch.Generator().manual_seed(int(args.seed) + self.accelerator.process_index)
 
@@ -145,17 +141,5 @@ class SGRPOTrainer(CountdownGRPOTrainer):
         self.log_metric("s_grpo/loss_token_frac", (kept[0] / kept[1].clamp(min=1)).item(), rollout.mode)
         return batch
 
-    def _compute_loss(self, model, inputs):
-        if not self.args.truncate_after_last_selected:
-            return super()._compute_loss(model, inputs)
-        inputs = self.select_loss_tokens(inputs)
-        loss, stats = prefix_loss(
-            lambda m, part: GRPOTrainer._compute_loss(self, m, part),
-            model,
-            inputs,
-            self.loss_type,
-            self.args.max_buckets,
-            equal_rows=self.accelerator.num_processes > 1,
-        )
-        self.log_metric("s_grpo/forward_token_frac", stats["tokens"] / max(stats["full_tokens"], 1))
-        return loss
+    def truncate_to_loss_tokens(self) -> bool:
+        return self.args.truncate_after_last_selected

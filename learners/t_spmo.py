@@ -29,8 +29,8 @@ of the completion it was found in, and gradient accumulation or several processe
 **Regularisation.** ``beta > 0`` adds TRL's per-token KL(π_θ‖π_ref) estimator on the loss tokens; ``l2_coef > 0``
 adds :math:`\lambda\,\lVert\theta-\theta_0\rVert^2` over the trainable parameters (``l2_anchor="init"``: θ_0 = the
 values at construction; ``"zero"``: the paper's :math:`\lambda\lVert\theta_{LoRA}\rVert^2`, meant for adapters).
-The L2 term is added after TRL's loss — the one place this learner extends ``_compute_loss`` beyond the seams,
-because neither seam can add a loss term. Works with a ``peft`` LoRA config passed as ``peft_config``.
+The L2 term is added after TRL's loss through the base's seam-2 hook ``loss_penalty`` (the base scales it for
+gradient accumulation). Works with a ``peft`` LoRA config passed as ``peft_config``.
 
 **Replay** (``replay_success``/``replay_failure`` = C_success/C_failure > 0; :mod:`learners.replay` states the
 rules). Done in seam 1 without overriding TRL's generation: after TRL generated and scored the batch, restart
@@ -47,7 +47,8 @@ Unsupported with replay: tools, environments, ``rollout_func``, multimodal input
 micro-batch: e.g. |G| = 50 with ``per_device_train_batch_size=10, steps_per_generation=5,
 gradient_accumulation_steps=5`` trains on one prompt per optimiser step in five micro-batches of ten rows
 (forward passes, old/ref log-probs and replay generation all run in micro-batches of that size).
-Seam 2 also drops the completion columns after the last loss token of each micro-batch (exact: causal attention).
+Seam 2 runs TRL's loss only up to each row's last loss token (``truncate_to_loss_tokens``: the base's bucketed
+prefixes, exact under causal attention), so the many trailing tokens a trie leaves without loss cost nothing.
 
 **Estimator statistics** (referee, major comment 4) are logged every generation batch under ``tspmo/``:
 unique transitions, share of the loss tokens (``loss_token_share``), share resting on one completion
@@ -149,18 +150,15 @@ class TSPMOTrainer(CountdownGRPOTrainer):
     """T-SPMO on :class:`~learners.base.CountdownGRPOTrainer`; see the module docstring for the equations.
 
     Seam 1 (``shape_batch``): replay (optional), prefix-trie advantages over the gathered groups, the unique-
-    transition loss mask, estimator statistics. Seam 2 (``select_loss_tokens``): drop trailing columns without loss
-    tokens. ``_compute_loss`` adds the optional L2 term after TRL's loss.
+    transition loss mask, estimator statistics. Seam 2: ``truncate_to_loss_tokens`` (no compute after the last loss
+    token) and ``loss_penalty`` (the optional L2 term).
     """
 
     _tag_names = ["trl", "countdown-rl", "t-spmo"]
     _name = "T-SPMO"
 
     def __init__(self, model, reward_funcs=None, args: TSPMOConfig | None = None, *trainer_args, **trainer_kwargs):
-        if args is None:
-            raise ValueError("TSPMOTrainer needs args=TSPMOConfig(...)")
-        if not isinstance(args, TSPMOConfig):
-            raise TypeError(f"args must be a TSPMOConfig, got {type(args).__name__}")
+        args = self._check_args(args, TSPMOConfig, "t-spmo")
         super().__init__(model, reward_funcs, args, *trainer_args, **trainer_kwargs)
         self.replay_enabled = args.replay_success + args.replay_failure > 0
         self.replay_buffer = ReplayBuffer(
@@ -416,34 +414,20 @@ class TSPMOTrainer(CountdownGRPOTrainer):
             return self.per_token_logps(self.model, rows, batch_size=batch_size)
 
     # ------------------------------------------------------------------------------------------------ seam 2
-    def select_loss_tokens(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        """Drop completion columns after the micro-batch's last loss token (exact under causal attention)."""
-        inputs = dict(inputs)  # TRL reuses the buffered micro-batch when num_iterations > 1
-        mask = self.loss_mask(inputs)
-        width = mask.size(1)
-        used = torch.nonzero(mask.any(dim=0))
-        keep = int(used.max().item()) + 1 if used.numel() else 1
-        if keep < width:
-            for key, value in list(inputs.items()):
-                if key in _COMPLETION_KEYS and isinstance(value, torch.Tensor) and value.dim() == 2:
-                    if value.size(1) == width:
-                        inputs[key] = value[:, :keep]
-        return inputs
+    def truncate_to_loss_tokens(self) -> bool:
+        return True
 
-    # ------------------------------------------------------------------------------------------------ L2
-    def _compute_loss(self, model, inputs):
-        loss = super()._compute_loss(model, inputs)
-        if self.args.l2_coef > 0:
-            if self._l2_anchor is None:
-                penalty = sum((p.float() ** 2).sum() for p in self._l2_params)
-            else:
-                pairs = zip(self._l2_params, self._l2_anchor, strict=True)
-                penalty = sum(((p.float() - a.float()) ** 2).sum() for p, a in pairs)
-            mode = "train" if self.model.training else "eval"
-            steps = self.current_gradient_accumulation_steps if mode == "train" else 1
-            loss = loss + self.args.l2_coef * penalty / steps
-            self.log_metric("tspmo/l2_penalty", float(penalty.detach()), mode)
-        return loss
+    def loss_penalty(self, model) -> torch.Tensor | None:
+        """λ‖θ − θ_0‖² (or λ‖θ‖²) over the trainable parameters; ``None`` when ``l2_coef`` is 0."""
+        if self.args.l2_coef <= 0:
+            return None
+        if self._l2_anchor is None:
+            penalty = sum((p.float() ** 2).sum() for p in self._l2_params)
+        else:
+            pairs = zip(self._l2_params, self._l2_anchor, strict=True)
+            penalty = sum(((p.float() - a.float()) ** 2).sum() for p, a in pairs)
+        self.log_metric("tspmo/l2_penalty", float(penalty.detach()))
+        return self.args.l2_coef * penalty
 
 
 def _ignore(*args, **kwargs) -> None:

@@ -229,3 +229,88 @@ def test_set_loss_mask_checks_shapes():
     CountdownGRPOTrainer.set_loss_mask(batch, torch.tensor([[1, 0, 1], [0, 0, 1]], dtype=torch.bool))
     assert CountdownGRPOTrainer.loss_mask(batch).tolist() == [[1, 0, 1], [0, 0, 1]]
     assert batch["completion_mask"].sum() == 6  # the attention mask is untouched
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("loss_type", ["dapo", "grpo", "bnpo"])
+def test_seam_2_truncation_and_penalty_keep_the_loss_and_gradient(
+    tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, synthetic_loss_batch, loss_type, monkeypatch
+):
+    """Truncating to the loss tokens changes neither loss nor gradient, only the widths TRL's loss runs on; the
+    penalty is added once per optimiser step (divided by the accumulation steps)."""
+    from trl import GRPOTrainer
+
+    from learners.base import CountdownGRPOTrainer
+
+    widths = []
+    trl_loss = GRPOTrainer._compute_loss
+
+    def recording_loss(self, model, inputs):
+        widths.append(inputs["completion_ids"].size(1))
+        return trl_loss(self, model, inputs)
+
+    monkeypatch.setattr(GRPOTrainer, "_compute_loss", recording_loss)
+
+    class Seam2(CountdownGRPOTrainer):
+        truncate, penalty_scale = False, 0.0
+
+        def truncate_to_loss_tokens(self):
+            return self.truncate
+
+        def loss_penalty(self, model):
+            if not self.penalty_scale:
+                return None
+            return self.penalty_scale * sum((p**2).sum() for p in model.parameters())
+
+    cpu_grpo_kwargs.update(loss_type=loss_type)
+    trainer = _trainer(Seam2, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs)
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 2
+    params = list(trainer.model.parameters())
+    inputs = synthetic_loss_batch(seed=1)
+    inputs["tool_mask"][:, 10:] = 0  # no loss token after column 10: the tail can be cut
+
+    def loss_and_grad(truncate, penalty_scale):
+        trainer.truncate, trainer.penalty_scale = truncate, penalty_scale
+        widths.clear()
+        trainer.model.zero_grad()
+        loss = trainer._compute_loss(trainer.model, dict(inputs))
+        loss.backward()
+        return loss.detach(), torch.cat([p.grad.flatten() for p in params]), list(widths)
+
+    full_loss, full_grad, full_widths = loss_and_grad(False, 0.0)
+    assert full_widths == [20] and full_grad.abs().max() > 0
+    cut_loss, cut_grad, cut_widths = loss_and_grad(True, 0.0)
+    assert 1 < len(cut_widths) <= 4 and max(cut_widths) <= 10  # DEFAULT_MAX_BUCKETS: GRPOConfig has no max_buckets
+    torch.testing.assert_close(cut_loss, full_loss, rtol=1e-5, atol=1e-7)
+    torch.testing.assert_close(cut_grad, full_grad, rtol=1e-4, atol=1e-7)
+    assert 0 < trainer._metrics["train"]["loss/forward_token_frac"][-1] <= 0.5
+
+    scale = 1e-3
+    loss, grad, _ = loss_and_grad(True, scale)
+    flat = torch.cat([p.detach().flatten() for p in params])
+    torch.testing.assert_close(loss, full_loss + scale * (flat**2).sum() / 2, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(grad, full_grad + scale * 2 * flat / 2, rtol=1e-4, atol=1e-6)
+
+
+def test_check_args_builds_the_default_and_rejects_other_configs(tmp_path):
+    from dataclasses import dataclass
+
+    from trl import GRPOConfig
+
+    from learners.base import CountdownGRPOTrainer
+    from learners.s_grpo import SGRPOConfig
+
+    @dataclass
+    class CPUConfig(SGRPOConfig):  # the default config must build on this CPU-only machine
+        use_cpu: bool = True
+        bf16: bool = False
+        report_to: str = "none"
+
+    cpu = dict(use_cpu=True, bf16=False, report_to="none")
+    default = CountdownGRPOTrainer._check_args(None, CPUConfig, str(tmp_path / "default"))
+    assert type(default) is CPUConfig and default.output_dir == str(tmp_path / "default")
+    given = SGRPOConfig(str(tmp_path), **cpu)
+    assert CountdownGRPOTrainer._check_args(given, SGRPOConfig, "unused") is given
+    with pytest.raises(TypeError, match="CountdownGRPOTrainer needs args of type SGRPOConfig, got GRPOConfig"):
+        CountdownGRPOTrainer._check_args(GRPOConfig(str(tmp_path), **cpu), SGRPOConfig, "unused")

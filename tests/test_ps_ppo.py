@@ -172,12 +172,12 @@ def test_two_training_steps(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs,
     trainer.train()
     assert trainer.state.global_step == 2
     assert any(not torch.equal(before[n], p.detach()) for n, p in trainer.model.named_parameters())
-    logs = [e for e in trainer.state.log_history if "ps_ppo/forward_token_frac" in e]
+    logs = [e for e in trainer.state.log_history if "loss/forward_token_frac" in e]
     assert len(logs) == 2
     for entry in logs:
         assert math.isfinite(entry["loss"])
         assert 0 < entry["ps_ppo/expected_kept_frac"] < 1
-        assert entry["ps_ppo/forward_token_frac"] < 1
+        assert entry["loss/forward_token_frac"] < 1
 
 
 @pytest.mark.slow

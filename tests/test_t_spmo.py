@@ -192,6 +192,7 @@ def test_loss_gradient_is_the_stated_objective(objective, tiny_model_dir, toy_pr
     expected = _grad(model, manual)
     got = _grad(model, trainer._compute_loss(model, batch))
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-7)
+    assert trainer._metrics["train"]["loss/forward_token_frac"]  # through the base's shared truncation
 
 
 @pytest.mark.slow
@@ -294,19 +295,27 @@ def test_large_group_over_micro_batches_with_replay_and_reuse(tiny_model_dir, to
     assert "clip_ratio/region_mean" in trainer.state.log_history[0]
 
 
-def test_select_loss_tokens_drops_trailing_columns_without_loss():
+def test_seam_2_truncates_to_loss_tokens_and_adds_the_l2_penalty():
     from learners.t_spmo import TSPMOTrainer
 
-    inputs = {
-        "prompt_ids": torch.ones(2, 3, dtype=torch.long),
-        "completion_ids": torch.arange(10).reshape(2, 5),
-        "completion_mask": torch.ones(2, 5, dtype=torch.long),
-        "tool_mask": torch.tensor([[1, 0, 0, 0, 0], [0, 1, 1, 0, 0]]),
-        "advantages": torch.ones(2, 5),
-    }
-    out = TSPMOTrainer.select_loss_tokens(SimpleNamespace(loss_mask=TSPMOTrainer.loss_mask), inputs)
-    assert out["completion_ids"].shape == (2, 3) and out["advantages"].shape == (2, 3)
-    assert out["prompt_ids"].shape == (2, 3) and inputs["completion_ids"].shape == (2, 5)
+    logged = {}
+    params = [torch.nn.Parameter(torch.tensor([1.0, 2.0])), torch.nn.Parameter(torch.tensor([[3.0]]))]
+    trainer = SimpleNamespace(
+        args=SimpleNamespace(l2_coef=0.5),
+        _l2_params=params,
+        _l2_anchor=[torch.tensor([1.0, 0.0]), torch.tensor([[1.0]])],
+        log_metric=lambda name, value: logged.update({name: value}),
+    )
+    assert TSPMOTrainer.truncate_to_loss_tokens(trainer) is True
+    penalty = TSPMOTrainer.loss_penalty(trainer, None)
+    torch.testing.assert_close(penalty, torch.tensor(0.5 * (0 + 4 + 4)))  # λ‖θ − θ_0‖²
+    assert logged == {"tspmo/l2_penalty": 8.0}
+    (grad,) = torch.autograd.grad(penalty, [params[0]])
+    torch.testing.assert_close(grad, torch.tensor([0.0, 2.0]))
+    trainer._l2_anchor = None  # l2_anchor="zero": λ‖θ‖²
+    torch.testing.assert_close(TSPMOTrainer.loss_penalty(trainer, None), torch.tensor(0.5 * 14))
+    trainer.args.l2_coef = 0.0
+    assert TSPMOTrainer.loss_penalty(trainer, None) is None
 
 
 # --------------------------------------------------------------------------------------------- two processes
