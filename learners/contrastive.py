@@ -1,6 +1,6 @@
 r"""Contrastive potential advantage shaping (seed 000), on the Countdown base trainer.
 
-Source: ``/work/shared/seeds/000_2ea932ba632d9ce5.txt`` ("Contrastive potential advantage shaping"). GRPO gives
+Source: ``shared/seeds/000_2ea932ba632d9ce5.txt`` ("Contrastive potential advantage shaping"). GRPO gives
 every token of a completion the same outcome advantage; this learner adds a per-paragraph term measuring how much
 each paragraph moved a scorer model's belief towards the group's correct answers and away from its wrong ones.
 
