@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .expression import leaves, parse_expression
 from .prompts import PromptTemplate, format_completion
 from .puzzle import Puzzle
 
@@ -350,20 +351,9 @@ def make_trace(
 
     solution = next(expr for value, expr, _ in reversed(items) if value == target)
     if chosen.full_check:
-        used = _numbers_in(solution)
+        used = leaves(parse_expression(solution))
         paragraphs.append(f"Check: {'; '.join(m.text for m in path)}. Uses {', '.join(map(str, used))}.")
     else:
         paragraphs.append(f"Check: {solution} = {puzzle.target}.")
     return Trace("\n\n".join(paragraphs), solution, chosen.name)
 
-
-def _numbers_in(expression: str) -> list[int]:
-    """The integer literals of an expression built by this module, in order."""
-    out, digits = [], ""
-    for ch in expression + " ":
-        if ch.isdigit():
-            digits += ch
-        elif digits:
-            out.append(int(digits))
-            digits = ""
-    return out
