@@ -795,17 +795,7 @@ class _Counter:
         out: dict = defaultdict(int)
         for part in itertools.product(*(range(c + 1) for c in sub)):
             if any(part) and self.code(part) <= bound:
-                items = self.items(part, kind, negative_only)
-                k = 1
-                while all(k * b <= s for b, s in zip(part, sub, strict=True)):
-                    rest = tuple(s - k * b for s, b in zip(sub, part, strict=True))
-                    _convolve_into(
-                        out,
-                        _multiset_k(items, k, kind),
-                        self.bounded(rest, self.code(part) - 1, kind, negative_only),
-                        kind,
-                    )
-                    k += 1
+                self._bounded_into(out, sub, part, kind, negative_only)
         found = {v: c for v, c in out.items() if c}
         self._bounded[key] = found
         return found
