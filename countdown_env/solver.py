@@ -729,9 +729,6 @@ class _Counter:
         return out
 
     # -- chains (multisets of items) ------------------------------------------------------------------------
-    def _allowed(self, kind: str) -> bool:
-        return kind in self.ops
-
     def chain_full(self, sub: tuple[int, ...], kind: str, negative_only: bool) -> dict:
         """Multisets of >= 1 items exactly covering ``sub``: combined value -> count."""
         key = (sub, kind, negative_only, "full")
@@ -753,7 +750,7 @@ class _Counter:
         if found is not None:
             return found
         out: dict = defaultdict(int)
-        if self._allowed(kind) and sum(sub) >= 2:
+        if kind in self.ops and sum(sub) >= 2:
             if 1 in sub:
                 # the item holding the single copy of this number is unique: pick it, then the rest
                 pivot = sub.index(1)
