@@ -128,24 +128,21 @@ def run(args: argparse.Namespace) -> int:
     reasons: Counter[str] = Counter()
     accepted = refused = expected_reason = wrong_total = 0
     verify_time = 0.0
-    n_verify = 0
     solved = [(p, a) for p, a in zip(puzzles, answers, strict=True) if a is not None]
     for puzzle, answer in solved:
-        start = time.perf_counter()
-        verdict = verify(answer, puzzle, **options)
-        verify_time += time.perf_counter() - start
-        n_verify += 1
-        reasons[verdict.reason] += 1
-        accepted += verdict.correct
-        for wrong, reason in wrong_answers(puzzle, answer, args.use_all_numbers):
+        # the solver's answer first (expected "ok"), then the answers that must be refused
+        for text, reason in [(answer, "ok"), *wrong_answers(puzzle, answer, args.use_all_numbers)]:
             start = time.perf_counter()
-            verdict = verify(wrong, puzzle, **options)
+            verdict = verify(text, puzzle, **options)
             verify_time += time.perf_counter() - start
-            n_verify += 1
             reasons[verdict.reason] += 1
-            wrong_total += 1
-            refused += not verdict.correct
-            expected_reason += verdict.reason == reason
+            if reason == "ok":
+                accepted += verdict.correct
+            else:
+                wrong_total += 1
+                refused += not verdict.correct
+                expected_reason += verdict.reason == reason
+    n_verify = sum(reasons.values())
 
     times = sorted(solve_times)
     median = times[len(times) // 2]
