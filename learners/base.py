@@ -142,7 +142,7 @@ def puzzles_from_inputs(inputs: Sequence[dict[str, Any]]) -> list[Any] | None:
         return None
     from countdown_env import Puzzle
 
-    return [Puzzle(tuple(int(n) for n in row["numbers"]), int(row["target"])) for row in inputs]
+    return [Puzzle.from_dict(row) for row in inputs]
 
 
 class CountdownGRPOTrainer(GRPOTrainer):
@@ -199,7 +199,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
         from countdown_env import Puzzle
         from countdown_env.trajectory import score_trajectories
 
-        puzzles = [Puzzle(tuple(int(n) for n in ns), int(t)) for ns, t in zip(numbers, target, strict=True)]
+        puzzles = [Puzzle(ns, t) for ns, t in zip(numbers, target, strict=True)]
         trajectories = score_trajectories(
             puzzles,
             [list(ids) for ids in completion_ids],

@@ -251,7 +251,7 @@ def evaluate(
     if temperature <= 0 and samples > 1:
         raise ValueError("greedy decoding (temperature 0) gives identical samples: use --samples 1")
     ks = sorted({1, samples} if ks is None else set(ks))
-    puzzles = [Puzzle(tuple(int(n) for n in r["numbers"]), int(r["target"])) for r in rows]
+    puzzles = [Puzzle.from_dict(r) for r in rows]
     chat_template = resolve_template(template)
     prompt_ids = [
         tokenizer.apply_chat_template(chat_messages(p, chat_template), tokenize=True, add_generation_prompt=True)

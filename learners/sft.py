@@ -51,8 +51,7 @@ def sft_messages(records: Sequence[dict[str, Any]], template: str | None = None)
         completion = record["completion"]
         if isinstance(completion, str):
             completion = [{"role": "assistant", "content": completion}]
-        puzzle = Puzzle(tuple(int(n) for n in record["numbers"]), int(record["target"]))
-        rows.append({"messages": [*chat_messages(puzzle, t), *completion]})
+        rows.append({"messages": [*chat_messages(Puzzle.from_dict(record), t), *completion]})
     if not rows:
         raise ValueError("no SFT records given")
     return rows

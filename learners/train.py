@@ -118,7 +118,7 @@ def load_data(config: dict[str, Any], work_dir: Path) -> tuple[list[dict], list[
 def rows_to_puzzles(rows: list[dict]):
     from countdown_env import Puzzle
 
-    return [Puzzle(tuple(int(n) for n in r["numbers"]), int(r["target"])) for r in rows]
+    return [Puzzle.from_dict(r) for r in rows]
 
 
 # ---------------------------------------------------------------------------------------------- callbacks
