@@ -15,16 +15,7 @@ from typing import Any
 
 from .prompts import chat_messages, get_template
 from .puzzle import Puzzle
-from .splits import (
-    MAX_CONSECUTIVE_DUPLICATES,
-    PuzzleKey,
-    SplitError,
-    SplitSpec,
-    _is_trivial,
-    _key,
-    _progress_bar,
-    stream_seed,
-)
+from .splits import PuzzleKey, SplitSpec, _distinct_draws, _generator, _interleave, _key, _progress_bar
 from .traces import MIXED, STYLES, TraceStyle, make_trace, resolve_style
 
 TINY_VALUE_RANGE = (1, 20)
@@ -53,7 +44,6 @@ def build_sft_records(
     drawn per row) or a :class:`~countdown_env.traces.TraceStyle`. ``exclude`` keeps puzzles out by canonical
     key (pass the eval puzzles). Deterministic in all arguments. No HF import.
     """
-    from .generator import PuzzleGenerator
     from .verifier import verify_completion
 
     spec = SplitSpec(
@@ -75,29 +65,10 @@ def build_sft_records(
     groups: list[list[dict]] = []
     try:
         for n, count in spec.sizes("train").items():
-            gen = PuzzleGenerator(
-                n_numbers=n,
-                value_range=spec.value_range,
-                target_range=spec.target_range,
-                require_solvable=True,
-                use_all_numbers=use_all_numbers,
-                integer_intermediates=integer_intermediates,
-                seed=stream_seed(seed, n, "sft"),
-            )
-            taken, rows, index, misses = set(spec.exclude), [], 0, 0
-            while len(rows) < count:
-                puzzle = gen[index]
-                index += 1
-                if puzzle.key in taken or _is_trivial(puzzle):
-                    misses += 1
-                    if misses > MAX_CONSECUTIVE_DUPLICATES:
-                        raise SplitError(
-                            f"only {len(rows)} of {count} distinct SFT puzzles with {n} numbers: the puzzle space "
-                            f"(value_range={spec.value_range}, target_range={spec.target_range}) is too small"
-                        )
-                    continue
-                misses = 0
-                taken.add(puzzle.key)
+            gen = _generator(spec, n, "sft")
+            rows = []
+            what = f"SFT puzzles with {n} numbers"
+            for index, puzzle in _distinct_draws(gen.__getitem__, count, set(spec.exclude), spec, what):
                 row_style = resolve_style(style, random.Random(f"sft-style:{seed}:{n}:{index}"))
                 trace = make_trace(
                     puzzle,
@@ -133,8 +104,7 @@ def build_sft_records(
     finally:
         if bar is not None:
             bar.close()
-    longest = max(len(g) for g in groups)
-    return [g[i] for i in range(longest) for g in groups if i < len(g)]
+    return list(_interleave(groups))
 
 
 def sft_features():

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -158,25 +158,37 @@ def _row(record, spec: SplitSpec) -> dict[str, Any]:
     }
 
 
+def _distinct_draws(
+    draw: Callable[[int], Any], size: int, taken: set[PuzzleKey], spec: SplitSpec, what: str
+) -> Iterator[tuple[int, Any]]:
+    """``(draws so far, item)`` for the first ``size`` items of ``draw(0), draw(1), ...`` (a ``Puzzle`` or a record
+    with ``.puzzle``) whose keys are not in ``taken`` (which it extends), trivial puzzles skipped unless
+    ``spec.allow_trivial``. Raises :class:`SplitError` after :data:`MAX_CONSECUTIVE_DUPLICATES` misses in a row."""
+    index, found, misses = 0, 0, 0
+    while found < size:
+        item = draw(index)
+        index += 1
+        puzzle = item if isinstance(item, Puzzle) else item.puzzle
+        if puzzle.key in taken or (not spec.allow_trivial and _is_trivial(puzzle)):
+            misses += 1
+            if misses > MAX_CONSECUTIVE_DUPLICATES:
+                raise SplitError(
+                    f"only {found} of {size} distinct {what} after {index} draws: the puzzle space "
+                    f"(value_range={spec.value_range}, target_range={spec.target_range}) is too small for the "
+                    "sizes asked"
+                )
+            continue
+        misses = 0
+        taken.add(puzzle.key)
+        found += 1
+        yield index, item
+
+
 def _unique_rows(spec: SplitSpec, n: int, split: str, size: int, taken: set[PuzzleKey], tick) -> list[dict]:
     """``size`` rows of one stream whose keys are not in ``taken`` (which it extends)."""
     gen = _generator(spec, n, split)
     rows: list[dict] = []
-    index, misses, patience = 0, 0, MAX_CONSECUTIVE_DUPLICATES
-    while len(rows) < size:
-        record = gen.record(index)
-        index += 1
-        if record.puzzle.key in taken or (not spec.allow_trivial and _is_trivial(record.puzzle)):
-            misses += 1
-            if misses > patience:
-                raise SplitError(
-                    f"only {len(rows)} of {size} distinct {split} puzzles with {n} numbers after {index} draws: "
-                    f"the puzzle space (value_range={spec.value_range}, target_range={spec.target_range}) is "
-                    "too small for the sizes asked"
-                )
-            continue
-        misses = 0
-        taken.add(record.puzzle.key)
+    for _, record in _distinct_draws(gen.record, size, taken, spec, f"{split} puzzles with {n} numbers"):
         rows.append(_row(record, spec))
         tick()
     return rows
