@@ -246,4 +246,4 @@ def test_docstring_examples():
     for module in (expression, verifier, answers, rewards):
         result = doctest.testmod(module)
         assert result.failed == 0, module.__name__
-    assert doctest.testmod(verifier).attempted > 0
+        assert result.attempted > 0 or module is rewards, module.__name__  # rewards has no examples
