@@ -191,7 +191,7 @@ def clean_rows(rows: Iterable[Any], report: CleaningReport | None = None, **kwar
             yield cleaned
 
 
-def _read_json_lines(path: Path, report: CleaningReport) -> Iterator[Any]:
+def _read_json_lines(path: Path) -> Iterator[Any]:
     import json
 
     with open(path, encoding="utf-8") as fh:
@@ -215,7 +215,7 @@ def clean_file(in_path: str | os.PathLike, out_path: str | os.PathLike, **kwargs
     if not in_path.is_file():
         raise FileNotFoundError(f"no such input file: {in_path}")
     report = CleaningReport()
-    rows = clean_rows(_read_json_lines(in_path, report), report, **kwargs)
+    rows = clean_rows(_read_json_lines(in_path), report, **kwargs)
     if out_path.suffix == ".jsonl":
         write_jsonl(rows, out_path)
     else:
