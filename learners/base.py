@@ -319,7 +319,6 @@ class CountdownGRPOTrainer(GRPOTrainer):
 
     def _log_rollout_metrics(self, batch: dict[str, Any], rollout: Rollout) -> None:
         device = batch["completion_ids"].device
-        lengths = batch["completion_mask"].sum(dim=1).float()  # 0 for rows TRL masked as truncated
         trajectories = rollout.trajectories
         if trajectories is not None:
             lengths = torch.tensor([float(len(t.completion_ids)) for t in trajectories], device=device)
@@ -327,10 +326,10 @@ class CountdownGRPOTrainer(GRPOTrainer):
             correct = torch.tensor([bool(t.verification.correct) for t in trajectories], device=device)
             format_ok = torch.tensor([bool(t.format_ok) for t in trajectories], device=device)
         else:
+            lengths = batch["completion_mask"].sum(dim=1).float()  # 0 for rows TRL masked as truncated
             eos = torch.tensor(sorted(self.eos_token_ids), device=device)
             truncated = ~torch.isin(batch["completion_ids"], eos).any(dim=1)
-            local = rollout.local(rollout.rewards)
-            correct = torch.nan_to_num(local, nan=0.0) >= 1.0
+            correct = torch.nan_to_num(rollout.local_rewards, nan=0.0) >= 1.0
             format_ok = torch.full_like(correct, torch.nan, dtype=torch.float32)
         stats = torch.stack(
             [
