@@ -252,7 +252,8 @@ def test_observations_are_fresh_arrays_or_read_only_views(char_tokenizer):
     obs0, _ = env.reset()
     obs1, *_ = env.step(5)
     assert not np.shares_memory(obs0, obs1)
-    obs1[0] = 0  # the caller owns copies
+    obs1[0] = 0  # the caller owns copies: writing one changes nothing the env hands out later
+    assert env.step(6)[0][0] == obs0[0] != 0
     zero_copy = make(char_tokenizer, copy_observations=False)
     view0, _ = zero_copy.reset()
     with pytest.warns(UserWarning, match="share an object"):  # Gymnasium's checker notices the shared buffer
