@@ -26,15 +26,13 @@ from countdown_env.solver import _check_operators, _python_solve, count_solution
 
 
 def draw_cases(n: int, wanted: int, rng: np.random.Generator, max_draws: int = 4000):
-    """Up to ``wanted`` solvable and ``wanted`` unsolvable puzzles with their solve() times."""
-    cases: dict[bool, list[tuple[Puzzle, float]]] = {True: [], False: []}
+    """Up to ``wanted`` solvable and ``wanted`` unsolvable puzzles (classified by solve(), not timed here)."""
+    cases: dict[bool, list[Puzzle]] = {True: [], False: []}
     for _ in range(max_draws):
         puzzle = Puzzle([int(x) for x in rng.integers(1, 101, size=n)], int(rng.integers(10, 1001)))
-        start = time.process_time()
         found = solve(puzzle) is not None
-        elapsed = time.process_time() - start
         if len(cases[found]) < wanted:
-            cases[found].append((puzzle, elapsed))
+            cases[found].append(puzzle)
         if all(len(v) >= wanted for v in cases.values()):
             break
     return cases
@@ -57,14 +55,14 @@ def main() -> None:
             if not group:
                 print(f"{n:>2} {'solvable' if solvable else 'unsolvable':>10} {0:>5}  (none drawn)")
                 continue
-            # re-time (the first timing above included drawing-order effects such as warm caches)
+            # timed apart from the drawing (which interleaves the classes and warms caches)
             times = []
-            for puzzle, _ in group:
+            for puzzle in group:
                 start = time.process_time()
                 solve(puzzle)
                 times.append(time.process_time() - start)
             base = []
-            for puzzle, _ in group[: args.baseline_cases if n < 6 else min(2, args.baseline_cases)]:
+            for puzzle in group[: args.baseline_cases if n < 6 else min(2, args.baseline_cases)]:
                 start = time.process_time()
                 _python_solve(puzzle.numbers, puzzle.target, ops, False, False)
                 base.append(time.process_time() - start)
