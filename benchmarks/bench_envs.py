@@ -41,9 +41,9 @@ def best_rate(fn, n: int, repeats: int = 3) -> float:
 
 
 def bench_text(episodes: int) -> None:
-    def episodes_of(env):
+    def episodes_of(env, n: int = episodes):
         def run():
-            for _ in range(episodes):
+            for _ in range(n):
                 env.reset()
                 env.step(ANSWER)
 
@@ -62,13 +62,7 @@ def bench_text(episodes: int) -> None:
     rate_fixed = best_rate(episodes_of(fixed), episodes)
     rate_raw = best_rate(episodes_of(fixed.unwrapped), episodes)
     n_gen = max(episodes // 10, 10)  # puzzle generation (with a solvability check) dominates: fewer episodes
-
-    def generated_episodes():
-        for _ in range(n_gen):
-            generated.reset()
-            generated.step(ANSWER)
-
-    rate_gen = best_rate(generated_episodes, n_gen, repeats=1)
+    rate_gen = best_rate(episodes_of(generated, n_gen), n_gen, repeats=1)
     print("Countdown-v0 (reset + one step, correct answer)")
     print(f"  baseline: score_completion alone      {base:9.0f} /s")
     print(f"  fixed puzzles, gym.make wrappers      {rate_fixed:9.0f} episodes/s ({rate_fixed / base:.2f} x baseline)")
