@@ -24,8 +24,9 @@ def main(model_dir: str, out_dir: str) -> None:
     class Probe(CountdownGRPOTrainer):
         def shape_batch(self, batch, rollout):
             b, t = batch["completion_mask"].shape
-            lengths = self.gather_rows(batch["completion_mask"]).sum(dim=1).float()  # (N,)
-            mask_back = rollout.local(self.gather_rows(batch["completion_mask"]), width=t)
+            gathered_mask = self.gather_rows(batch["completion_mask"])
+            lengths = gathered_mask.sum(dim=1).float()  # (N,)
+            mask_back = rollout.local(gathered_mask, width=t)
             assert torch.equal(mask_back, batch["completion_mask"])
             grouped = rollout.grouped(rollout.rewards)
             mean, std = grouped.mean(dim=1), grouped.std(dim=1)
