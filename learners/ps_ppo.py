@@ -197,15 +197,18 @@ class PSPPOTrainer(CountdownGRPOTrainer):
         local_lengths = kept_lengths(completion_mask)
         lengths = self.gather_rows(local_lengths).cpu()
         k = rollout.num_generations
-        group_lengths = lengths.view(-1, k).amax(dim=1).tolist()
+        group_max = lengths.view(-1, k).amax(dim=1)
+        group_lengths = group_max.tolist()
 
         proxy_weights = None
         success = torch.nan_to_num(rollout.rewards, nan=-torch.inf) >= args.success_threshold
-        # γ̄ ≡ 0 in a group whose rollouts all succeed or all fail: its weights vanish whatever the proxy.
+        # γ̄ ≡ 0 in a group whose rollouts all succeed or all fail: its weights vanish whatever the proxy. A group
+        # within the budget is not truncated. Only the remaining groups need the proxy pass.
         mixed = success.view(-1, k).any(dim=1) & ~success.view(-1, k).all(dim=1)
+        proxied = mixed.cpu() & (group_max > args.budget)
         needs_proxies = args.cutoff_strategy in ("optimized", "heuristic")
-        if needs_proxies and any(n > args.budget and m for n, m in zip(group_lengths, mixed.tolist(), strict=True)):
-            rows_needed = rollout.local(mixed.repeat_interleave(k)).to(completion_mask.device) & (local_lengths > 0)
+        if needs_proxies and proxied.any():
+            rows_needed = rollout.local(proxied.repeat_interleave(k)).to(completion_mask.device) & (local_lengths > 0)
             index = rows_needed.nonzero().squeeze(1)
             model = self.accelerator.unwrap_model(self.model)
             stats = head_statistics(
@@ -218,7 +221,7 @@ class PSPPOTrainer(CountdownGRPOTrainer):
                 top_k=args.uncertainty_top_k,
                 batch_size=args.proxy_batch_size,
             )
-            # Rows of homogeneous groups were not run: zeros, so their weights are 0 (as γ̄ = 0 would make them).
+            # Rows of the other groups were not run: zeros, so their weights are 0 (homogeneous: as γ̄ = 0 would).
             full = [torch.zeros(completion_mask.size(0), *x.shape[1:], dtype=x.dtype, device=x.device) for x in stats]
             for target, values in zip(full, stats, strict=True):
                 target[index] = values

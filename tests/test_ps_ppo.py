@@ -245,3 +245,14 @@ def test_shape_batch_survival_matches_the_design_pipeline(
     survival = trainer.shape_batch(dict(batch), homogeneous)["cutoff_survival"]
     assert seen_rows == []
     np.testing.assert_allclose(survival[4].numpy(), [1.0] + [3 / 15] * 15, rtol=1e-6)
+
+    # Two mixed groups, the second within the budget (not truncated): only the first is run through the proxies.
+    seen_rows.clear()
+    short = dict(batch, completion_mask=completion_mask.clone())
+    short["completion_mask"][4:, 10:] = 0
+    both_mixed = torch.tensor([1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 1.0])
+    trainer.args.budget = 10
+    rollout = Rollout(both_mixed, both_mixed[:, None], 4, slice(0, rows), [{}] * rows)
+    survival = trainer.shape_batch(short, rollout)["cutoff_survival"]
+    assert seen_rows == [4]
+    assert (survival[4:] == 1).all()
