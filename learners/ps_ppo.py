@@ -89,8 +89,8 @@ class PSPPOConfig(GRPOConfig):
         cutoff_strategy (`str`, defaults to "optimized"): one of "optimized", "uniform", "time_prior",
             "heuristic" (see the module docstring).
         uncertainty_top_k (`int`, defaults to 16): top-k of the next-token distributions in the uncertainty bound.
-        min_survival (`float`, defaults to 1e-3): floor ε on ξ (lowered automatically to B/(2T) for very long
-            completions so that the budget stays feasible).
+        min_survival (`float`, defaults to 1e-3): floor ε on ξ (lowered automatically to B/(2T), or
+            (B−1)/(2(T−1)) with ``first_token_always``, for very long completions so that the budget stays feasible).
         first_token_always (`bool`, defaults to True): ξ_1 = 1, every completion keeps its first token.
         success_threshold (`float`, defaults to 1.0): a rollout with reward ≥ this counts as a success in the
             uncertainty bound (Countdown's correct answer scores 1).
@@ -116,6 +116,8 @@ class PSPPOConfig(GRPOConfig):
         super().__post_init__()
         if not (np.isfinite(self.budget) and self.budget >= 1):
             raise ValueError(f"budget must be a finite number >= 1, got {self.budget}")
+        if self.first_token_always and self.budget <= 1:
+            raise ValueError(f"first_token_always spends 1 of the budget on ξ_1: budget must be > 1, got {self.budget}")
         if self.cutoff_strategy not in CUTOFF_STRATEGIES:
             raise ValueError(f"cutoff_strategy must be one of {CUTOFF_STRATEGIES}, got {self.cutoff_strategy!r}")
         if self.uncertainty_top_k < 1 or self.proxy_batch_size < 1 or self.max_buckets < 1:
@@ -238,7 +240,9 @@ class PSPPOTrainer(CountdownGRPOTrainer):
                 w = np.zeros(length)  # no group is mixed: γ̄ = 0 everywhere
             else:
                 w = strategy_weights(args.cutoff_strategy, length, None if proxy_weights is None else proxy_weights[g])
-            floor = min(args.min_survival, 0.5 * args.budget / length)
+            # Half the mean survival of the steps the solver spreads its budget over keeps the floor feasible.
+            spread, steps = (args.budget - 1, length - 1) if args.first_token_always else (args.budget, length)
+            floor = min(args.min_survival, 0.5 * spread / steps)
             survival[g, :length] = survival_probabilities(
                 w, args.budget, floor=floor, first_token_always=args.first_token_always
             )

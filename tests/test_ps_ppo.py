@@ -57,6 +57,7 @@ def test_strategies_spend_the_same_budget():
     "kwargs, message",
     [
         ({"budget": 0.5}, "budget"),
+        ({"budget": 1.0}, "first_token_always"),
         ({"cutoff_strategy": "oracle"}, "cutoff_strategy"),
         ({"min_survival": 0.0}, "min_survival"),
         ({"uncertainty_top_k": 0}, "uncertainty_top_k"),
@@ -256,3 +257,8 @@ def test_shape_batch_survival_matches_the_design_pipeline(
     survival = trainer.shape_batch(short, rollout)["cutoff_survival"]
     assert seen_rows == [4]
     assert (survival[4:] == 1).all()
+
+    # A budget just above ξ_1 = 1 with a floor too high for it: the floor is lowered to fit what is left.
+    trainer.args.budget, trainer.args.min_survival = 1.5, 0.1
+    survival = trainer.shape_batch(dict(batch), rollout)["cutoff_survival"]
+    torch.testing.assert_close(survival.sum(1), torch.full((rows,), 1.5))
