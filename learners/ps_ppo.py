@@ -234,7 +234,7 @@ class PSPPOTrainer(CountdownGRPOTrainer):
 
         survival = np.ones((len(group_lengths), max(max(group_lengths), 1)))
         for g, length in enumerate(group_lengths):
-            if length <= args.budget or length == 0:
+            if length <= args.budget:
                 continue
             if needs_proxies and proxy_weights is None:
                 w = np.zeros(length)  # no group is mixed: γ̄ = 0 everywhere
