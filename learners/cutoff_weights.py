@@ -87,8 +87,6 @@ def head_statistics(
     head = model.get_output_embeddings()
     if head is None:
         raise ValueError(f"{type(model).__name__} has no output embeddings (get_output_embeddings() is None)")
-    captured: list[torch.Tensor] = []
-    hook = head.register_forward_hook(lambda module, args, output: captured.append(args[0]))
     n, width = completion_ids.shape
     vocab = head.weight.size(0)
     rows_per_forward = max(1, min(batch_size, max_logit_elements // max(1, (width + 1) * vocab)))
@@ -101,6 +99,8 @@ def head_statistics(
             torch.zeros(0, width, k, device=device),
             torch.zeros(0, width, k, dtype=torch.long, device=device),
         )
+    captured: list[torch.Tensor] = []
+    hook = head.register_forward_hook(lambda module, args, output: captured.append(args[0]))
     proxies, probs_out, ids_out = [], [], []
     try:
         for start in range(0, n, rows_per_forward):

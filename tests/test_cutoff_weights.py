@@ -38,6 +38,23 @@ def test_score_norm_proxy_rejects_mismatched_shapes():
         score_norm_proxy(torch.zeros(2, 3, 4), torch.zeros(2, 3, 5), torch.zeros(2, 4, dtype=torch.long))
 
 
+def test_head_statistics_without_rows_leaves_no_hook_behind():
+    # A process may hold no rows of the groups that need proxies; the head must not keep capturing afterwards.
+    class Head(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lm_head = torch.nn.Linear(4, 10, bias=False)
+
+        def get_output_embeddings(self):
+            return self.lm_head
+
+    model = Head()
+    empty = torch.zeros(0, 6, dtype=torch.long)
+    proxy, top_probs, top_ids = head_statistics(model, empty[:, :3], empty[:, :3], empty, empty, top_k=4)
+    assert proxy.shape == (0, 6) and top_probs.shape == (0, 6, 4) and top_ids.shape == (0, 6, 4)
+    assert not model.lm_head._forward_hooks
+
+
 @pytest.mark.slow
 def test_head_statistics_on_tiny_model_match_autograd(tiny_model_dir):
     from transformers import AutoModelForCausalLM
