@@ -51,6 +51,7 @@ How the extras are implemented, through the two seams of :mod:`learners.base` on
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,6 +147,7 @@ class GRPOLearner(CountdownGRPOTrainer):
                 reward_funcs = [reward_funcs]
             buffer = max(1, round(fraction * args.max_completion_length))
             penalty = get_soft_overlong_punishment(args.max_completion_length, buffer)
+            args = copy.copy(args)  # the weights below are this trainer's; leave the caller's config as it was
             if args.reward_weights is not None and len(args.reward_weights) == len(reward_funcs):
                 args.reward_weights = [*args.reward_weights, args.overlong_penalty_weight]
             elif args.reward_weights is None and args.overlong_penalty_weight != 1.0:

@@ -152,3 +152,21 @@ def test_registry_lists_presets_without_importing_trl():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert "unknown learner 'nope'" in out.stderr
     assert "AssertionError" not in out.stderr
+
+
+def test_overlong_weight_leaves_the_callers_config_alone(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
+    from transformers import AutoModelForCausalLM
+
+    from learners.grpo import GRPOLearner, grpo_config
+    from learners.tiny import load_tokenizer
+
+    args = grpo_config("dapo", overlong_penalty_weight=0.5, **cpu_grpo_kwargs)
+    for _ in range(2):  # a second trainer from the same config must see the same, unextended weights
+        trainer = GRPOLearner(
+            model=AutoModelForCausalLM.from_pretrained(tiny_model_dir),
+            args=args,
+            train_dataset=toy_prompt_dataset,
+            processing_class=load_tokenizer(tiny_model_dir),
+        )
+        assert trainer.reward_weights.tolist() == [1.0, 0.5]
+    assert args.reward_weights is None
