@@ -60,7 +60,7 @@ Logged metrics (under ``countdown/``): ``accuracy`` (share of correct answers), 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -99,7 +99,6 @@ class Rollout:
     puzzles: list[Any] | None = None
     trajectories: list[Any] | None = None
     mode: str = "train"
-    extras: dict[str, Any] = field(default_factory=dict)
 
     @property
     def num_groups(self) -> int:
