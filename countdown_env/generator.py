@@ -41,7 +41,8 @@ from fractions import Fraction
 import numpy as np
 
 from . import solver
-from .puzzle import MAX_NUMBERS, MAX_VALUE, Puzzle
+from .puzzle import Puzzle
+from .task import CountdownTask, NumberCounts, task_from
 
 DIFFICULTY_THRESHOLDS: dict[int, tuple[int, int]] = {
     1: (1, 1),
@@ -88,18 +89,13 @@ class GeneratedPuzzle:
     difficulty: str | None
 
 
-def _check_range(value, name: str) -> tuple[int, int]:
-    try:
-        lo, hi = (int(v) for v in value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a pair (low, high) of integers, got {value!r}") from exc
-    if not 1 <= lo <= hi <= MAX_VALUE:
-        raise ValueError(f"{name} must satisfy 1 <= low <= high <= {MAX_VALUE}, got {value!r}")
-    return lo, hi
-
-
 class PuzzleGenerator:
     """Deterministic stream of puzzles: ``gen[i]``, ``iter(gen)``, ``gen.generate(n, start)``, ``gen.record(i)``.
+
+    Built from a :class:`~countdown_env.task.CountdownTask` (``PuzzleGenerator(task=task)`` or
+    ``PuzzleGenerator.from_task(task)``) or from the task's fields as keywords (``PuzzleGenerator(n_numbers=4,
+    seed=7)``), which are validated by the task. For a task with mixed number counts the stream is
+    ``task.puzzle(i)``: index ``i`` is drawn by the generator of count ``task.n_numbers_at(i)``.
 
     The stream is infinite: ``len(gen)`` raises ``TypeError``; iterate with ``itertools.islice`` or ``generate``.
 
@@ -108,59 +104,33 @@ class PuzzleGenerator:
     True
     """
 
-    def __init__(
-        self,
-        n_numbers: int = 4,
-        value_range: tuple[int, int] = (1, 100),
-        target_range: tuple[int, int] = (10, 1000),
-        operators: str = "+-*/",
-        require_solvable: bool = True,
-        use_all_numbers: bool = False,
-        integer_intermediates: bool = False,
-        min_solutions: int | None = None,
-        max_solutions: int | None = None,
-        seed: int = 0,
-        target_mode: str = "expression",
-    ) -> None:
-        if isinstance(n_numbers, bool) or not isinstance(n_numbers, int) or not 1 <= n_numbers <= MAX_NUMBERS:
-            raise ValueError(f"n_numbers must be an integer in [1, {MAX_NUMBERS}], got {n_numbers!r}")
-        self.value_range = _check_range(value_range, "value_range")
-        self.target_range = _check_range(target_range, "target_range")
-        self.ops = solver._check_operators(operators)
-        if target_mode not in ("expression", "uniform"):
-            raise ValueError(f"target_mode must be 'expression' or 'uniform', got {target_mode!r}")
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-        for name, value in (("min_solutions", min_solutions), ("max_solutions", max_solutions)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-                raise ValueError(f"{name} must be None or a non-negative integer, got {value!r}")
-        if min_solutions is not None and max_solutions is not None and min_solutions > max_solutions:
-            raise ValueError(f"min_solutions ({min_solutions}) > max_solutions ({max_solutions})")
-        counting = min_solutions is not None or max_solutions is not None
-        if counting and n_numbers > solver.MAX_COUNT_NUMBERS:
-            raise ValueError(f"min/max_solutions need counting: at most {solver.MAX_COUNT_NUMBERS} numbers")
-        if require_solvable and target_mode == "uniform" and n_numbers > solver.MAX_SOLVE_NUMBERS:
-            raise ValueError(f"target_mode='uniform' runs solve(): at most {solver.MAX_SOLVE_NUMBERS} numbers")
-        self.n_numbers = n_numbers
-        self.operators = operators
-        self.require_solvable = bool(require_solvable)
-        self.use_all_numbers = bool(use_all_numbers)
-        self.integer_intermediates = bool(integer_intermediates)
-        self.min_solutions = min_solutions
-        self.max_solutions = max_solutions
-        self.seed = seed
-        self.target_mode = target_mode
+    def __init__(self, n_numbers: NumberCounts | None = None, *, task: CountdownTask | None = None, **task_fields):
+        if n_numbers is not None:
+            task_fields["n_numbers"] = n_numbers
+        task = task_from(task, task_fields, "PuzzleGenerator")
+        self.task = task
+        self.n_numbers = task.n_numbers
+        self.value_range = task.value_range
+        self.target_range = task.target_range
+        self.operators = task.operators
+        self.ops = solver.check_operators(task.operators)
+        self.require_solvable = task.require_solvable
+        self.use_all_numbers = task.use_all_numbers
+        self.integer_intermediates = task.integer_intermediates
+        self.min_solutions = task.min_solutions
+        self.max_solutions = task.max_solutions
+        self.seed = task.seed
+        self.target_mode = task.target_mode
         self._op_list = sorted(self.ops)
+        self._mixed = not isinstance(task.n_numbers, int)
+
+    @classmethod
+    def from_task(cls, task: CountdownTask) -> PuzzleGenerator:
+        """The generator of ``task`` (the same as ``task.generator()``, uncached)."""
+        return cls(task=task)
 
     def __repr__(self) -> str:
-        return (
-            f"PuzzleGenerator(n_numbers={self.n_numbers}, value_range={self.value_range}, "
-            f"target_range={self.target_range}, operators={self.operators!r}, "
-            f"require_solvable={self.require_solvable}, "
-            f"use_all_numbers={self.use_all_numbers}, integer_intermediates={self.integer_intermediates}, "
-            f"min_solutions={self.min_solutions}, max_solutions={self.max_solutions}, seed={self.seed}, "
-            f"target_mode={self.target_mode!r})"
-        )
+        return f"PuzzleGenerator(task={self.task!r})"
 
     # -- sequence protocol ----------------------------------------------------------------------------------
     def __getitem__(self, index):
@@ -188,7 +158,10 @@ class PuzzleGenerator:
 
     def record(self, index: int) -> GeneratedPuzzle:
         """``gen[index]`` with a solution, its solution count and difficulty label."""
-        puzzle, solution, count = self._draw(self._check_index(index))
+        index = self._check_index(index)
+        if self._mixed:
+            return self.task.record(index)
+        puzzle, solution, count = self._draw(index)
         if self.require_solvable and solution is None:
             solution = self._solve(puzzle)
         if count is None and self.n_numbers <= solver.MAX_COUNT_NUMBERS:
@@ -221,6 +194,8 @@ class PuzzleGenerator:
         return solver.count_solutions(puzzle, **self._options())
 
     def _draw(self, index: int) -> tuple[Puzzle, str | None, int | None]:
+        if self._mixed:
+            return self.task.generator(self.task.n_numbers_at(index))._draw(index)
         rng = np.random.default_rng([self.seed, index])
         counting = self.min_solutions is not None or self.max_solutions is not None
         for _ in range(_MAX_DRAWS):

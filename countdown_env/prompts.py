@@ -1,7 +1,10 @@
 """Prompt templates and chat messages: the one place where the task's wording lives.
 
-The default follows seed 000: reasoning inside ``<reasoning>…</reasoning>``, then the bare expression inside
+The default follows the contrastive potential advantage shaping post (see docs/references.md: contrastive potential
+advantage shaping on Countdown): reasoning inside ``<reasoning>…</reasoning>``, then the bare expression inside
 ``<solution>…</solution>``, nothing outside the tags. ``TINYZERO`` is the ``<think>``/``<answer>`` variant.
+``COMPACT`` asks with the numbers and target only (no system turn, no instructions, the default's tags): the
+prompt of the embedded character-level model, where every prompt character is a token.
 """
 
 from __future__ import annotations
@@ -59,11 +62,18 @@ TINYZERO = PromptTemplate(
     answer_tag="answer",
 )
 
-TEMPLATES: dict[str, PromptTemplate] = {t.name: t for t in (DEFAULT, TINYZERO)}
+COMPACT = PromptTemplate(
+    name="compact",
+    system=None,
+    user="Numbers: {numbers}\nTarget: {target}",
+)
+"""No rule sentence: the rules a compact-prompted model follows are those it was trained under."""
+
+TEMPLATES: dict[str, PromptTemplate] = {t.name: t for t in (DEFAULT, TINYZERO, COMPACT)}
 
 
 def get_template(template: str | PromptTemplate | None = None) -> PromptTemplate:
-    """Resolve a template by name (``"default"``, ``"tinyzero"``) or pass one through."""
+    """Resolve a template by name (``"default"``, ``"tinyzero"``, ``"compact"``) or pass one through."""
     if template is None:
         return DEFAULT
     if isinstance(template, PromptTemplate):
