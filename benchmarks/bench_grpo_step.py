@@ -28,11 +28,10 @@ def main() -> None:
 
     from countdown_env import Puzzle
     from countdown_env.rewards import countdown_reward
-    from learners.base import CountdownGRPOTrainer
-    from learners.data import prompt_dataset
+    from learners.core.trainer import CountdownGRPOTrainer
     from learners.grpo import GRPOLearner, grpo_config
-    from learners.grpo_presets import tiny_cpu_kwargs
-    from learners.tiny import build_tiny_model, load_tokenizer
+    from learners.pipeline.data import prompt_dataset
+    from learners.pipeline.tiny import build_tiny_model, load_tokenizer, tiny_cpu_kwargs
 
     torch.manual_seed(0)
     tmp = tempfile.mkdtemp()

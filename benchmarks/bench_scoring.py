@@ -1,6 +1,6 @@
 """Cost of the contrastive-potential scorer engines, as a ratio to one forward pass over the same rollouts.
 
-Workload (seed 000's worst case per prompt): R rollouts (8) × P paragraphs (~10, plus the empty-prefix point) × A
+Workload (the shaping post's worst case): R rollouts (8) × P paragraphs (~10, plus the empty-prefix point) × A
 distinct answers (up to 8). Rollouts are random token ids from the model's vocabulary; paragraph lengths vary
 ±50 % around ``--paragraph-tokens``; answers are random ids (so they share no leading tokens: no trie saving, the
 conservative case) of ±30 % around ``--answer-tokens``, each followed by the closing tag.
@@ -39,7 +39,7 @@ def build_model(name: str, device: str, dtype: str):
     if name == "tiny":
         from transformers import AutoModelForCausalLM
 
-        from learners.tiny import build_tiny_model
+        from learners.pipeline.tiny import build_tiny_model
 
         path = build_tiny_model(Path(tempfile.mkdtemp(prefix="bench-scoring-")) / "tiny", seed=0)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
@@ -61,7 +61,7 @@ def build_model(name: str, device: str, dtype: str):
 def make_jobs(args, vocab_size: int):
     import numpy as np
 
-    from learners.scoring import ScoringJob
+    from learners.contrastive.scoring import ScoringJob
 
     rng = np.random.default_rng(args.seed)
     low = 10  # skip the lowest ids (special tokens of the tiny vocabulary)
@@ -123,7 +123,7 @@ def main(argv=None) -> int:
     import numpy as np
     import torch
 
-    from learners.scoring import NaiveScorer, PrefixSharedScorer
+    from learners.contrastive.scoring import NaiveScorer, PrefixSharedScorer
 
     torch.set_num_threads(args.threads)
     model = build_model(args.model, args.device, args.dtype)

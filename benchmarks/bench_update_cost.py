@@ -69,11 +69,11 @@ def build_trainer(method: str, model, args_common: dict, budget: float, out_dir:
     from trl import GRPOConfig
 
     from countdown_env import Puzzle
-    from learners.base import CountdownGRPOTrainer
-    from learners.data import prompt_dataset
+    from learners.core.trainer import CountdownGRPOTrainer
+    from learners.pipeline.data import prompt_dataset
+    from learners.pipeline.tiny import build_char_tokenizer
     from learners.ps_ppo import PSPPOConfig, PSPPOTrainer
     from learners.s_grpo import SGRPOConfig, SGRPOTrainer
-    from learners.tiny import build_char_tokenizer
 
     dataset = prompt_dataset([Puzzle((1, 2, 3), 6)] * 4, "compact")
     common = dict(args_common, output_dir=out_dir)
@@ -147,7 +147,7 @@ def clock(device: str) -> float:
 
 def prepare(trainer, batch, rewards, group: int, device: str):
     """Seam 1 (once per generation batch): returns (shaped batch, seconds)."""
-    from learners.base import Rollout
+    from learners.core.trainer import Rollout
 
     rows = batch["completion_ids"].size(0)
     rollout = Rollout(

@@ -1,7 +1,7 @@
 """Verifications per second on one core, on a realistic mix of model answers.
 
 The mix (fixed seed) imitates what a policy emits during RL on this project's puzzles (mostly 3-4 numbers, as
-in seed 000's countdown_tasks_3to4 data and the tiny model's 3-number curriculum; 5-6 numbers 10 % each):
+in the shaping post's countdown_tasks_3to4 data and the tiny model's 3-number curriculum; 5-6 numbers 10 % each):
 correct answers, wrong values, subsets of the numbers, reused and invented numbers, stated results
 (``= 154``), Unicode/LaTeX operators, parse errors and forbidden tokens. Every answer is built from the
 puzzle's own numbers by random expression trees (no solver needed); in 90 % of them "/" is only drawn where it
@@ -31,7 +31,7 @@ from countdown_env.verifier import verify, verify_completion
 
 def random_tree(rng: random.Random, numbers: list[int], exact_division: bool):
     """A random binary tree over ``numbers`` in order. With ``exact_division`` an operator is redrawn while it
-    would divide without an integer result (policies mostly write integer steps, as in seed 000's data)."""
+    would divide without an integer result (policies mostly write integer steps, as in the shaping post's data)."""
     items = [Num(n) for n in numbers]
     while len(items) > 1:
         i = rng.randrange(len(items) - 1)

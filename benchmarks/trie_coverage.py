@@ -1,6 +1,6 @@
 """Trie coverage of T-SPMO on the embedded tiny model, and the speed of the vectorised trie.
 
-The referee of seed 002 (major comment 4) asks how well |G| sampled completions cover the prefix trie: how many
+The referee of arXiv 2504.20834 (major comment 4) asks how well |G| sampled completions cover the prefix trie: how many
 (prefix, next token) transitions rest on a single completion (their advantage is then one reward minus a mean),
 how |G_{p∘v}| is distributed, and how deep the completions keep branching. This script measures exactly that on
 short T-SPMO runs of the tiny model (optionally warm-started by SFT so that its completions share structure):
@@ -9,7 +9,7 @@ short T-SPMO runs of the tiny model (optionally warm-started by SFT so that its 
     python benchmarks/trie_coverage.py --sft-steps 0        # random-init model (everything is a singleton)
 
 For each group size and replay budget it prints the mean over the run's generation batches of the statistics
-``learners.prefix_trie.TrieStats`` reports, the |G_{p∘v}| histogram and the singleton share per depth band; then
+``learners.t_spmo.prefix_trie.TrieStats`` reports, the |G_{p∘v}| histogram and the singleton share per depth band; then
 the time of ``prefix_advantages`` against a plain-Python dict trie on the same batches (same process, same data).
 """
 
@@ -67,7 +67,7 @@ def _synthetic(groups: int, size: int, length: int, seed: int):
 
 
 def _model(out: Path, sft_steps: int, sft_batch: int, seed: int) -> Path:
-    from learners.tiny import build_tiny_model
+    from learners.pipeline.tiny import build_tiny_model
 
     base = out / "tiny"
     if not (base / "config.json").exists():
@@ -77,7 +77,7 @@ def _model(out: Path, sft_steps: int, sft_batch: int, seed: int) -> Path:
     sft_dir = out / f"sft-{sft_steps}x{sft_batch}"
     if not (sft_dir / "config.json").exists():
         from countdown_env.sft import build_sft_records
-        from learners.sft import run_sft
+        from learners.pipeline.sft import run_sft
 
         start = time.perf_counter()
         records = build_sft_records(3, 2000, seed=seed)
@@ -115,9 +115,9 @@ def _run(model_dir: Path, puzzles, group: int, replay: tuple[int, int], args, ou
     """Train T-SPMO for ``args.steps`` steps (one prompt per step); return the log history and the tries."""
     from transformers import AutoModelForCausalLM, PrinterCallback
 
-    from learners.data import prompt_dataset
+    from learners.pipeline.data import prompt_dataset
+    from learners.pipeline.tiny import load_tokenizer
     from learners.t_spmo import TSPMOConfig, TSPMOTrainer
-    from learners.tiny import load_tokenizer
 
     micro = max(d for d in range(1, min(group, 10) + 1) if group % d == 0)
     config = TSPMOConfig(
@@ -183,7 +183,7 @@ def main() -> None:
 
     import torch
 
-    from learners.prefix_trie import prefix_advantages
+    from learners.t_spmo.prefix_trie import prefix_advantages
 
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     args.out.mkdir(parents=True, exist_ok=True)

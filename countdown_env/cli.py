@@ -17,9 +17,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "build-splits": ("countdown_env.cli_splits", "build reproducible train/eval splits (jsonl + HF save_to_disk)"),
     "build-sft": ("countdown_env.cli_sft", "build SFT warm-start rows with solver-derived reasoning traces"),
     "clean-sft": ("countdown_env.cli_clean", "clean external Countdown SFT data (seed 000's filters), report drops"),
-    "train": ("learners.train", "train a registered learner (GRPO presets, ...) from a YAML preset"),
-    "eval": ("learners.evaluate", "pass@1/pass@k with CIs of a checkpoint on a split; JSON report"),
-    "demo-train": ("learners.demo", "the main job on CPU: splits, SFT tiny model, GRPO, eval before/after, PNG"),
+    "train": ("learners.pipeline.train", "train a registered learner (GRPO presets, ...) from a YAML preset"),
+    "eval": ("learners.pipeline.evaluate", "pass@1/pass@k with CIs of a checkpoint on a split; JSON report"),
+    "demo-train": ("learners.pipeline.demo", "the main job on CPU: splits, SFT, GRPO, eval before/after, PNG"),
 }
 
 

@@ -30,14 +30,14 @@ TOY_PUZZLES = [
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
     """Path of the randomly initialised tiny Qwen2 model + character tokenizer (read-only: copy to modify)."""
-    from learners.tiny import build_tiny_model
+    from learners.pipeline.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"), seed=0)
 
 
 @pytest.fixture(scope="session")
 def tiny_tokenizer(tiny_model_dir):
-    from learners.tiny import load_tokenizer
+    from learners.pipeline.tiny import load_tokenizer
 
     return load_tokenizer(tiny_model_dir)
 
@@ -52,7 +52,7 @@ def toy_puzzles():
 @pytest.fixture
 def toy_prompt_dataset(toy_puzzles):
     """``prompt``/``numbers``/``target`` rows in the compact template (short prompts for the tiny model)."""
-    from learners.data import prompt_dataset
+    from learners.pipeline.data import prompt_dataset
 
     return prompt_dataset(toy_puzzles, "compact")
 
@@ -60,9 +60,40 @@ def toy_prompt_dataset(toy_puzzles):
 @pytest.fixture
 def cpu_grpo_kwargs(tmp_path):
     """GRPOConfig keyword arguments for a fast, deterministic CPU run of the tiny model; override as needed."""
-    from learners.grpo_presets import tiny_cpu_kwargs
+    from learners.pipeline.tiny import tiny_cpu_kwargs
 
     return tiny_cpu_kwargs(tmp_path / "out")
+
+
+def parity_reward(prompts, completions, **kwargs):
+    """A reward with spread for untrained models: 1 when the completion has an odd number of characters."""
+    return [float(len(c[0]["content"]) % 2) for c in completions]
+
+
+@pytest.fixture
+def make_trainer(tiny_model_dir, toy_prompt_dataset):
+    """Factory of learners on a fresh copy of the tiny model: ``make_trainer(TrainerClass, args, **kwargs)``.
+
+    ``args`` is the learner's config object; ``reward_funcs`` defaults to :func:`parity_reward` (``None`` selects the
+    environment reward), ``dataset`` to the toy prompt dataset and ``model_dir`` to the tiny model; any other keyword
+    goes to the trainer's constructor.
+    """
+    from transformers import AutoModelForCausalLM
+
+    from learners.pipeline.tiny import load_tokenizer
+
+    def make(trainer_class, args, *, reward_funcs=parity_reward, dataset=None, model_dir=None, **kwargs):
+        model_dir = model_dir or tiny_model_dir
+        return trainer_class(
+            model=AutoModelForCausalLM.from_pretrained(model_dir),
+            reward_funcs=reward_funcs,
+            args=args,
+            train_dataset=toy_prompt_dataset if dataset is None else dataset,
+            processing_class=load_tokenizer(model_dir),
+            **kwargs,
+        )
+
+    return make
 
 
 @pytest.fixture

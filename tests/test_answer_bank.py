@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from learners.answer_bank import answer_key, build_answer_bank
+from learners.contrastive.answer_bank import answer_key, build_answer_bank
 
 
 def test_split_and_deduplicate_by_canonical_form():

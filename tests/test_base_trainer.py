@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from learners.core.config import CountdownConfig
+
 
 def _length_reward(prompts, completions, **kwargs):
     """Test-only reward: varies within groups so that advantages are non-zero."""
@@ -15,28 +17,11 @@ def _constant_reward(prompts, completions, **kwargs):
     return [1.0 for _ in completions]
 
 
-def _trainer(cls, model_dir, dataset, kwargs, reward_funcs=_length_reward, **extra):
-    from transformers import AutoModelForCausalLM
-    from trl import GRPOConfig
-
-    from learners.tiny import load_tokenizer
-
-    model = AutoModelForCausalLM.from_pretrained(model_dir)
-    return cls(
-        model=model,
-        reward_funcs=reward_funcs,
-        args=GRPOConfig(**kwargs),
-        train_dataset=dataset,
-        processing_class=load_tokenizer(model_dir),
-        **extra,
-    )
-
-
 @pytest.mark.slow
-def test_two_grpo_steps_change_the_weights(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
-    from learners.base import CountdownGRPOTrainer
+def test_two_grpo_steps_change_the_weights(make_trainer, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
+    from learners.core.trainer import CountdownGRPOTrainer
 
-    trainer = _trainer(CountdownGRPOTrainer, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs)
+    trainer = make_trainer(CountdownGRPOTrainer, CountdownConfig(**cpu_grpo_kwargs), reward_funcs=_length_reward)
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
     assert trainer.state.global_step == 2
@@ -48,8 +33,8 @@ def test_two_grpo_steps_change_the_weights(tiny_model_dir, toy_prompt_dataset, c
 
 
 @pytest.mark.slow
-def test_seams_see_rollout_and_micro_batches(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
-    from learners.base import CountdownGRPOTrainer
+def test_seams_see_rollout_and_micro_batches(make_trainer, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
+    from learners.core.trainer import CountdownGRPOTrainer
 
     seen = {"shape": [], "select": 0}
 
@@ -67,7 +52,7 @@ def test_seams_see_rollout_and_micro_batches(tiny_model_dir, toy_prompt_dataset,
             assert "tool_mask" in inputs
             return inputs
 
-    trainer = _trainer(Probe, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs)
+    trainer = make_trainer(Probe, CountdownConfig(**cpu_grpo_kwargs), reward_funcs=_length_reward)
     trainer.train()
     assert len(seen["shape"]) == 2 and seen["select"] == 2
     rollout = seen["shape"][0]
@@ -81,8 +66,8 @@ def test_seams_see_rollout_and_micro_batches(tiny_model_dir, toy_prompt_dataset,
 
 
 @pytest.mark.slow
-def test_recount_items_follows_the_loss_mask(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
-    from learners.base import CountdownGRPOTrainer
+def test_recount_items_follows_the_loss_mask(make_trainer, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
+    from learners.core.trainer import CountdownGRPOTrainer
 
     counts = []
 
@@ -94,7 +79,7 @@ def test_recount_items_follows_the_loss_mask(tiny_model_dir, toy_prompt_dataset,
             return batch
 
     cpu_grpo_kwargs.update(loss_type="dapo", max_steps=1)
-    trainer = _trainer(Drop, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs)
+    trainer = make_trainer(Drop, CountdownConfig(**cpu_grpo_kwargs), reward_funcs=_length_reward)
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
     assert counts[0] > 0
@@ -105,8 +90,10 @@ def test_recount_items_follows_the_loss_mask(tiny_model_dir, toy_prompt_dataset,
 
 
 @pytest.mark.slow
-def test_all_equal_rewards_give_zero_advantage_and_finite_loss(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
-    from learners.base import CountdownGRPOTrainer
+def test_all_equal_rewards_give_zero_advantage_and_finite_loss(
+    make_trainer, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs
+):
+    from learners.core.trainer import CountdownGRPOTrainer
 
     advantages = []
 
@@ -116,7 +103,7 @@ def test_all_equal_rewards_give_zero_advantage_and_finite_loss(tiny_model_dir, t
             assert bool(rollout.homogeneous_groups().all())
             return batch
 
-    trainer = _trainer(Probe, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, reward_funcs=_constant_reward)
+    trainer = make_trainer(Probe, CountdownConfig(**cpu_grpo_kwargs), reward_funcs=_constant_reward)
     trainer.train()
     assert all(torch.count_nonzero(a) == 0 for a in advantages)
     logs = [e for e in trainer.state.log_history if "loss" in e]
@@ -125,9 +112,11 @@ def test_all_equal_rewards_give_zero_advantage_and_finite_loss(tiny_model_dir, t
 
 
 @pytest.mark.slow
-def test_env_reward_scores_with_the_env_and_logs_countdown_metrics(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
+def test_env_reward_scores_with_the_env_and_logs_countdown_metrics(
+    make_trainer, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs
+):
     from countdown_env.trajectory import score_trajectories
-    from learners.base import CountdownGRPOTrainer
+    from learners.core.trainer import CountdownGRPOTrainer
 
     rollouts = []
 
@@ -136,7 +125,7 @@ def test_env_reward_scores_with_the_env_and_logs_countdown_metrics(tiny_model_di
             rollouts.append((rollout, batch["completion_ids"].clone()))
             return batch
 
-    trainer = _trainer(Probe, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, reward_funcs=None)
+    trainer = make_trainer(Probe, CountdownConfig(**cpu_grpo_kwargs), reward_funcs=None)
     assert trainer.reward_func_names == ["countdown_env_reward"]
     trainer.train()
     rollout, completion_ids = rollouts[0]
@@ -156,11 +145,13 @@ def test_env_reward_scores_with_the_env_and_logs_countdown_metrics(tiny_model_di
 
 
 @pytest.mark.slow
-def test_env_reward_on_correct_truncated_and_empty_completions(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
-    from learners.base import CountdownGRPOTrainer
+def test_env_reward_on_correct_truncated_and_empty_completions(
+    make_trainer, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs
+):
+    from learners.core.trainer import CountdownGRPOTrainer
 
     cpu_grpo_kwargs["max_completion_length"] = 64
-    trainer = _trainer(CountdownGRPOTrainer, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, reward_funcs=None)
+    trainer = make_trainer(CountdownGRPOTrainer, CountdownConfig(**cpu_grpo_kwargs), reward_funcs=None)
     tok = trainer.processing_class
     eos = tok.eos_token_id
     good = tok.encode("<reasoning>\n3 + 7 + 11 = 21\n</reasoning>\n<solution>3 + 7 + 11</solution>") + [eos]
@@ -183,7 +174,7 @@ def test_env_reward_on_correct_truncated_and_empty_completions(tiny_model_dir, t
 
 
 def _rollout(rewards, g, start=0, local=None):
-    from learners.base import Rollout
+    from learners.core.trainer import Rollout
 
     rewards = torch.tensor(rewards, dtype=torch.float32)
     local = local if local is not None else len(rewards)
@@ -213,7 +204,7 @@ def test_rollout_group_helpers():
 
 
 def test_puzzles_from_inputs():
-    from learners.base import puzzles_from_inputs
+    from learners.core.trainer import puzzles_from_inputs
 
     puzzles = puzzles_from_inputs([{"numbers": [3, 7, 11], "target": 21, "prompt": []}])
     assert puzzles[0].numbers == (3, 7, 11) and puzzles[0].target == 21
@@ -221,7 +212,7 @@ def test_puzzles_from_inputs():
 
 
 def test_set_loss_mask_checks_shapes():
-    from learners.base import CountdownGRPOTrainer
+    from learners.core.trainer import CountdownGRPOTrainer
 
     batch = {"completion_mask": torch.ones(2, 3, dtype=torch.long)}
     with pytest.raises(ValueError, match="shape"):
@@ -234,13 +225,13 @@ def test_set_loss_mask_checks_shapes():
 @pytest.mark.slow
 @pytest.mark.parametrize("loss_type", ["dapo", "grpo", "bnpo"])
 def test_seam_2_truncation_and_penalty_keep_the_loss_and_gradient(
-    tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, synthetic_loss_batch, loss_type, monkeypatch
+    make_trainer, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, synthetic_loss_batch, loss_type, monkeypatch
 ):
     """Truncating to the loss tokens changes neither loss nor gradient, only the widths TRL's loss runs on; the
     penalty is added once per optimiser step (divided by the accumulation steps)."""
     from trl import GRPOTrainer
 
-    from learners.base import CountdownGRPOTrainer
+    from learners.core.trainer import CountdownGRPOTrainer
 
     widths = []
     trl_loss = GRPOTrainer._compute_loss
@@ -263,7 +254,7 @@ def test_seam_2_truncation_and_penalty_keep_the_loss_and_gradient(
             return self.penalty_scale * sum((p**2).sum() for p in model.parameters())
 
     cpu_grpo_kwargs.update(loss_type=loss_type)
-    trainer = _trainer(Seam2, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs)
+    trainer = make_trainer(Seam2, CountdownConfig(**cpu_grpo_kwargs), reward_funcs=_length_reward)
     trainer.model.train()
     trainer.current_gradient_accumulation_steps = 2
     params = list(trainer.model.parameters())
@@ -298,7 +289,7 @@ def test_check_args_builds_the_default_and_rejects_other_configs(tmp_path):
 
     from trl import GRPOConfig
 
-    from learners.base import CountdownGRPOTrainer
+    from learners.core.trainer import CountdownGRPOTrainer
     from learners.s_grpo import SGRPOConfig
 
     @dataclass

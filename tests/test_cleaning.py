@@ -1,4 +1,4 @@
-"""External SFT cleaner (seed 000's filters) on a small hand-written fixture: what is kept, and why rows drop."""
+"""External SFT cleaner (the shaping post's filters) on a small fixture: what is kept, and why rows drop."""
 
 from __future__ import annotations
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from learners.base import Rollout
-from learners.paragraphs import split_paragraphs, token_texts
-from learners.potential import contrastive_potential, shaping_terms
-from learners.scoring import NaiveScorer, ScoringJob, answer_format
+from learners.contrastive.paragraphs import split_paragraphs, token_texts
+from learners.contrastive.potential import contrastive_potential, shaping_terms
+from learners.contrastive.scoring import NaiveScorer, ScoringJob, answer_format
+from learners.core.trainer import Rollout
 
 
 def _config(kwargs, **overrides):
@@ -22,7 +22,7 @@ def _trainer(model_dir, dataset, args, trainer_class=None, **extra):
     from transformers import AutoModelForCausalLM
 
     from learners.contrastive import ContrastiveTrainer
-    from learners.tiny import load_tokenizer
+    from learners.pipeline.tiny import load_tokenizer
 
     return (trainer_class or ContrastiveTrainer)(
         model=AutoModelForCausalLM.from_pretrained(model_dir),

@@ -11,7 +11,7 @@ import pytest
 
 @pytest.mark.parametrize("n,c,k", [(4, 0, 1), (4, 1, 1), (4, 2, 2), (5, 3, 4), (10, 1, 10), (8, 8, 3), (7, 2, 6)])
 def test_pass_at_k_matches_the_combinatorial_definition(n, c, k):
-    from learners.evaluate import pass_at_k
+    from learners.pipeline.evaluate import pass_at_k
 
     expected = 1 - math.comb(n - c, k) / math.comb(n, k)
     assert pass_at_k(n, c, k) == pytest.approx(expected, abs=1e-12)
@@ -22,7 +22,7 @@ def test_pass_at_k_matches_the_combinatorial_definition(n, c, k):
 
 
 def test_pass_at_k_rejects_bad_input():
-    from learners.evaluate import pass_at_k
+    from learners.pipeline.evaluate import pass_at_k
 
     for args in [(4, 5, 1), (4, -1, 1), (4, 1, 0), (4, 1, 5)]:
         with pytest.raises(ValueError):
@@ -30,7 +30,7 @@ def test_pass_at_k_rejects_bad_input():
 
 
 def test_bootstrap_ci_brackets_the_mean_and_is_seeded():
-    from learners.evaluate import bootstrap_ci
+    from learners.pipeline.evaluate import bootstrap_ci
 
     values = [0.0, 1.0] * 50
     low, high = bootstrap_ci(values, seed=3)
@@ -41,7 +41,7 @@ def test_bootstrap_ci_brackets_the_mean_and_is_seeded():
 
 
 def test_vllm_requests_are_built_from_token_ids():
-    from learners.evaluate import vllm_requests
+    from learners.pipeline.evaluate import vllm_requests
 
     prompts, params = vllm_requests(
         [[1, 2, 3], [4]], samples=4, temperature=0.8, max_new_tokens=768, seed=7, stop_token_ids=[3]
@@ -75,7 +75,7 @@ class ScriptedBackend:
 
 
 def test_evaluate_reports_exact_pass_at_k_per_n_numbers(tiny_tokenizer):
-    from learners.evaluate import evaluate, format_report, pass_at_k
+    from learners.pipeline.evaluate import evaluate, format_report, pass_at_k
 
     rows = [
         {"numbers": [3, 7, 11], "target": 21},
@@ -101,7 +101,7 @@ def test_evaluate_reports_exact_pass_at_k_per_n_numbers(tiny_tokenizer):
 
 
 def test_evaluate_counts_truncated_answers_as_wrong(tiny_tokenizer):
-    from learners.evaluate import evaluate
+    from learners.pipeline.evaluate import evaluate
 
     class Truncating:
         name = "t"
@@ -117,7 +117,7 @@ def test_evaluate_counts_truncated_answers_as_wrong(tiny_tokenizer):
 
 
 def test_evaluate_rejects_greedy_with_several_samples(tiny_tokenizer):
-    from learners.evaluate import evaluate
+    from learners.pipeline.evaluate import evaluate
 
     with pytest.raises(ValueError, match="greedy"):
         evaluate(None, tiny_tokenizer, [{"numbers": [1, 2], "target": 3}], samples=4, temperature=0.0)
@@ -126,7 +126,7 @@ def test_evaluate_rejects_greedy_with_several_samples(tiny_tokenizer):
 @pytest.mark.slow
 def test_hf_backend_on_the_tiny_model_end_to_end(tiny_model_dir, tmp_path):
     from countdown_env.splits import write_jsonl
-    from learners.evaluate import evaluate_model_dir, write_report
+    from learners.pipeline.evaluate import evaluate_model_dir, write_report
 
     split = tmp_path / "eval.jsonl"
     write_jsonl([{"numbers": [3, 7, 11], "target": 21}, {"numbers": [2, 5, 9, 4], "target": 19}], split)

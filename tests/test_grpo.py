@@ -22,7 +22,7 @@ def _build(preset, model_dir, dataset, kwargs, reward_funcs=_varied_reward):
     from transformers import AutoModelForCausalLM
 
     from learners.grpo import GRPOLearner, grpo_config
-    from learners.tiny import load_tokenizer
+    from learners.pipeline.tiny import load_tokenizer
 
     return GRPOLearner(
         model=AutoModelForCausalLM.from_pretrained(model_dir),
@@ -68,7 +68,7 @@ def test_dynamic_sampling_zeroes_homogeneous_groups(tiny_model_dir, toy_prompt_d
     from transformers import AutoModelForCausalLM
 
     from learners.grpo import grpo_config
-    from learners.tiny import load_tokenizer
+    from learners.pipeline.tiny import load_tokenizer
 
     cpu_grpo_kwargs.update(max_steps=4, per_device_train_batch_size=8)
     trainer = Probe(
@@ -144,7 +144,7 @@ def test_registry_lists_presets_without_importing_trl():
     import sys
 
     code = (
-        "import sys; from learners.registry import LEARNERS, get_learner; "
+        "import sys; from learners.core.registry import LEARNERS, get_learner; "
         "assert {'grpo','dr_grpo','dapo','prime_rl'} <= set(LEARNERS); "
         "assert 'trl' not in sys.modules and 'torch' not in sys.modules; "
         "get_learner('nope')"
@@ -158,7 +158,7 @@ def test_overlong_weight_leaves_the_callers_config_alone(tiny_model_dir, toy_pro
     from transformers import AutoModelForCausalLM
 
     from learners.grpo import GRPOLearner, grpo_config
-    from learners.tiny import load_tokenizer
+    from learners.pipeline.tiny import load_tokenizer
 
     args = grpo_config("dapo", overlong_penalty_weight=0.5, **cpu_grpo_kwargs)
     for _ in range(2):  # a second trainer from the same config must see the same, unextended weights

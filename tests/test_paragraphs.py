@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from learners.paragraphs import split_paragraphs
+from learners.contrastive.paragraphs import split_paragraphs
 
 
 def chars(text: str) -> list[str]:
@@ -111,7 +111,7 @@ def test_bad_arguments():
 
 
 def test_real_tokenizer_round_trip(tiny_tokenizer):
-    from learners.paragraphs import token_texts
+    from learners.contrastive.paragraphs import token_texts
 
     text = "<reasoning>\n3+4=7\n\n7*2=14\n</reasoning>\n<solution>(3+4)*2</solution>"
     ids = tiny_tokenizer.encode(text, add_special_tokens=False)

@@ -1,4 +1,4 @@
-"""LSE_τ, the contrastive potential and the shaping terms of seed 000, on hand-made log-likelihoods."""
+"""LSE_τ, the contrastive potential and the shaping terms of the shaping post, on hand-made log-likelihoods."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from learners.potential import contrastive_potential, lse_tau, shaping_terms, token_shaping
+from learners.contrastive.potential import contrastive_potential, lse_tau, shaping_terms, token_shaping
 
 
 def test_lse_tends_to_max_as_tau_goes_to_zero():

@@ -7,7 +7,7 @@ import itertools
 import pytest
 import torch
 
-from learners.prefix_batches import bucket_weight, cut_batch, kept_lengths, plan_buckets, prefix_loss
+from learners.core.prefix_batches import bucket_weight, cut_batch, kept_lengths, plan_buckets, prefix_loss
 
 
 def test_kept_lengths_is_one_past_last_nonzero():
@@ -83,8 +83,8 @@ def _build_trainer(tiny_model_dir, dataset, kwargs):
     from transformers import AutoModelForCausalLM
     from trl import GRPOConfig
 
-    from learners.base import CountdownGRPOTrainer
-    from learners.tiny import load_tokenizer
+    from learners.core.trainer import CountdownGRPOTrainer
+    from learners.pipeline.tiny import load_tokenizer
 
     return CountdownGRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(tiny_model_dir),

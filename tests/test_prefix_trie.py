@@ -1,4 +1,4 @@
-"""Tests of learners.prefix_trie: hand-built tries with known advantages, a dict-based reference, validation."""
+"""Tests of learners.t_spmo.prefix_trie: hand-built tries with known advantages, a dict-based reference, validation."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from learners.prefix_trie import prefix_advantages
+from learners.t_spmo.prefix_trie import prefix_advantages
 
 PAD = 0
 

@@ -1,4 +1,4 @@
-"""PS-PPO (seed 001): cutoff sampling, strategies, Monte-Carlo unbiasedness on the tiny model, training steps."""
+"""PS-PPO (PS-PPO paper): cutoff sampling, strategies, Monte-Carlo unbiasedness on the tiny model, training steps."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from learners.ps_ppo import CUTOFF_STRATEGIES, PSPPOConfig, sample_cutoff_weights, strategy_weights
-from learners.survival import survival_probabilities
+from learners.ps_ppo import CUTOFF_STRATEGIES, PSPPOConfig, PSPPOTrainer, sample_cutoff_weights, strategy_weights
+from learners.ps_ppo.survival import survival_probabilities
 
 
 def test_cutoff_inclusion_frequency_is_survival_probability():
@@ -78,24 +78,6 @@ def test_config_defaults_follow_the_seed(tmp_path):
     assert config.cutoff_strategy == "optimized" and config.loss_type == "dapo"
 
 
-def _trainer(tiny_model_dir, dataset, kwargs):
-    from transformers import AutoModelForCausalLM
-
-    from learners.ps_ppo import PSPPOTrainer
-    from learners.tiny import load_tokenizer
-
-    def reward(prompts, completions, **kw):
-        return [float(len(c[0]["content"]) % 2) for c in completions]
-
-    return PSPPOTrainer(
-        model=AutoModelForCausalLM.from_pretrained(tiny_model_dir),
-        reward_funcs=reward,
-        args=PSPPOConfig(**kwargs),
-        train_dataset=dataset,
-        processing_class=load_tokenizer(tiny_model_dir),
-    )
-
-
 def _projected_gradients(trainer, make_loss, directions, repeats):
     """Projections of ``repeats`` gradients of ``make_loss()`` on fixed unit directions, shape (repeats, D)."""
     params = [p for p in trainer.model.parameters() if p.requires_grad]
@@ -111,7 +93,7 @@ def _projected_gradients(trainer, make_loss, directions, repeats):
 @pytest.mark.slow
 @pytest.mark.parametrize("loss_type", ["dapo", "grpo", "bnpo"])
 def test_truncated_reweighted_gradient_is_unbiased(
-    tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, synthetic_loss_batch, loss_type, monkeypatch
+    make_trainer, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, synthetic_loss_batch, loss_type, monkeypatch
 ):
     """Mean of many truncated, 1/ξ-weighted gradients ≈ the full-sequence gradient.
 
@@ -123,7 +105,7 @@ def test_truncated_reweighted_gradient_is_unbiased(
     from trl import GRPOTrainer
 
     cpu_grpo_kwargs.update(loss_type=loss_type, budget=5, seed=11)
-    trainer = _trainer(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs)
+    trainer = make_trainer(PSPPOTrainer, PSPPOConfig(**cpu_grpo_kwargs))
     trainer.current_gradient_accumulation_steps = 1
     model = trainer.model
     inputs = synthetic_loss_batch(rows=6, width=18, seed=5)
@@ -153,7 +135,7 @@ def test_truncated_reweighted_gradient_is_unbiased(
     z = (samples.mean(0) - target) / (samples.std(0) / math.sqrt(repeats))
     assert z.abs().max() < 4.5, z
 
-    import learners.ps_ppo as ps_ppo
+    import learners.ps_ppo.trainer as ps_ppo
 
     original = ps_ppo.sample_cutoff_weights
     monkeypatch.setattr(ps_ppo, "sample_cutoff_weights", lambda *a: (original(*a) > 0).float())
@@ -166,9 +148,9 @@ def test_truncated_reweighted_gradient_is_unbiased(
 @pytest.mark.parametrize(
     "strategy, loss_type", [("optimized", "dapo"), ("uniform", "grpo"), ("time_prior", "bnpo"), ("heuristic", "dapo")]
 )
-def test_two_training_steps(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, strategy, loss_type):
+def test_two_training_steps(make_trainer, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, strategy, loss_type):
     cpu_grpo_kwargs.update(max_completion_length=24, budget=4, cutoff_strategy=strategy, loss_type=loss_type)
-    trainer = _trainer(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs)
+    trainer = make_trainer(PSPPOTrainer, PSPPOConfig(**cpu_grpo_kwargs))
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
     assert trainer.state.global_step == 2
@@ -182,9 +164,11 @@ def test_two_training_steps(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs,
 
 
 @pytest.mark.slow
-def test_no_truncation_when_budget_covers_the_completions(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
+def test_no_truncation_when_budget_covers_the_completions(
+    make_trainer, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs
+):
     cpu_grpo_kwargs.update(max_completion_length=12, budget=128, skip_zero_advantage=False)
-    trainer = _trainer(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs)
+    trainer = make_trainer(PSPPOTrainer, PSPPOConfig(**cpu_grpo_kwargs))
     trainer.train()
     logs = [e for e in trainer.state.log_history if "ps_ppo/expected_kept_frac" in e]
     assert logs and all(e["ps_ppo/expected_kept_frac"] == 1 and e["ps_ppo/kept_token_frac"] == 1 for e in logs)
@@ -192,15 +176,15 @@ def test_no_truncation_when_budget_covers_the_completions(tiny_model_dir, toy_pr
 
 @pytest.mark.slow
 def test_shape_batch_survival_matches_the_design_pipeline(
-    tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, monkeypatch
+    make_trainer, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, monkeypatch
 ):
     """Seam 1's ξ = solver(γ̄·ū) for a mixed group; a homogeneous group is not even run through the proxy pass."""
-    import learners.ps_ppo as ps_ppo
-    from learners.base import Rollout
-    from learners.cutoff_weights import design_weights, head_statistics, reward_uncertainty_bound
+    import learners.ps_ppo.trainer as ps_ppo
+    from learners.core.trainer import Rollout
+    from learners.ps_ppo.cutoff_weights import design_weights, head_statistics, reward_uncertainty_bound
 
     cpu_grpo_kwargs.update(budget=4, min_survival=1e-3)
-    trainer = _trainer(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs)
+    trainer = make_trainer(PSPPOTrainer, PSPPOConfig(**cpu_grpo_kwargs))
     gen = torch.Generator().manual_seed(0)
     rows, width = 8, 16
     lengths = torch.tensor([16, 12, 9, 16, 14, 16, 10, 7])

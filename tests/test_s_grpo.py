@@ -1,4 +1,4 @@
-"""S-GRPO (seed 002): token selection, the corrected ratio's gradient, the truncating variant, training steps."""
+"""S-GRPO (arXiv 2504.20834): token selection, the corrected ratio's gradient, the truncating variant, training."""
 
 from __future__ import annotations
 
@@ -7,7 +7,11 @@ import math
 import pytest
 import torch
 
-from learners.s_grpo import SGRPOConfig, s_grpo_token_mask
+from learners.s_grpo import SGRPOConfig, SGRPOTrainer, s_grpo_token_mask
+
+
+def _mod3_reward(prompts, completions, **kwargs):
+    return [float(len(c[0]["content"]) % 3) for c in completions]
 
 
 def _mask(lengths, width):
@@ -70,33 +74,15 @@ def test_config_validation(tmp_path, field, value):
         SGRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", **{field: value})
 
 
-def _trainer(tiny_model_dir, dataset, kwargs):
-    from transformers import AutoModelForCausalLM
-
-    from learners.s_grpo import SGRPOTrainer
-    from learners.tiny import load_tokenizer
-
-    def reward(prompts, completions, **kw):
-        return [float(len(c[0]["content"]) % 3) for c in completions]
-
-    return SGRPOTrainer(
-        model=AutoModelForCausalLM.from_pretrained(tiny_model_dir),
-        reward_funcs=reward,
-        args=SGRPOConfig(**kwargs),
-        train_dataset=dataset,
-        processing_class=load_tokenizer(tiny_model_dir),
-    )
-
-
 @pytest.mark.slow
 def test_corrected_ratio_gives_the_policy_gradient(
-    tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, synthetic_loss_batch
+    make_trainer, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, synthetic_loss_batch
 ):
     """With π_old frozen at the sampling policy, the loss gradient is −(1/G)Σ_i A_i/|S_i| Σ_{t∈S_i} ∇log π.
 
     The printed Eq. 5 (ratio π_θ/π_θ, no grad) would give a zero gradient at beta = 0.
     """
-    trainer = _trainer(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs)
+    trainer = make_trainer(SGRPOTrainer, SGRPOConfig(**cpu_grpo_kwargs), reward_funcs=_mod3_reward)
     trainer.current_gradient_accumulation_steps = 1
     model = trainer.model
     inputs = synthetic_loss_batch(seed=3)
@@ -121,12 +107,12 @@ def test_corrected_ratio_gives_the_policy_gradient(
 
 @pytest.mark.slow
 def test_truncating_variant_matches_mask_variant(
-    tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, synthetic_loss_batch
+    make_trainer, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, synthetic_loss_batch
 ):
     results = []
     for truncate in (False, True):
         kwargs = dict(cpu_grpo_kwargs, truncate_after_last_selected=truncate)
-        trainer = _trainer(tiny_model_dir, toy_prompt_dataset, kwargs)
+        trainer = make_trainer(SGRPOTrainer, SGRPOConfig(**kwargs), reward_funcs=_mod3_reward)
         trainer.current_gradient_accumulation_steps = 1
         inputs = synthetic_loss_batch(seed=4)
         inputs["tool_mask"][:, 12:] = 0  # selected tokens end early: the tail is cut
@@ -140,7 +126,7 @@ def test_truncating_variant_matches_mask_variant(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("truncate", [False, True])
-def test_two_training_steps(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, truncate):
+def test_two_training_steps(make_trainer, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, truncate):
     cpu_grpo_kwargs.update(
         max_completion_length=24,
         always_keep_tokens=3,
@@ -148,7 +134,7 @@ def test_two_training_steps(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs,
         keep_probability=0.3,
         truncate_after_last_selected=truncate,
     )
-    trainer = _trainer(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs)
+    trainer = make_trainer(SGRPOTrainer, SGRPOConfig(**cpu_grpo_kwargs), reward_funcs=_mod3_reward)
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
     assert trainer.state.global_step == 2

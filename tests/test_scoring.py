@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from learners.scoring import (
+from learners.contrastive.scoring import (
     NaiveScorer,
     PrefixSharedScorer,
     ScoringJob,
@@ -37,7 +37,7 @@ def tiny_model(tiny_model_dir):
 
 def _jobs(tokenizer, n_rollouts=4, seed=0):
     """Rollouts of different lengths sharing one prompt; cuts at paragraph ends, the first cut shared by all."""
-    from learners.paragraphs import split_paragraphs, token_texts
+    from learners.contrastive.paragraphs import split_paragraphs, token_texts
 
     rng = random.Random(seed)
     prompt = tokenizer.encode("Numbers: 42 10 9\nTarget: 48", add_special_tokens=False)

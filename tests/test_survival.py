@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from learners.survival import pool_adjacent_violators, survival_objective, survival_probabilities
+from learners.ps_ppo.survival import pool_adjacent_violators, survival_objective, survival_probabilities
 
 
 def test_worked_example_without_merging_matches_seed():

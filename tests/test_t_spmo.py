@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from learners.prefix_trie import prefix_advantages
-from learners.replay import ReplayBuffer
+from learners.t_spmo.prefix_trie import prefix_advantages
+from learners.t_spmo.replay import ReplayBuffer
 
 
 def _mod3_reward(prompts, completions, **kwargs):
@@ -49,8 +49,8 @@ def _probe_class():
 def _trainer(model_dir, dataset, kwargs, reward=_mod3_reward, cls=None, **extra):
     from transformers import AutoModelForCausalLM
 
+    from learners.pipeline.tiny import load_tokenizer
     from learners.t_spmo import TSPMOConfig
-    from learners.tiny import load_tokenizer
 
     cls = cls or _probe_class()
     return cls(
@@ -90,7 +90,7 @@ def test_config_rejects_bad_values(kwargs, message, cpu_grpo_kwargs):
 
 
 def test_registered(cpu_grpo_kwargs):
-    from learners.registry import get_learner
+    from learners.core.registry import get_learner
     from learners.t_spmo import TSPMOConfig, TSPMOTrainer
 
     spec = get_learner("t_spmo")
@@ -325,9 +325,9 @@ import sys
 import torch
 from transformers import AutoModelForCausalLM
 from countdown_env import Puzzle
-from learners.data import prompt_dataset
+from learners.pipeline.data import prompt_dataset
 from learners.t_spmo import TSPMOConfig, TSPMOTrainer
-from learners.tiny import load_tokenizer
+from learners.pipeline.tiny import load_tokenizer
 
 model_dir, out_dir, puzzles = sys.argv[1], sys.argv[2], eval(sys.argv[3])
 

@@ -37,7 +37,7 @@ def _overrides(model_dir, train, eval_, steps):
 
 
 def test_overrides_and_config_lookup(tmp_path):
-    from learners.train import apply_overrides, find_config, load_config
+    from learners.pipeline.train import apply_overrides, find_config, load_config
 
     config = load_config("cpu-tiny", ["trainer.max_steps=3", "eval.every=0", "new.section.key=[1, 2]"])
     assert config["trainer"]["max_steps"] == 3 and config["eval"]["every"] == 0
@@ -52,7 +52,7 @@ def test_overrides_and_config_lookup(tmp_path):
 
 
 def test_gpu_presets_follow_seed_000():
-    from learners.train import load_config
+    from learners.pipeline.train import load_config
 
     for name in ("qwen3-0.6b-vllm-server", "qwen3-0.6b-vllm-colocate"):
         t = load_config(name)["trainer"]
@@ -134,7 +134,7 @@ def test_clear_errors(tiny_model_dir, toy_puzzles, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_demo_pipeline_quick(tmp_path):
-    from learners.demo import QUICK, run_demo
+    from learners.pipeline.demo import QUICK, run_demo
 
     settings = {**QUICK, "max_new_tokens": 12}  # the --quick settings, shorter completions
     summary = run_demo(tmp_path / "demo", **settings)

@@ -19,7 +19,7 @@ def main(model_dir: str, out_dir: str) -> None:
     import torch
     from trl import GRPOConfig
 
-    from learners.base import CountdownGRPOTrainer
+    from learners.core.trainer import CountdownGRPOTrainer
 
     class Probe(CountdownGRPOTrainer):
         def shape_batch(self, batch, rollout):

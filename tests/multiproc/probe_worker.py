@@ -50,9 +50,8 @@ def train(trainer_cls, config_cls, model_dir: str, out_dir: str, **config_overri
     from transformers import AutoModelForCausalLM
 
     from countdown_env import Puzzle
-    from learners.data import prompt_dataset
-    from learners.grpo_presets import tiny_cpu_kwargs
-    from learners.tiny import load_tokenizer
+    from learners.pipeline.data import prompt_dataset
+    from learners.pipeline.tiny import load_tokenizer, tiny_cpu_kwargs
 
     n_proc = int(os.environ.get("WORLD_SIZE", "1"))
     kwargs = tiny_cpu_kwargs(

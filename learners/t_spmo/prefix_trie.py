@@ -4,7 +4,7 @@ Seed 002 (T-SPMO, Sec. 3.3, Eqs. 7-9). For one prompt with a group G of sampled 
 path through a prefix trie whose nodes are token prefixes p. Let G_p be the completions that pass through p and
 R(y) their rewards. The advantage of the transition "emit token v after prefix p" is
 
-    A(v | p) = mean_{y in G_{p∘v}} R(y)  -  mean_{y in G_p} R(y)                                   (seed 002, Eq. 9)
+    A(v | p) = mean_{y in G_{p∘v}} R(y)  -  mean_{y in G_p} R(y)                     (arXiv 2504.20834, Eq. 9)
 
 (the root p = ∅ is the whole group, so A(v | ∅) = mean over completions starting with v - group mean). Each unique
 (prefix, next-token) pair — i.e. each trie node below the root — enters the loss exactly once: positions of
@@ -47,7 +47,7 @@ class TrieStats:
         num_completions: completions that contribute a finite reward.
         num_tokens: valid completion tokens (sum of the completion mask).
         num_transitions: unique (prefix, next token) transitions with a defined advantage = tokens in the loss.
-        loss_token_share: ``num_transitions / num_tokens`` (the token efficiency of seed 002's Table 3).
+        loss_token_share: ``num_transitions / num_tokens`` (the token efficiency of arXiv 2504.20834's Table 3).
         singleton_share: share of those transitions that rest on exactly one completion (|G_{p∘v}| = 1).
         mean_node_count: mean |G_{p∘v}| over those transitions.
         zero_advantage_share: share of those transitions with A(v|p) == 0 exactly.

@@ -1,8 +1,8 @@
-"""Paragraphs of a completion, with boundaries in token space (seed 000).
+"""Paragraphs of a completion, with boundaries in token space (the shaping post).
 
 A completion in the task format reads ``<reasoning>\\n s_1 s_2 … s_|S| </reasoning>\\n<solution>a</solution>``.
 The reasoning body is split into paragraphs s_1 … s_|S| at every blank line (a run of two or more newlines) and,
-in addition, every ``max_paragraph_len`` tokens since the previous boundary — seed 000's fix for the reward hack
+in addition, every ``max_paragraph_len`` tokens since the previous boundary — the shaping post's fix for the reward hack
 where the policy stopped ending paragraphs so that a wrong attempt and the later right one shared one signal.
 
 Everything is expressed as token indices into the completion, so a scoring point "after paragraph n" is the

@@ -1,4 +1,4 @@
-r"""PS-PPO's forward-only design weights ``w_t(x) = γ̄_t(x) · ū_t(x)`` (seed 001, Section 3.3, Appendices D-E).
+r"""PS-PPO's forward-only design weights ``w_t(x) = γ̄_t(x) · ū_t(x)`` (PS-PPO paper, Section 3.3, Appendices D-E).
 
 Score-norm proxy (Appendix D). For a softmax head ``z = W h``, the score of the sampled token ``y`` with respect
 to ``W`` is ``∇_W log p(y) = (e_y − p) hᵀ``, so

@@ -1,4 +1,4 @@
-"""Scorer engines for seed 000's potential: ℓ(a | x, s_1:n) for every rollout × scoring point × answer.
+"""Scorer engines for the shaping post's potential: ℓ(a | x, s_1:n) for every rollout × scoring point × answer.
 
 What is scored
 --------------

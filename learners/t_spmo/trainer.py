@@ -1,84 +1,26 @@
-r"""T-SPMO: token-level prefix-matching policy optimisation with prefix-trie advantages and replay.
-
-Seed 002 ("Token-Efficient RL for LLM Reasoning", Sec. 3.3) with the referee's corrections. For each prompt,
-|G| completions are sampled and arranged in a prefix trie (:mod:`learners.prefix_trie`); every unique
-(prefix p, next token v) transition U gets the advantage
-
-.. math::  A(v|p) = \bar R(G_{p\circ v}) - \bar R(G_p)      \qquad \text{(Eqs. 7-9)}
-
-**Objective (corrected).** The paper prints :math:`J = \sum_{(p,v)\in U} \pi_\theta(v|p)\,A(v|p)` (Eq. 10), whose
-gradient :math:`\sum A\,\nabla\pi` is not a policy gradient (referee, major comment 2). The default here is the
-policy-gradient form, with TRL's clipped ratio against the sampling policy when a batch is reused
-(``num_iterations > 1``):
-
-.. math::  J(\theta) = \frac{1}{|U|} \sum_{(p,v)\in U} \min\big(\rho\,A(v|p),\ \mathrm{clip}(\rho, 1-\epsilon,
-           1+\epsilon_{high})\,A(v|p)\big), \qquad \rho = \pi_\theta(v|p) / \pi_{\theta_{old}}(v|p)
-
-whose gradient on-policy (ρ = 1) is :math:`\frac{1}{|U|}\sum_U A(v|p)\,\nabla\log\pi_\theta(v|p)`.
-**Normalisation:** |U| counts the unique transitions of the whole generation batch, over all prompts and
-processes (TRL's ``loss_type="dapo"`` with ``num_items_in_batch`` = the number of loss tokens), so the update is
-the paper's sum over U divided by a constant of the batch — every unique transition weighs the same, independent
-of the completion it was found in, and gradient accumulation or several processes do not change the scale.
-``loss_type="bnpo"`` (divide by the loss tokens of each micro-batch) is also accepted; per-sequence normalisers
-(``grpo``, ``dr_grpo``, ...) would weight transitions by the length of an arbitrary representative and are rejected.
-
-``tspmo_objective="prob"`` keeps the printed Eq. 10 for ablation: the per-token advantage becomes
-:math:`A(v|p)\,\pi_{\theta_{old}}(v|p)`, so that ρ·A·π_old = A·π_θ and the gradient is
-:math:`\frac{1}{|U|}\sum_U A\,\nabla\pi_\theta` exactly (with clipping when ρ leaves the trust region).
-
-**Regularisation.** ``beta > 0`` adds TRL's per-token KL(π_θ‖π_ref) estimator on the loss tokens; ``l2_coef > 0``
-adds :math:`\lambda\,\lVert\theta-\theta_0\rVert^2` over the trainable parameters (``l2_anchor="init"``: θ_0 = the
-values at construction; ``"zero"``: the paper's :math:`\lambda\lVert\theta_{LoRA}\rVert^2`, meant for adapters).
-The L2 term is added after TRL's loss through the base's seam-2 hook ``loss_penalty`` (the base scales it for
-gradient accumulation). Works with a ``peft`` LoRA config passed as ``peft_config``.
-
-**Replay** (``replay_success``/``replay_failure`` = C_success/C_failure > 0; :mod:`learners.replay` states the
-rules). Done in seam 1 without overriding TRL's generation: after TRL generated and scored the batch, restart
-plans are drawn (identically on every process, from the gathered batch and a seeded generator), each process
-generates the continuations of its share with the unwrapped model's ``generate`` under ``no_grad`` (same sampling
-settings as TRL's transformers path), scores them with the trainer's own reward functions (so the scale matches
-the batch), computes the old/reference log-probs TRL would have, and appends the rows to the batch (prompt side
-left-padded, completion side right-padded). Every process appends the same number of rows, rounded up so that the
-batch still splits into ``steps_per_generation`` micro-batches; unused slots are filler rows with an empty loss
-mask. Replayed rows count in the trie only from their restart depth (see :mod:`learners.prefix_trie`).
-Unsupported with replay: tools, environments, ``rollout_func``, multimodal inputs, model-based or async rewards.
-
-**Large groups.** The trie is built in seam 1 over the whole generation batch, so a group may exceed a
-micro-batch: e.g. |G| = 50 with ``per_device_train_batch_size=10, steps_per_generation=5,
-gradient_accumulation_steps=5`` trains on one prompt per optimiser step in five micro-batches of ten rows
-(forward passes, old/ref log-probs and replay generation all run in micro-batches of that size).
-Seam 2 runs TRL's loss only up to each row's last loss token (``truncate_to_loss_tokens``: the base's bucketed
-prefixes, exact under causal attention), so the many trailing tokens a trie leaves without loss cost nothing.
-
-**Estimator statistics** (referee, major comment 4) are logged every generation batch under ``tspmo/``:
-unique transitions, share of the loss tokens (``loss_token_share``), share resting on one completion
-(``singleton_share``), mean |G_{p∘v}|, share of zero advantages, mean |A|, deepest branching depth, replay counts.
-"""
+"""The T-SPMO trainer: only its seam overrides; the equations are in the package docstring (:mod:`learners.t_spmo`)."""
 
 from __future__ import annotations
 
 import copy
 import inspect
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 from accelerate.utils import gather_object
-from trl import GRPOConfig
 from trl.data_utils import is_conversational
 from trl.models import unwrap_model_for_generation
 from trl.trainer.utils import use_adapter
 
-from learners.base import CountdownGRPOTrainer, Rollout
-from learners.prefix_trie import PrefixAdvantages, prefix_advantages
-from learners.replay import ReplayBuffer, ReplayPlan
+from learners.core.trainer import CountdownGRPOTrainer, Rollout
+from learners.t_spmo.prefix_trie import PrefixAdvantages, prefix_advantages
+from learners.t_spmo.replay import ReplayBuffer, ReplayPlan
+
+from .config import TSPMOConfig
 
 __all__ = ["TSPMOConfig", "TSPMOTrainer", "prefix_advantages"]
 
-_OBJECTIVES = ("log_prob", "prob")
-_LOSS_TYPES = ("dapo", "bnpo")
-_L2_ANCHORS = ("init", "zero")
 # Per-row keys of TRL's batch that replay knows how to extend; any other per-row tensor makes replay refuse.
 _PROMPT_KEYS = ("prompt_ids", "prompt_mask")
 _COMPLETION_KEYS = (
@@ -93,61 +35,8 @@ _COMPLETION_KEYS = (
 )
 
 
-@dataclass
-class TSPMOConfig(GRPOConfig):
-    """``GRPOConfig`` plus T-SPMO's hyperparameters (seed 002, Sec. 3.3 and Table 6).
-
-    Parameters:
-        tspmo_objective: ``"log_prob"`` (default, policy gradient Σ A·log π with the clipped ratio) or ``"prob"``
-            (the printed Eq. 10, Σ A·π, for ablation).
-        l2_coef: λ of the L2 penalty λ‖θ − θ_0‖² on the trainable parameters (0 disables; the paper: 0.01).
-        l2_anchor: θ_0: ``"init"`` (values at construction) or ``"zero"`` (plain ‖θ‖², the paper's LoRA form).
-        replay_success: C_success, restarts per prompt and step from stored successful completions.
-        replay_failure: C_failure, restarts per prompt and step from stored failed completions.
-        replay_capacity: completions kept per prompt and kind in the replay buffer.
-        replay_min_prefix: the fewest completion tokens a restart keeps (>= 1).
-        success_threshold: a completion with total reward >= this is a success (Countdown: 1.0).
-        replay_seed: seed of the replay plans (the same on every process).
-        loss_type: ``"dapo"`` (default: divide by the unique transitions of the generation batch) or ``"bnpo"``.
-    """
-
-    tspmo_objective: str = field(
-        default="log_prob",
-        metadata={"help": "'log_prob' (policy gradient, default) or 'prob' (printed Eq. 10, ablation)."},
-    )
-    l2_coef: float = field(default=0.0, metadata={"help": "L2 penalty coefficient on the trainable parameters."})
-    l2_anchor: str = field(default="init", metadata={"help": "'init' (θ - θ_0) or 'zero' (θ) for the L2 penalty."})
-    replay_success: int = field(default=0, metadata={"help": "C_success: restarts per prompt from successes."})
-    replay_failure: int = field(default=0, metadata={"help": "C_failure: restarts per prompt from failures."})
-    replay_capacity: int = field(default=8, metadata={"help": "Completions kept per prompt and kind."})
-    replay_min_prefix: int = field(default=1, metadata={"help": "Fewest completion tokens a restart keeps."})
-    success_threshold: float = field(default=1.0, metadata={"help": "Reward counted as a success."})
-    replay_seed: int = field(default=0, metadata={"help": "Seed of the replay plans."})
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.tspmo_objective not in _OBJECTIVES:
-            raise ValueError(f"tspmo_objective must be one of {_OBJECTIVES}, got {self.tspmo_objective!r}")
-        if self.loss_type not in _LOSS_TYPES:
-            raise ValueError(
-                f"T-SPMO needs a token-level normaliser, loss_type in {_LOSS_TYPES}; got {self.loss_type!r} "
-                "(per-sequence normalisers weight a transition by the length of its representative completion)"
-            )
-        if self.l2_coef < 0:
-            raise ValueError(f"l2_coef must be >= 0, got {self.l2_coef}")
-        if self.l2_anchor not in _L2_ANCHORS:
-            raise ValueError(f"l2_anchor must be one of {_L2_ANCHORS}, got {self.l2_anchor!r}")
-        for name in ("replay_success", "replay_failure"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if self.replay_capacity < 1 or self.replay_min_prefix < 1:
-            raise ValueError("replay_capacity and replay_min_prefix must be >= 1")
-        if self.importance_sampling_level != "token":
-            raise ValueError("T-SPMO's ratios are per transition: importance_sampling_level must be 'token'")
-
-
 class TSPMOTrainer(CountdownGRPOTrainer):
-    """T-SPMO on :class:`~learners.base.CountdownGRPOTrainer`; see the module docstring for the equations.
+    """T-SPMO on :class:`~learners.core.trainer.CountdownGRPOTrainer`; see the module docstring for the equations.
 
     Seam 1 (``shape_batch``): replay (optional), prefix-trie advantages over the gathered groups, the unique-
     transition loss mask, estimator statistics. Seam 2: ``truncate_to_loss_tokens`` (no compute after the last loss

@@ -10,19 +10,21 @@ The end-of-turn marker ``<|im_end|>`` is the eos token, so HF and TRL generation
 assistant turn. The tags are *added* (matched whole) but not *special*: decoding with
 ``skip_special_tokens=True`` keeps them and drops only the ChatML/pad markers.
 
-Trap avoided (design.md): a folder whose model config says ``qwen2`` would otherwise reload as a Qwen2
+Trap avoided : a folder whose model config says ``qwen2`` would otherwise reload as a Qwen2
 tokenizer with a byte-level pre-tokenizer that silently drops spaces and newlines. The tokenizer config
 therefore names ``PreTrainedTokenizerFast`` explicitly, and :func:`check_round_trip` verifies encode/decode
 after reload (``build_tiny_model`` calls it).
 
-Size calibration (design.md, measured on 2 CPU cores): hidden 128, 4 layers, 4 heads, intermediate 512, tied
+Size calibration (measured on 2 CPU cores): hidden 128, 4 layers, 4 heads, intermediate 512, tied
 embeddings ≈ 1.06 M parameters, ~13 k tokens/s training in fp32.
 """
 
 from __future__ import annotations
 
+import os
 import string
 from pathlib import Path
+from typing import Any
 
 TAGS: tuple[str, ...] = (
     "<reasoning>",
@@ -212,3 +214,32 @@ def load_tokenizer(model_dir: str | Path):
 def count_parameters(model) -> int:
     """Number of distinct parameters (tied weights counted once)."""
     return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+
+
+# GRPOConfig values for a fast, deterministic CPU run of the embedded tiny model (tests and benchmarks): one
+# generation batch of 2 prompts x 4 completions, 16 new tokens, 2 steps, no trackers, no progress bar.
+TINY_CPU_RUN: dict[str, Any] = dict(
+    use_cpu=True,
+    bf16=False,
+    gradient_checkpointing=False,
+    use_vllm=False,
+    report_to="none",
+    per_device_train_batch_size=8,
+    num_generations=4,
+    max_completion_length=16,
+    max_steps=2,
+    learning_rate=1e-3,
+    logging_steps=1,
+    save_strategy="no",
+    seed=0,
+    disable_tqdm=True,
+    dataloader_num_workers=0,
+)
+
+
+def tiny_cpu_kwargs(output_dir: str | os.PathLike[str], **overrides: Any) -> dict[str, Any]:
+    """Keyword arguments for ``GRPOConfig`` (or a learner's config) for a CPU run of the tiny model.
+
+    :data:`TINY_CPU_RUN` with ``output_dir`` set; ``overrides`` replace or add keys.
+    """
+    return {**TINY_CPU_RUN, "output_dir": str(output_dir), **overrides}

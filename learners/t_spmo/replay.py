@@ -15,7 +15,7 @@ failed ones. Our specification:
   ``min_prefix + 1`` are never replayed.
 - **How it is used.** The trainer generates a continuation of prompt∘q with the current policy, scores the full
   completion q∘continuation with the same reward functions, and adds it to the step's batch; in the trie it
-  counts for q and deeper nodes only (``start_positions`` in :func:`learners.prefix_trie.prefix_advantages`).
+  counts for q and deeper nodes only (``start_positions`` in :func:`learners.t_spmo.prefix_trie.prefix_advantages`).
 
 Everything here is plain Python and a seeded ``numpy`` generator, so every process that sees the same gathered
 batch makes the same plan.

@@ -5,7 +5,7 @@ optional keywords, ``reward_config`` and ``prompt_template`` (kept for reference
 ``reward_funcs=None`` the reward comes from the environment: TRL's batch is turned into
 :class:`countdown_env.trajectory.Trajectory` records by the env's batched scorer ``score_trajectories``
 (the very function the token-level Gymnasium env calls at episode end), so trainer and env cannot disagree.
-The dataset must then carry ``numbers`` and ``target`` columns (see :func:`learners.data.prompt_dataset`).
+The dataset must then carry ``numbers`` and ``target`` columns (see :func:`learners.pipeline.data.prompt_dataset`).
 
 The seams (a learner overrides these and nothing else)
 ------------------------------------------------------
@@ -31,9 +31,9 @@ The seams (a learner overrides these and nothing else)
      with :meth:`per_token_logps`). Return a new dict rather than mutating ``inputs``: TRL reuses the buffered
      micro-batch when ``num_iterations > 1``.
    - ``truncate_to_loss_tokens(self) -> bool``: when true, TRL's loss runs on prefixes only: the rows are sorted
-     into at most ``args.max_buckets`` length buckets (:data:`DEFAULT_MAX_BUCKETS` when the config has no such
+     into at most ``args.max_buckets`` length buckets (a :class:`~learners.core.config.CountdownConfig`
      field), each cut after its rows' last loss token, and the bucket losses are recombined exactly
-     (:func:`learners.prefix_batches.prefix_loss`; equal bucket sizes on every rank under several processes).
+     (:func:`learners.core.prefix_batches.prefix_loss`; equal bucket sizes on every rank under several processes).
      The loss and its gradient are unchanged (causal attention); the forward/backward shrinks. The share of
      completion columns actually run is logged as ``loss/forward_token_frac``. Default: ``False`` (one call
      of TRL's loss on the whole micro-batch).
@@ -67,9 +67,6 @@ import torch
 from trl import GRPOConfig, GRPOTrainer
 
 from .prefix_batches import prefix_loss
-
-DEFAULT_MAX_BUCKETS = 4
-"""Length buckets per micro-batch when a learner truncates to its loss tokens and its config has no ``max_buckets``."""
 
 
 @dataclass
@@ -193,7 +190,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
         if numbers is None or target is None:
             raise ValueError(
                 "the Countdown env reward needs 'numbers' and 'target' dataset columns "
-                "(build the dataset with learners.data.prompt_dataset) or pass reward_funcs"
+                "(build the dataset with learners.pipeline.data.prompt_dataset) or pass reward_funcs"
             )
         from countdown_env import Puzzle
         from countdown_env.trajectory import score_trajectories
@@ -253,7 +250,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
                 model,
                 inputs,
                 self.loss_type,
-                getattr(self.args, "max_buckets", DEFAULT_MAX_BUCKETS),
+                self.args.max_buckets,
                 equal_rows=self.accelerator.num_processes > 1,  # TRL gathers per-row metrics in every call
             )
             self.log_metric("loss/forward_token_frac", stats["tokens"] / max(stats["full_tokens"], 1))

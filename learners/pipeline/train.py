@@ -195,8 +195,8 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
 
     from countdown_env.rewards import RewardConfig
 
+    from ..core.registry import get_learner
     from .data import model_template, prompt_dataset
-    from .registry import get_learner
     from .tiny import build_tiny_model, load_tokenizer
 
     out = Path(output_dir)
@@ -273,7 +273,7 @@ def train(learner: str, config: dict[str, Any], output_dir: str | Path, resume: 
 
 # -------------------------------------------------------------------------------------------------- CLI
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .registry import LEARNERS
+    from ..core.registry import LEARNERS
 
     parser.add_argument("--learner", default="grpo", help=f"one of: {', '.join(LEARNERS)}")
     parser.add_argument("--config", default="cpu-tiny", help="YAML preset path or packaged name (cpu-tiny, ...)")

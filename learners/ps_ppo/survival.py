@@ -115,7 +115,7 @@ def survival_probabilities(
         weights: 1-D array-like of non-negative finite design weights ``w_t`` (length ``T ≥ 1``).
         budget: expected number of kept tokens ``B = Σ_t ξ_t`` (> 0). ``B ≥ T`` returns all ones.
         floor: lower bound ``ε`` on every ``ξ_t`` (0 < ε < 1); keeps zero-weight steps reachable.
-        first_token_always: fix ``ξ_1 = 1`` (seed 001, Section 3.2) and spend ``B − 1`` on the rest.
+        first_token_always: fix ``ξ_1 = 1`` (PS-PPO paper, Section 3.2) and spend ``B − 1`` on the rest.
 
     Returns:
         float64 array of shape ``(T,)``, non-increasing, in ``[floor, 1]``, summing to ``min(B, T)``.

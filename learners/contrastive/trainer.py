@@ -1,125 +1,25 @@
-r"""Contrastive potential advantage shaping (seed 000), on the Countdown base trainer.
+"""The contrastive-potential shaping trainer: only its seam overrides.
 
-Source: ``shared/seeds/000_2ea932ba632d9ce5.txt`` ("Contrastive potential advantage shaping"). GRPO gives
-every token of a completion the same outcome advantage; this learner adds a per-paragraph term measuring how much
-each paragraph moved a scorer model's belief towards the group's correct answers and away from its wrong ones.
-
-For a group of G rollouts of prompt x:
-
-1. Answer bank (:mod:`learners.answer_bank`): the submitted answers graded by the verifier, B+ correct, B− incorrect,
-   deduplicated by canonical form; rollouts that hit the token budget contribute nothing; the ground truth a*
-   optionally joins B+ (``ground_truth_mode``). If B+ or B− is empty the group keeps its plain GRPO advantages.
-2. Paragraphs (:mod:`learners.paragraphs`): each completion's reasoning s_1 … s_|S| split at blank lines and every
-   ``max_paragraph_len`` tokens (default 128, the seed's fix for the long-paragraph reward hack).
-3. Scores (:mod:`learners.scoring`): ℓ_φ(a | x, s_1:n) = summed log-probability, under the scorer φ, of the tokens of
-   ``a + "</solution>"`` written right after the prefix x, s_1:n and the bridge ``"</reasoning>\n<solution>"``,
-   for every a ∈ B+ ∪ B− and n = 0 … |S| (n = 0 is the empty prefix, shared by the group).
-4. Potential and shaping (:mod:`learners.potential`):
-
-   .. math::
-       \mathrm{LSE}_\tau(z) = \tau\log\Big(\frac1N\sum_i e^{z_i/\tau}\Big), \qquad
-       \Phi_n = \mathrm{LSE}_\tau\{\ell_\phi(a\mid x,s_{1:n})\}_{a\in B^+}
-              - \mathrm{LSE}_\tau\{\ell_\phi(a\mid x,s_{1:n})\}_{a\in B^-},
-
-   .. math::
-       \bar\Phi_n = \mathrm{clip}(\Phi_n, -5, 5), \qquad
-       A^{\mathrm{shape}}_n = \beta(\gamma\bar\Phi_n - \bar\Phi_{n-1}), \quad \beta = 0.1,\ \gamma = 0.99,
-
-   and the advantage of every token t of paragraph n of rollout i becomes :math:`\hat A_i + A^{\mathrm{shape}}_n`
-   (not divided by the paragraph's length). :math:`\hat A_i` is TRL's group-relative advantage.
-   Φ̄ is the clipped potential (not normalised over the group); Φ̄_0 is the potential of the empty prefix.
-
-The scorer φ is ``"frozen"`` (``scorer_model_name_or_path``, or by default a copy of the initial policy — the
-seed's post-SFT checkpoint) or ``"moving"`` (the current policy, no gradient). Engines: ``"prefix_shared"`` (KV cache
-built once per rollout, the default), ``"naive"`` (the reference), ``"vllm"`` (GPU: the policy's colocated vLLM
-engine for a moving scorer, or a second engine on ``scorer_model_name_or_path`` for a frozen one).
-
-The only change w.r.t. the base trainer is ``shape_batch`` (seam 1): it replaces the (B,) advantages by (B,T) ones.
+The equations are in the package docstring (:mod:`learners.contrastive`).
 """
 
 from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
-from trl import GRPOConfig
 
-from .answer_bank import GROUND_TRUTH_MODES, AnswerBank, build_answer_bank
-from .base import CountdownGRPOTrainer, Rollout
+from ..core.trainer import CountdownGRPOTrainer, Rollout
+from .answer_bank import AnswerBank, build_answer_bank
+from .config import ContrastiveConfig
 from .paragraphs import split_paragraphs, token_texts
 from .potential import contrastive_potential, shaping_terms, token_shaping
-from .scoring import ENGINES, ScoringJob, answer_format, make_scorer
+from .scoring import ScoringJob, answer_format, make_scorer
 
 __all__ = ["ContrastiveConfig", "ContrastiveTrainer", "submitted_answer"]
-
-SCORERS = ("frozen", "moving")
-
-
-@dataclass
-class ContrastiveConfig(GRPOConfig):
-    r"""``GRPOConfig`` plus seed 000's shaping hyperparameters (names avoid GRPO's own ``beta``, the KL weight).
-
-    Parameters:
-        shaping_beta (`float`, defaults to 0.1): β, the scale of the shaping term.
-        shaping_gamma (`float`, defaults to 0.99): γ, the PBRS-style discount.
-        potential_tau (`float`, defaults to 1.0): τ of LSE_τ (not given in the seed; 1 = log mean probability).
-        potential_clip (`float`, defaults to 5.0): Φ̄ = clip(Φ, −clip, clip).
-        max_paragraph_len (`int`, defaults to 128): split a paragraph every this many tokens.
-        ground_truth_mode (`str`, defaults to "never"): "never", "always" or "when_all_wrong" (a* joins B+).
-        scorer (`str`, defaults to "frozen"): "frozen" or "moving".
-        scorer_model_name_or_path (`str`, optional): the frozen scorer's checkpoint; default a copy of the
-            initial policy.
-        scorer_engine (`str`, defaults to "prefix_shared"): "prefix_shared", "naive" or "vllm".
-        scorer_prefix_batch_size (`int`, defaults to 16): rollouts per prefix forward (prefix_shared).
-        scorer_max_batch_tokens (`int`, defaults to 32768): token budget of one continuation batch (prefix_shared).
-        scorer_kv_slack (`float`, defaults to 0.25): a continuation batch holds prefixes within (1 + slack) × its
-            shortest one (prefix_shared).
-        scorer_vllm_gpu_memory_utilization (`float`, defaults to 0.3): the frozen scorer's vLLM engine share.
-    """
-
-    shaping_beta: float = field(default=0.1, metadata={"help": "β: scale of the per-paragraph shaping term."})
-    shaping_gamma: float = field(default=0.99, metadata={"help": "γ: discount of the potential difference."})
-    potential_tau: float = field(default=1.0, metadata={"help": "τ of LSE_τ (> 0; inf = mean)."})
-    potential_clip: float = field(default=5.0, metadata={"help": "Clip the potential to [-clip, clip]."})
-    max_paragraph_len: int = field(default=128, metadata={"help": "Split paragraphs every this many tokens."})
-    ground_truth_mode: str = field(default="never", metadata={"help": "never | always | when_all_wrong."})
-    scorer: str = field(default="frozen", metadata={"help": "frozen (fixed model) | moving (current policy)."})
-    scorer_model_name_or_path: str | None = field(
-        default=None, metadata={"help": "Frozen scorer checkpoint; default: a copy of the initial policy."}
-    )
-    scorer_engine: str = field(default="prefix_shared", metadata={"help": "prefix_shared | naive | vllm."})
-    scorer_prefix_batch_size: int = field(default=16, metadata={"help": "Rollouts per prefix forward pass."})
-    scorer_max_batch_tokens: int = field(default=32768, metadata={"help": "Token budget of a continuation batch."})
-    scorer_kv_slack: float = field(
-        default=0.25, metadata={"help": "Prefix-length spread allowed within a continuation batch (prefix_shared)."}
-    )
-    scorer_vllm_gpu_memory_utilization: float = field(
-        default=0.3, metadata={"help": "GPU memory share of the frozen scorer's vLLM engine."}
-    )
-
-    def __post_init__(self):
-        super().__post_init__()
-        if not self.potential_tau > 0:
-            raise ValueError(f"potential_tau must be > 0, got {self.potential_tau}")
-        if not self.potential_clip > 0:
-            raise ValueError(f"potential_clip must be > 0, got {self.potential_clip}")
-        if not 0.0 < self.shaping_gamma <= 1.0:
-            raise ValueError(f"shaping_gamma must lie in (0, 1], got {self.shaping_gamma}")
-        if self.max_paragraph_len < 1:
-            raise ValueError(f"max_paragraph_len must be >= 1, got {self.max_paragraph_len}")
-        if self.ground_truth_mode not in GROUND_TRUTH_MODES:
-            raise ValueError(f"ground_truth_mode must be one of {GROUND_TRUTH_MODES}, got {self.ground_truth_mode!r}")
-        if self.scorer not in SCORERS:
-            raise ValueError(f"scorer must be one of {SCORERS}, got {self.scorer!r}")
-        if self.scorer_engine not in ENGINES:
-            raise ValueError(f"scorer_engine must be one of {ENGINES}, got {self.scorer_engine!r}")
-        if self.scorer_prefix_batch_size < 1 or self.scorer_max_batch_tokens < 1 or self.scorer_kv_slack < 0:
-            raise ValueError("scorer_prefix_batch_size and scorer_max_batch_tokens must be >= 1, scorer_kv_slack >= 0")
-        if self.scorer_engine == "vllm" and self.scorer == "frozen" and not self.scorer_model_name_or_path:
-            raise ValueError("a frozen vLLM scorer needs scorer_model_name_or_path")
 
 
 @dataclass

@@ -1,6 +1,6 @@
-"""The contrastive potential of seed 000 and the per-paragraph shaping term built from it.
+"""The contrastive potential of the shaping post and the per-paragraph shaping term built from it.
 
-Pure numpy; no model, no tokenizer. Notation follows seed 000 (``shared/seeds/000_2ea932ba632d9ce5.txt``):
+Pure numpy; no model, no tokenizer. Notation follows the shaping post (docs/references.md):
 
     LSE_τ({z_i}_{i=1..N}) = τ · log( (1/N) · Σ_i exp(z_i / τ) )                (→ max as τ→0⁺, → mean as τ→∞)
 

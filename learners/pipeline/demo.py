@@ -9,7 +9,7 @@
 6. write ``OUT/training.png`` (train reward and eval pass@1 against GRPO steps) and ``OUT/summary.md``.
 
 Step counts are fixed (not wall time) so that every machine computes the same thing; the defaults were
-calibrated from design.md and measured: 7 min 52 s for the whole job on a lightly shared 2-core machine
+calibrated on these machines and measured: 7 min 52 s for the whole job on a lightly shared 2-core machine
 (SFT 311 s, GRPO with four evals 139 s). ``--quick`` shrinks
 everything to a smoke test of a few seconds.
 """
@@ -47,7 +47,7 @@ QUICK: dict[str, Any] = dict(
 )
 VALUE_RANGE, TARGET_RANGE = (1, 20), (10, 200)
 # "direct" traces (one attempt, then a check) average ~125 tokens with the compact prompt, the sequence length
-# design.md's calibration was measured at; "short" ones (with dead ends) average ~160 and pad to ~240 per batch,
+# the tiny-model calibration was measured at; "short" ones (with dead ends) average ~160 and pad to ~240 per batch,
 # which doubles the SFT cost per step.
 SFT_STYLE = "direct"
 

@@ -6,7 +6,7 @@ template (the tiny model uses the short ``compact`` prompt) and turned into ``me
 ``assistant_only_loss=True`` then trains on the tokens inside the chat template's ``{% generation %}`` block:
 the assistant answer and its end-of-turn marker (so the model learns to stop).
 
-Optimiser defaults follow design.md's calibration of the 1 M-parameter tiny model on 2 CPU cores: AdamW
+Optimiser defaults follow the tiny-model calibration of the 1 M-parameter tiny model on 2 CPU cores: AdamW
 (0.9, 0.95), weight decay 0.1, peak lr 1.5e-3, 30 warmup steps, cosine decay to 10 %, clip 1.0, batch 64, fp32
 (~1100 steps ≈ 10 min reach ~38 % greedy / ~25 % at T=0.8 on 3-number puzzles).
 """

@@ -1,6 +1,6 @@
-"""The answer bank of one group of rollouts (seed 000): B+ (correct submitted answers), B− (incorrect ones).
+"""The answer bank of one group of rollouts (the shaping post): B+ (correct submitted answers), B− (incorrect ones).
 
-Rules, from seed 000 and issue 8:
+Rules, from the shaping post and issue 8:
 
 - Every rollout that submitted an answer (text inside the answer tag) contributes it, graded by the verifier.
   A rollout without an answer contributes nothing; neither does a rollout that hit the token budget.

@@ -1,0 +1,19 @@
+"""The learners' shared core: the base trainer with its two seams, the base config, prefix batches, the registry.
+
+Importing this package imports neither torch nor trl; the names below load on first use.
+"""
+
+from learners.core.lazy import lazy_exports
+
+__all__ = ["CountdownConfig", "CountdownGRPOTrainer", "LEARNERS", "LearnerSpec", "Rollout", "get_learner"]
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "CountdownGRPOTrainer": "trainer",
+        "Rollout": "trainer",
+        "CountdownConfig": "config",
+        "LEARNERS": "registry",
+        "LearnerSpec": "registry",
+        "get_learner": "registry",
+    },
+)
