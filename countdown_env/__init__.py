@@ -1,6 +1,6 @@
 """countdown_env: the Countdown puzzle as a reinforcement-learning environment.
 
-Puzzles, an exact solver and seeded generator, a safe verifier for untrusted model answers, reward functions,
+One task definition (:class:`CountdownTask`), puzzles, an exact solver and seeded generator, a safe verifier for untrusted model answers, reward functions,
 prompts, Gymnasium environments and dataset builders. Imports no torch, transformers or trl.
 """
 
@@ -14,6 +14,7 @@ __version__ = "0.1.0"
 
 # Public names resolved lazily so that `import countdown_env` stays cheap (sympy, datasets load on first use).
 _EXPORTS = {
+    "CountdownTask": "task",
     "PromptTemplate": "prompts",
     "chat_messages": "prompts",
     "parse_expression": "expression",
@@ -49,15 +50,10 @@ __all__ = ["Puzzle", "PuzzleError", "__version__", *_EXPORTS]
 
 
 def _register_envs() -> None:
-    """Register the Gymnasium envs by entry-point string (their modules load on the first gym.make)."""
-    from gymnasium.envs.registration import register, registry
+    """Register the Gymnasium envs (their modules load on the first gym.make; see envs/registration.py)."""
+    from .envs.registration import register_envs
 
-    for env_id, entry_point in (
-        ("Countdown-v0", "countdown_env.envs.countdown_text:CountdownEnv"),
-        ("CountdownTokens-v0", "countdown_env.envs.countdown_tokens:CountdownTokensEnv"),
-    ):
-        if env_id not in registry:
-            register(id=env_id, entry_point=entry_point)
+    register_envs()
 
 
 _register_envs()

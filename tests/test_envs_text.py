@@ -164,7 +164,7 @@ def test_vector_env_is_reproducible_under_seeds():
         answers = [format_completion("", f"{p.numbers[0]} + {p.numbers[1]}") for p in puzzles]
         _, rewards, terminated, truncated, step_info = envs.step(answers)
         envs.close()
-        return obs, puzzles, rewards, terminated, [v.reason for v in step_info["verification"]]
+        return obs, puzzles, rewards, terminated, [v.reason for v in step_info["final_info"]["verification"]]
 
     obs, puzzles, rewards, terminated, reasons = rollout()
     assert obs == rollout()[0] and puzzles == rollout()[1]

@@ -111,7 +111,8 @@ def test_correct_answer_single_token_steps(kind, char_tokenizer, hf_tokenizer):
     assert obs.tolist() == obs0.tolist() + completion
     assert info["completion"] == RIGHT and info["verification"].correct and info["format_ok"]
     assert info["prompt_length"] == len(obs0) and info["ignored_tokens"] == 0
-    rewards = info["token_rewards"]
+    assert "token_rewards" not in info  # variable length: it lives in the trajectory (vector infos need one shape)
+    rewards = info["trajectory"].token_rewards
     assert rewards.shape == (len(completion),) and rewards[-1] == 1.0 and rewards[:-1].sum() == 0.0
     traj = info["trajectory"]
     assert traj.completion_ids.tolist() == completion and traj.prompt_ids.tolist() == obs0.tolist()
@@ -181,7 +182,7 @@ def test_truncation_at_max_new_tokens(char_tokenizer, mode, expected, chunked):
         obs, reward, terminated, truncated, info = run_single(env, text)
     assert truncated and not terminated and reward == expected
     assert len(obs) == len(obs0) + len(text) and info["completion"] == RIGHT
-    assert info["verification"].correct and info["token_rewards"][-1] == expected
+    assert info["verification"].correct and info["trajectory"].token_rewards[-1] == expected
 
 
 def test_eos_as_the_last_budget_token_terminates(char_tokenizer):

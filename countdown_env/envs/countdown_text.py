@@ -9,10 +9,10 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
-from ..prompts import chat_messages, prompt_text
 from ..puzzle import Puzzle
-from ..rewards import score_completion
-from .puzzle_source import episode_rules
+from ..task import CountdownTask
+from .puzzle_source import episode_task
+from .shared_observations import PromptText
 
 MAX_PROMPT_CHARS = 1 << 16
 """Bound of the observation space's text length (prompts are a few hundred characters)."""
@@ -64,9 +64,9 @@ class CountdownEnv(gym.Env[str, str]):
 
     ## Rewards
 
-    :func:`countdown_env.rewards.score_completion`: 1.0 for a correct answer, else 0.0, plus ``format_bonus``
-    when the response follows the template's tag format. Rewards come only from there, so this env and a
-    trainer's reward function agree.
+    ``task.score`` (:func:`countdown_env.rewards.score_completion` with the task's tags and rules): 1.0 for a
+    correct answer, else 0.0, plus ``format_bonus`` when the response follows the template's tag format. Rewards
+    come only from there, so this env and a trainer's reward function (``task.reward_function()``) agree.
 
     ## Starting State
 
@@ -83,19 +83,32 @@ class CountdownEnv(gym.Env[str, str]):
 
     ## Arguments
 
-    ``gym.make("Countdown-v0", **kwargs)`` with:
+    ``gym.make("Countdown-v0", task=task)`` with a :class:`~countdown_env.task.CountdownTask`, or
+    ``gym.make("Countdown-v0", **task_fields)`` with its fields as keywords (one task is built from them):
 
-    - ``template``: ``"default"`` (``<reasoning>``/``<solution>``, seed 000), ``"tinyzero"``
-      (``<think>``/``<answer>``) or a :class:`~countdown_env.prompts.PromptTemplate`.
+    - ``template``: ``"default"`` (``<reasoning>``/``<solution>``), ``"tinyzero"`` (``<think>``/``<answer>``) or
+      ``"compact"`` (numbers and target only, the default's tags).
     - ``format_bonus``: added to the reward when the format is right (default 0.0).
     - ``use_all_numbers``, ``integer_intermediates``: the rules; they set the prompt, the verifier and the
       generator alike.
-    - ``generator``: a ready ``PuzzleGenerator``; or ``puzzles``: a fixed list to draw from; otherwise every
-      other keyword (``n_numbers``, ``value_range``, ``target_range``, ``operators``, ``require_solvable``,
-      ``min_solutions``, ``max_solutions``, ``seed`` …) goes to a new ``PuzzleGenerator``. Its ``seed`` fixes
-      which puzzle each index names; ``reset(seed=…)`` fixes which indices are drawn.
+    - generator settings (``n_numbers`` — an int, a ``(lo, hi)`` range or weights —, ``value_range``,
+      ``target_range``, ``operators``, ``require_solvable``, ``min_solutions``, ``max_solutions``, ``seed`` …):
+      the task's ``seed`` fixes which puzzle each index names; ``reset(seed=…)`` fixes which indices are drawn.
+    - ``generator``: a ready index-addressable generator; or ``puzzles``: a fixed list to draw from (then only
+      the template, bonus and rules apply).
     - ``max_response_chars``: the action space's length bound (default 4096).
     - ``render_mode``: None or ``"ansi"`` (``render()`` returns the prompt and the last response).
+
+    ## Vector Environments
+
+    ``gym.make_vec("Countdown-v0", num_envs=4, vectorization_mode="sync" | "async", **kwargs)`` scores every
+    step's actions: the registration passes ``vector_kwargs={"autoreset_mode": "SameStep"}``, so a finished
+    episode is reset within the same step (its reply is scored, the next prompt is returned, and the step's
+    ``info`` is in ``info["final_info"]``). Under Gymnasium's default next-step autoreset every other step would be
+    a reset step whose replies are dropped. The registered ``vector_kwargs`` replace any passed to ``make_vec``;
+    for other vector settings build the vector env yourself, e.g.
+    ``gym.vector.SyncVectorEnv([lambda: gym.make("Countdown-v0", task=task)] * 4, autoreset_mode=...)``.
+    ``async`` mode shares the prompts in memory (see :mod:`countdown_env.envs.shared_observations`).
 
     ## Version History
 
@@ -107,31 +120,22 @@ class CountdownEnv(gym.Env[str, str]):
     def __init__(
         self,
         *,
-        template: Any = "default",
-        format_bonus: float = 0.0,
-        use_all_numbers: bool = False,
-        integer_intermediates: bool = False,
+        task: CountdownTask | None = None,
         generator: Any = None,
         puzzles: Sequence[Puzzle | Mapping[str, Any]] | None = None,
         max_response_chars: int = 4096,
         render_mode: str | None = None,
-        **generator_kwargs: Any,
+        **task_fields: Any,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
-        self.template, self.reward_config, self.source = episode_rules(
-            template,
-            format_bonus=format_bonus,
-            use_all_numbers=use_all_numbers,
-            integer_intermediates=integer_intermediates,
-            generator=generator,
-            puzzles=puzzles,
-            **generator_kwargs,
-        )
-        self.use_all_numbers = self.reward_config.use_all_numbers
+        self.task, self.source = episode_task(task, generator, puzzles, task_fields, "Countdown-v0")
+        self.template = self.task.prompt_template
+        self.reward_config = self.task.reward_config
+        self.use_all_numbers = self.task.use_all_numbers
         self.render_mode = render_mode
         charset = text_charset(self.template.system, self.template.user)
-        self.observation_space = spaces.Text(MAX_PROMPT_CHARS, min_length=1, charset=charset)
+        self.observation_space = PromptText(MAX_PROMPT_CHARS, min_length=1, charset=charset)
         self.action_space = spaces.Text(int(max_response_chars), min_length=0, charset=text_charset())
         self._puzzle: Puzzle | None = None
         self._index: int | None = None
@@ -142,10 +146,10 @@ class CountdownEnv(gym.Env[str, str]):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         self._puzzle, self._index = self.source.select(self.np_random, options)
-        self._prompt = prompt_text(self._puzzle, self.template, use_all_numbers=self.use_all_numbers)
+        self._prompt = self.task.prompt_text(self._puzzle)
         self._response = None
         self._done = False
-        messages = chat_messages(self._puzzle, self.template, use_all_numbers=self.use_all_numbers)
+        messages = self.task.messages(self._puzzle)
         return self._prompt, {"puzzle": self._puzzle, "index": self._index, "messages": messages}
 
     def step(self, action: str | Sequence[Mapping[str, str]]) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -154,7 +158,7 @@ class CountdownEnv(gym.Env[str, str]):
         if self._done:
             raise RuntimeError("Countdown-v0: the episode has terminated (one step per puzzle); call reset()")
         self._response = response_text(action)
-        scored = score_completion(self._response, self._puzzle, self.reward_config)
+        scored = self.task.score(self._response, self._puzzle)
         self._done = True
         info = {
             "verification": scored.verification,

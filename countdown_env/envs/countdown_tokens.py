@@ -9,14 +9,19 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..prompts import chat_messages, prompt_text
 from ..puzzle import Puzzle
+from ..task import CountdownTask
 from ..trajectory import TRUNCATION_REWARDS, Trajectory, score_trajectories, stop_id_set
-from .puzzle_source import episode_rules
+from .puzzle_source import episode_task
+from .shared_observations import TokenSequence
 from .tokenizer_adapter import encode_text, render_chat, uses_chat_template, vocab_size_of
 
 PROMPT_CACHE_SIZE = 4096
 """Tokenized prompts kept per env (GRPO groups reset to the same puzzle many times)."""
+
+MAX_PROMPT_TOKENS = 4096
+"""Default bound on a prompt's token count (Countdown prompts are a few hundred tokens); with ``max_new_tokens``
+it bounds the observation length, which async vector envs need to share observations in memory."""
 
 
 class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
@@ -42,9 +47,10 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
 
     ## Observation Space
 
-    ``Sequence(Discrete(vocab_size), stack=True)``: a 1-D int64 array of the token ids so far (prompt, then
-    completion). A new array each step by default; with ``copy_observations=False`` a read-only view of the
-    episode's buffer (zero copy, still valid after later steps since each episode gets a fresh buffer), which
+    ``TokenSequence(vocab_size, max_length=max_prompt_tokens + max_new_tokens)``, a
+    ``Sequence(Discrete(vocab_size), stack=True)`` of bounded length: a 1-D int64 array of the token ids so far
+    (prompt, then completion). A new array each step by default; with ``copy_observations=False`` a read-only view
+    of the episode's buffer (zero copy, still valid after later steps since each episode gets a fresh buffer), which
     ``check_env`` flags as shared data.
 
     ## Rewards
@@ -52,8 +58,9 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
     0.0 on every step but the last. The last step's reward is the episode's score from
     :func:`countdown_env.rewards.score_completion` on the decoded completion (1.0 correct, else 0.0, plus
     ``format_bonus`` for the right format); a truncated episode gets 0.0 (``truncation_reward="zero"``) or its
-    score (``"score"``). The final ``info["token_rewards"]`` is the per-token reward vector (the reward on the
-    last token).
+    score (``"score"``). The per-token reward vector (the reward on the last token) is
+    ``info["trajectory"].token_rewards``; it is not an ``info`` entry of its own because Gymnasium's vector envs
+    batch ``info`` arrays into one fixed shape, and completions differ in length.
 
     ## Starting State
 
@@ -69,7 +76,7 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
     - Truncation: ``max_new_tokens`` ids appended without an EOS/stop id.
 
     Final ``info``: ``prompt_length``, ``completion`` (decoded text), ``verification``, ``format_ok``,
-    ``token_rewards``, ``trajectory`` (the :class:`~countdown_env.trajectory.Trajectory`), ``puzzle``,
+    ``trajectory`` (the :class:`~countdown_env.trajectory.Trajectory`), ``puzzle``,
     ``index``, ``ignored_tokens``. Intermediate steps return an empty ``info``.
 
     ## Arguments
@@ -84,9 +91,16 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
     - ``vocab_size``: override the tokenizer's (default ``len(tokenizer)``, counting added tokens).
     - ``use_chat_template``: True/False to force, None (default) to use it when available.
     - ``copy_observations``: see Observation Space (default True).
-    - ``template``, ``format_bonus``, ``use_all_numbers``, ``integer_intermediates``, ``generator``,
-      ``puzzles`` and generator keywords: as ``Countdown-v0``.
+    - ``max_prompt_tokens``: the longest prompt allowed (default 4096; a longer one raises ``ValueError`` at reset).
+    - ``task`` or its fields as keywords, ``generator``, ``puzzles``: as ``Countdown-v0``.
     - ``render_mode``: None or ``"ansi"`` (``render()`` decodes the whole sequence so far).
+
+    ## Vector Environments
+
+    As ``Countdown-v0``: ``gym.make_vec("CountdownTokens-v0", ..., vectorization_mode="sync" | "async")`` resets a
+    finished episode within the same step (``autoreset_mode="SameStep"``), and ``async`` mode shares the
+    bounded-length observations in memory (:mod:`countdown_env.envs.shared_observations`); no extra vector keywords
+    are needed. Stepping a whole completion as one chunk per env scores an episode at every step.
 
     ## Version History
 
@@ -105,14 +119,12 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
         vocab_size: int | None = None,
         use_chat_template: bool | None = None,
         copy_observations: bool = True,
-        template: Any = "default",
-        format_bonus: float = 0.0,
-        use_all_numbers: bool = False,
-        integer_intermediates: bool = False,
+        max_prompt_tokens: int = MAX_PROMPT_TOKENS,
+        task: CountdownTask | None = None,
         generator: Any = None,
         puzzles: Sequence[Puzzle | Mapping[str, Any]] | None = None,
         render_mode: str | None = None,
-        **generator_kwargs: Any,
+        **task_fields: Any,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
@@ -120,6 +132,10 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
             raise TypeError("CountdownTokens-v0 needs a tokenizer with encode() and decode()")
         if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
+        if isinstance(max_prompt_tokens, bool) or not isinstance(max_prompt_tokens, (int, np.integer)):
+            raise ValueError(f"max_prompt_tokens must be a positive integer, got {max_prompt_tokens!r}")
+        if max_prompt_tokens < 1:
+            raise ValueError(f"max_prompt_tokens must be a positive integer, got {max_prompt_tokens!r}")
         if truncation_reward not in TRUNCATION_REWARDS:
             raise ValueError(f"truncation_reward must be one of {TRUNCATION_REWARDS}, got {truncation_reward!r}")
         self.tokenizer = tokenizer
@@ -135,20 +151,15 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
         self.use_chat_template = uses_chat_template(tokenizer, use_chat_template)
         self.copy_observations = bool(copy_observations)
 
-        self.template, self.reward_config, self.source = episode_rules(
-            template,
-            format_bonus=format_bonus,
-            use_all_numbers=use_all_numbers,
-            integer_intermediates=integer_intermediates,
-            generator=generator,
-            puzzles=puzzles,
-            **generator_kwargs,
-        )
-        self.use_all_numbers = self.reward_config.use_all_numbers
+        self.max_prompt_tokens = int(max_prompt_tokens)
+        self.task, self.source = episode_task(task, generator, puzzles, task_fields, "CountdownTokens-v0")
+        self.template = self.task.prompt_template
+        self.reward_config = self.task.reward_config
+        self.use_all_numbers = self.task.use_all_numbers
         self.render_mode = render_mode
 
         self.action_space = spaces.Discrete(self.vocab_size)
-        self.observation_space = spaces.Sequence(spaces.Discrete(self.vocab_size), stack=True)
+        self.observation_space = TokenSequence(self.vocab_size, self.max_prompt_tokens + self.max_new_tokens)
 
         self._prompt_cache: dict[Puzzle, np.ndarray] = {}
         self._buffer: np.ndarray | None = None
@@ -165,11 +176,12 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
         ids = self._prompt_cache.get(puzzle)
         if ids is None:
             if self.use_chat_template:
-                messages = chat_messages(puzzle, self.template, use_all_numbers=self.use_all_numbers)
-                text = render_chat(self.tokenizer, messages)
+                text = render_chat(self.tokenizer, self.task.messages(puzzle))
             else:
-                text = prompt_text(puzzle, self.template, use_all_numbers=self.use_all_numbers)
+                text = self.task.prompt_text(puzzle)
             ids = encode_text(self.tokenizer, text)
+            if len(ids) > self.max_prompt_tokens:
+                raise ValueError(f"the prompt has {len(ids)} tokens, max_prompt_tokens is {self.max_prompt_tokens}")
             too_big = ids[ids >= self.vocab_size]
             if len(too_big):
                 raise ValueError(f"the tokenizer encoded the prompt to id {int(too_big[0])} >= vocab_size")
@@ -196,7 +208,7 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
         info = {
             "puzzle": self._puzzle,
             "index": self._index,
-            "messages": chat_messages(self._puzzle, self.template, use_all_numbers=self.use_all_numbers),
+            "messages": self.task.messages(self._puzzle),
             "prompt_length": self._prompt_length,
         }
         return self._observation(), info
@@ -292,7 +304,6 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
             "completion": trajectory.completion_text,
             "verification": trajectory.verification,
             "format_ok": trajectory.format_ok,
-            "token_rewards": trajectory.token_rewards,
             "trajectory": trajectory,
             "puzzle": self._puzzle,
             "index": self._index,

@@ -1,7 +1,8 @@
-"""Where an environment's puzzles come from: a seeded generator or a fixed list, and how reset picks one.
+"""Where an environment's puzzles come from: its task's generator, a ready generator or a fixed list, and how
+reset picks one.
 
 Shared by ``Countdown-v0`` and ``CountdownTokens-v0`` so both read ``reset(options=...)`` the same way and build
-their template, reward rules and puzzle source from their common arguments the same way (:func:`episode_rules`).
+their task and puzzle source from their common arguments the same way (:func:`episode_task`).
 """
 
 from __future__ import annotations
@@ -11,9 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..prompts import PromptTemplate, get_template
 from ..puzzle import Puzzle
-from ..rewards import RewardConfig
+from ..task import CountdownTask, task_from
 from ..trajectory import as_puzzle
 
 # Upper bound (exclusive) for the puzzle index a reset draws from the environment's RNG when puzzles come from a
@@ -24,40 +24,26 @@ RESET_OPTIONS = ("puzzle", "index")
 
 
 class PuzzleSource:
-    """Puzzles by index from a :class:`~countdown_env.generator.PuzzleGenerator` or a fixed list.
+    """Puzzles by index from a generator (``gen[i] -> Puzzle``) or a fixed list.
 
     Args:
-        generator: a ready generator (``generator_kwargs`` must then be empty).
+        generator: an index-addressable generator (the task's, or a ready one).
         puzzles: a fixed list of puzzles (or ``{"numbers", "target"}`` mappings); reset draws among them.
-        generator_kwargs: arguments for a new ``PuzzleGenerator`` when neither of the above is given.
     """
 
-    def __init__(
-        self,
-        generator: Any = None,
-        puzzles: Sequence[Puzzle | Mapping[str, Any]] | None = None,
-        **generator_kwargs: Any,
-    ) -> None:
-        if generator is not None and puzzles is not None:
-            raise ValueError("pass either generator or puzzles, not both")
-        if (generator is not None or puzzles is not None) and generator_kwargs:
-            raise ValueError(
-                f"generator arguments {sorted(generator_kwargs)} only apply when the env builds its own generator"
-            )
+    def __init__(self, generator: Any = None, puzzles: Sequence[Puzzle | Mapping[str, Any]] | None = None) -> None:
+        if (generator is None) == (puzzles is None):
+            raise ValueError("a puzzle source needs either a generator or a puzzle list")
         self.puzzles: tuple[Puzzle, ...] | None = None
         self.generator = None
         if puzzles is not None:
             self.puzzles = tuple(as_puzzle(p) for p in puzzles)
             if not self.puzzles:
                 raise ValueError("puzzles must not be empty")
-        elif generator is not None:
+        else:
             if not callable(getattr(generator, "__getitem__", None)):
                 raise TypeError(f"generator must be index-addressable (gen[i] -> Puzzle), got {type(generator)}")
             self.generator = generator
-        else:
-            from ..generator import PuzzleGenerator
-
-            self.generator = PuzzleGenerator(**generator_kwargs)
 
     @property
     def size(self) -> int:
@@ -99,31 +85,31 @@ class PuzzleSource:
         return self[index], index
 
 
-def episode_rules(
-    template: Any,
-    *,
-    format_bonus: float,
-    use_all_numbers: bool,
-    integer_intermediates: bool,
+RULE_AND_PROMPT_FIELDS = frozenset({"use_all_numbers", "integer_intermediates", "template", "format_bonus"})
+"""Task fields that apply to an env whose puzzles come from ``generator=`` or ``puzzles=`` (the others only shape
+the puzzles the task's own generator draws)."""
+
+
+def episode_task(
+    task: CountdownTask | None,
     generator: Any,
     puzzles: Sequence[Puzzle | Mapping[str, Any]] | None,
-    **generator_kwargs: Any,
-) -> tuple[PromptTemplate, RewardConfig, PuzzleSource]:
-    """The prompt template, reward rules and puzzle source of an env, from the constructor arguments both envs share.
+    task_fields: dict[str, Any],
+    what: str,
+) -> tuple[CountdownTask, PuzzleSource]:
+    """The task of an env and its puzzle source, from the constructor arguments both envs share.
 
-    The reward config takes its tags from the template. A generator the env builds itself (neither ``generator``
-    nor ``puzzles`` given) follows the env's rules, so every puzzle it draws is solvable under them.
+    The task is ``task`` or built from ``task_fields`` (the old keyword form: template, format_bonus, rules and
+    generator settings). Puzzles come from ``puzzles``, else ``generator``, else the task's own generator (which
+    follows the task's rules, so every puzzle it draws is solvable under them).
     """
-    template = get_template(template)
-    reward_config = RewardConfig(
-        format_bonus=float(format_bonus),
-        answer_tag=template.answer_tag,
-        reasoning_tag=template.reasoning_tag,
-        use_all_numbers=bool(use_all_numbers),
-        integer_intermediates=bool(integer_intermediates),
-    )
-    if generator is None and puzzles is None:
-        generator_kwargs = dict(
-            generator_kwargs, use_all_numbers=use_all_numbers, integer_intermediates=integer_intermediates
-        )
-    return template, reward_config, PuzzleSource(generator, puzzles, **generator_kwargs)
+    if generator is not None and puzzles is not None:
+        raise ValueError("pass either generator or puzzles, not both")
+    if generator is not None or puzzles is not None:
+        misplaced = sorted(set(task_fields) - RULE_AND_PROMPT_FIELDS)
+        if misplaced:
+            raise ValueError(f"generator arguments {misplaced} only apply when the env builds its own generator")
+    task = task_from(task, task_fields, what)
+    if puzzles is None and generator is None:
+        generator = task.generator()
+    return task, PuzzleSource(generator, puzzles)
