@@ -1,7 +1,8 @@
 """countdown_env: the Countdown puzzle as a reinforcement-learning environment.
 
-One task definition (:class:`CountdownTask`), puzzles, an exact solver and seeded generator, a safe verifier for untrusted model answers, reward functions,
-prompts, Gymnasium environments and dataset builders. Imports no torch, transformers or trl.
+One task definition (:class:`CountdownTask`), puzzles, an exact solver and seeded generator, a safe verifier for
+untrusted model answers, reward functions, prompts, Gymnasium environments and dataset builders. Imports no torch,
+transformers or trl.
 """
 
 from __future__ import annotations
