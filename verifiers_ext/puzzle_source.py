@@ -1,52 +1,55 @@
-"""Where the `verifiers` environments get their puzzles: the project's seeded generator and prompt templates.
+"""Where the `verifiers` environments get their puzzles: a :class:`~countdown_env.task.CountdownTask`.
 
-Both the classic (0.3.x) environment and the v1 (0.4) taskset take the same options, the keyword arguments of
-:class:`countdown_env.generator.PuzzleGenerator` plus ``template``; the rules (``use_all_numbers``,
-``integer_intermediates``) go to the generator, the prompt's rule sentence and the scorer alike, so a puzzle is
-always asked and graded under the rules it was generated for. Imports no `verifiers`.
+Both the classic (0.3.x) environment and the v1 (0.4) taskset build one task from their options (the task's
+fields: generator settings, rules, ``template``, ``format_bonus``) and ask, grade and draw through it, so a puzzle
+is always asked and graded under the rules it was generated for, with the template's tags. Imports no `verifiers`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 from countdown_env.generator import PuzzleGenerator
-from countdown_env.prompts import PromptTemplate, chat_messages, get_template
+from countdown_env.prompts import PromptTemplate
 from countdown_env.puzzle import Puzzle
 from countdown_env.rewards import RewardConfig
+from countdown_env.task import CountdownTask, task_from
 
 
 @dataclass(frozen=True)
 class PuzzleSource:
-    """A generator, a prompt template and the reward configuration that matches them.
+    """A task's puzzles as `verifiers` dataset rows (the task is validated when it is built, so a bad option fails
+    when the environment is built, not at the first rollout)."""
 
-    ``generator_options`` are :class:`PuzzleGenerator` keyword arguments (validated here, so a bad option fails
-    when the environment is built, not at the first rollout).
-    """
-
-    generator: PuzzleGenerator
-    template: PromptTemplate
-    reward_config: RewardConfig = field(repr=False)
+    task: CountdownTask
 
     @classmethod
-    def from_options(cls, template: str | PromptTemplate | None = "default", **generator_options) -> PuzzleSource:
-        generator = PuzzleGenerator(**generator_options)
-        resolved = get_template(template)
-        config = RewardConfig(
-            answer_tag=resolved.answer_tag,
-            reasoning_tag=resolved.reasoning_tag,
-            use_all_numbers=generator.use_all_numbers,
-            integer_intermediates=generator.integer_intermediates,
-        )
-        return cls(generator, resolved, config)
+    def from_options(cls, template: str | None = "default", *, task: CountdownTask | None = None, **task_fields: Any):
+        """The source of ``task``, or of the task built from ``template`` and the other task fields."""
+        if task is None:
+            task_fields["template"] = "default" if template is None else template
+        return cls(task_from(task, task_fields, "verifiers_ext"))
+
+    @property
+    def generator(self) -> PuzzleGenerator:
+        return self.task.generator()
+
+    @property
+    def template(self) -> PromptTemplate:
+        return self.task.prompt_template
+
+    @property
+    def reward_config(self) -> RewardConfig:
+        return self.task.reward_config
 
     def messages(self, puzzle: Puzzle) -> list[dict[str, str]]:
         """Chat messages asking ``puzzle`` (system turn when the template has one, then the user turn)."""
-        return chat_messages(puzzle, self.template, use_all_numbers=self.generator.use_all_numbers)
+        return self.task.messages(puzzle)
 
     def puzzles(self, count: int | None, start: int = 0) -> Iterator[tuple[int, Puzzle]]:
-        """``(index, puzzle)`` for generator indices ``start, start + 1, ...``; ``count=None`` never ends.
+        """``(index, puzzle)`` for task indices ``start, start + 1, ...``; ``count=None`` never ends.
 
         The arguments are checked at the call (``ValueError``); puzzles are drawn lazily as the iterator advances.
         """
@@ -59,7 +62,7 @@ class PuzzleSource:
     def _draw(self, count: int | None, start: int) -> Iterator[tuple[int, Puzzle]]:
         index = start
         while count is None or index < start + count:
-            yield index, self.generator[index]
+            yield index, self.task.puzzle(index)
             index += 1
 
     def rows(self, count: int, start: int = 0) -> list[dict]:

@@ -1,9 +1,9 @@
 """Countdown for the `verifiers` v1 API (verifiers 0.4: ``verifiers.v1`` Taskset/Task, ``@vf.reward``, ``@vf.stop``).
 
-- :class:`CountdownConfig` (``--env.taskset.*``): the :class:`~countdown_env.generator.PuzzleGenerator` options
+- :class:`CountdownConfig` (``--env.taskset.*``): the :class:`~countdown_env.task.CountdownTask` fields
   (``n_numbers``, ``value_range``, ``target_range``, ``operators``, ``require_solvable``, ``use_all_numbers``,
   ``integer_intermediates``, ``min_solutions``, ``max_solutions``, ``seed``, ``target_mode``), the prompt
-  ``template``, and which generator indices become tasks (``start``, ``num_tasks``; ``None`` = endless stream).
+  ``template``, and which task indices become tasks (``start``, ``num_tasks``; ``None`` = endless stream).
 - :class:`CountdownTaskset`: ``load()`` yields one :class:`CountdownTask` per generator index, lazily.
 - :class:`CountdownTask`: single turn (``@vf.stop`` refuses a second model turn); reward ``correct_answer``
   (weight 1: the last answer block verified exactly under the generator's rules) and metric ``valid_format``
@@ -14,12 +14,15 @@
 This module imports ``verifiers.v1`` at import time; nothing else in the project imports this module.
 """
 
+from dataclasses import fields
+
 import verifiers.v1 as vf
 from pydantic import field_validator
 from verifiers.v1.harnesses.null import NullHarness
 
 from countdown_env.puzzle import Puzzle
 from countdown_env.rewards import RewardConfig
+from countdown_env.task import CountdownTask as TaskDefinition  # this module's CountdownTask is the vf.Task
 
 from .puzzle_source import PuzzleSource
 from .reply_scoring import correctness, format_score
@@ -91,7 +94,13 @@ class CountdownConfig(vf.TasksetConfig):
     seed: int = 0
     target_mode: str = "expression"
     template: str = "default"
-    """Prompt template: "default" (<reasoning>/<solution>) or "tinyzero" (<think>/<answer>)."""
+    """Prompt template: "default" (<reasoning>/<solution>), "tinyzero" (<think>/<answer>) or "compact"."""
+
+    def countdown_task(self) -> TaskDefinition:
+        """The :class:`~countdown_env.task.CountdownTask` these options describe (the config's fields that are
+        task fields; ``format_bonus`` stays 0: the format is a metric here)."""
+        names = {f.name for f in fields(TaskDefinition)}
+        return TaskDefinition(**{name: getattr(self, name) for name in names if hasattr(self, name)})
 
     @field_validator("value_range", "target_range", mode="before")
     @classmethod
@@ -110,26 +119,13 @@ class CountdownTaskset(vf.Taskset[CountdownTask, CountdownConfig]):
 
     def __init__(self, config: CountdownConfig) -> None:
         super().__init__(config)
-        self.source = PuzzleSource.from_options(
-            config.template,
-            n_numbers=config.n_numbers,
-            value_range=config.value_range,
-            target_range=config.target_range,
-            operators=config.operators,
-            require_solvable=config.require_solvable,
-            use_all_numbers=config.use_all_numbers,
-            integer_intermediates=config.integer_intermediates,
-            min_solutions=config.min_solutions,
-            max_solutions=config.max_solutions,
-            seed=config.seed,
-            target_mode=config.target_mode,
-        )
+        self.source = PuzzleSource(config.countdown_task())
         self.source.puzzles(config.num_tasks, config.start)  # checks the index range now, draws nothing
         self.INFINITE = config.num_tasks is None
 
     def task(self, index: int, puzzle: Puzzle | None = None, position: int | None = None) -> CountdownTask:
         """The task for generator index ``index`` (``idx``: its position in ``load()``)."""
-        puzzle = self.source.generator[index] if puzzle is None else puzzle
+        puzzle = self.source.task.puzzle(index) if puzzle is None else puzzle
         messages = self.source.messages(puzzle)
         system = next((m["content"] for m in messages if m["role"] == "system"), None)
         user = next(m["content"] for m in messages if m["role"] == "user")
