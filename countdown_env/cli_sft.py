@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--style", default="short", help="direct, short, search, long or mixed")
     add_range_arguments(parser, value_range=[1, 20], target_range=[10, 200])
-    parser.add_argument("--template", default="default")
+    parser.add_argument("--template", default="default", help="prompt template name (default, tinyzero, compact)")
     parser.add_argument("--use-all-numbers", action="store_true")
     add_exclude_argument(parser, help="puzzles to keep out")
     parser.add_argument("--no-progress", action="store_true")

@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--integer-intermediates", action="store_true", help="every intermediate a whole number")
     parser.add_argument("--min-solutions", type=int, default=None)
     parser.add_argument("--max-solutions", type=int, default=None)
-    parser.add_argument("--template", default="default", help="prompt template name (default, tinyzero)")
+    parser.add_argument("--template", default="default", help="prompt template name (default, tinyzero, compact)")
     add_exclude_argument(parser, help="keep the puzzles of this jsonl (numbers, target) out of both splits; repeatable")
     parser.add_argument("--jsonl-only", action="store_true", help="skip the HF save_to_disk copy")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")

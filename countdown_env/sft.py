@@ -1,10 +1,10 @@
 """Supervised warm-start data: seeded puzzles with solver-derived reasoning traces, ready for TRL's SFTTrainer.
 
 Rows are conversational prompt/completion pairs (``prompt``: the system and user messages of
-:func:`~countdown_env.prompts.chat_messages`; ``completion``: one assistant message holding the trace in seed
-000's format), which TRL's ``SFTTrainer`` trains on with the loss on the completion only. Every completion is
-checked with the verifier before it is kept. The defaults match the embedded tiny model's calibration
-(design.md: three numbers in 1..20, targets up to 200, short traces of about 150-400 characters).
+:func:`~countdown_env.prompts.chat_messages`; ``completion``: one assistant message holding the trace in the
+template's tags), which TRL's ``SFTTrainer`` trains on with the loss on the completion only. Every completion is
+checked with the verifier before it is kept. The defaults match the embedded tiny model's calibration (three
+numbers in 1..20, targets up to 200, short traces of about 150-400 characters; see the README's tiny-model section).
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ import random
 from collections.abc import Iterable
 from typing import Any
 
-from .prompts import chat_messages, get_template
 from .puzzle import Puzzle
-from .splits import PuzzleKey, SplitSpec, _distinct_draws, _generator, _interleave, _key, _progress_bar
+from .splits import PuzzleKey, SplitSpec, _distinct_draws, _interleave, _key, _progress_bar
 from .traces import MIXED, STYLES, TraceStyle, make_trace, resolve_style
 
 TINY_VALUE_RANGE = (1, 20)
@@ -60,12 +59,12 @@ def build_sft_records(
     )
     if not isinstance(style, TraceStyle) and style != MIXED:
         resolve_style(style)  # raises ValueError for an unknown name before any work
-    answer_tag = get_template(template).answer_tag
+    task = spec.task
     bar = _progress_bar(size, progress)
     groups: list[list[dict]] = []
     try:
         for n, count in spec.sizes("train").items():
-            gen = _generator(spec, n, "sft")
+            gen = spec.stream_task(n, "sft").generator()
             rows = []
             what = f"SFT puzzles with {n} numbers"
             for index, puzzle in _distinct_draws(gen.__getitem__, count, set(spec.exclude), spec, what):
@@ -81,7 +80,7 @@ def build_sft_records(
                 check = verify_completion(
                     completion,
                     puzzle,
-                    tag=answer_tag,
+                    tag=task.prompt_template.answer_tag,
                     use_all_numbers=use_all_numbers,
                     integer_intermediates=integer_intermediates,
                 )
@@ -89,7 +88,7 @@ def build_sft_records(
                     raise RuntimeError(f"trace solution {trace.solution!r} for {puzzle} fails: {check.reason}")
                 rows.append(
                     {
-                        "prompt": chat_messages(puzzle, template, use_all_numbers=use_all_numbers),
+                        "prompt": task.messages(puzzle),
                         "completion": [{"role": "assistant", "content": completion}],
                         "numbers": list(puzzle.numbers),
                         "target": puzzle.target,

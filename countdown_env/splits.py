@@ -7,8 +7,10 @@ of the numbers) are skipped unless ``allow_trivial``. Every row carries a refere
 solution checked by the verifier. Sizes are totals, shared as evenly as possible across ``n_numbers`` (earlier
 counts take the remainder); rows are interleaved across counts so that any prefix is balanced.
 
-The same :class:`SplitSpec` gives the same rows on any machine, and :func:`write_splits` writes them
-byte-identically. ``datasets`` is imported only by the functions that return or write HF datasets.
+A :class:`SplitSpec` holds a :class:`~countdown_env.task.CountdownTask` (settings, rules, template); each stream draws
+from that task with its count and seed replaced. The same :class:`SplitSpec` gives the same rows on any machine, and
+:func:`write_splits` writes them byte-identically. ``datasets`` is imported only by the functions that return or
+write HF datasets.
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .prompts import chat_messages, get_template
 from .puzzle import Puzzle
+from .task import CountdownTask, task_from
 
 SPLIT_COLUMNS = ("prompt", "numbers", "target", "n_numbers", "solution", "num_solutions", "difficulty")
 """Columns of every split row, in this order."""
@@ -44,46 +46,67 @@ class SplitError(ValueError):
 PuzzleKey = tuple[tuple[int, ...], int]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class SplitSpec:
-    """Everything that determines a build. ``train_size`` and ``eval_size`` are totals over ``n_numbers``."""
+    """Everything that determines a build: a :class:`~countdown_env.task.CountdownTask` (generator settings,
+    rules, template; its ``seed`` is the build's seed), the number counts, the split sizes (totals over the
+    counts), ``allow_trivial`` and ``exclude``.
 
-    n_numbers: tuple[int, ...] = (3, 4, 5)
-    train_size: int = 50_000
-    eval_size: int = 512
-    seed: int = 0
-    value_range: tuple[int, int] = (1, 100)
-    target_range: tuple[int, int] = (10, 1000)
-    use_all_numbers: bool = False
-    integer_intermediates: bool = False
-    min_solutions: int | None = None
-    max_solutions: int | None = None
-    template: str = "default"
-    allow_trivial: bool = False
-    exclude: frozenset[PuzzleKey] = field(default=frozenset(), compare=False, repr=False)
+    ``SplitSpec(n_numbers=(3, 4), train_size=..., task=task)`` or, as before, with the task's fields as keywords
+    (``seed=``, ``value_range=``, ``template=`` ...). ``n_numbers`` defaults to the task's counts, else (3, 4, 5);
+    the stored task's ``n_numbers`` holds the counts (an int for one, equal weights for several), so that
+    ``spec.task.to_dict()`` records the build. The task's fields read as the spec's (``spec.seed``,
+    ``spec.value_range`` ...). Splits need solvable puzzles: a task with ``require_solvable=False`` is refused.
+    """
 
-    def __post_init__(self) -> None:
-        ns = tuple(self.n_numbers) if not isinstance(self.n_numbers, int) else (self.n_numbers,)
-        object.__setattr__(self, "n_numbers", ns)
-        object.__setattr__(self, "value_range", tuple(self.value_range))
-        object.__setattr__(self, "target_range", tuple(self.target_range))
-        object.__setattr__(self, "exclude", frozenset(_key(k) for k in self.exclude))
+    task: CountdownTask
+    n_numbers: tuple[int, ...]
+    train_size: int
+    eval_size: int
+    allow_trivial: bool
+    exclude: frozenset[PuzzleKey] = field(compare=False, repr=False)
+
+    def __init__(
+        self,
+        n_numbers: int | tuple[int, ...] | None = None,
+        train_size: int = 50_000,
+        eval_size: int = 512,
+        *,
+        task: CountdownTask | None = None,
+        allow_trivial: bool = False,
+        exclude: frozenset[PuzzleKey] | Iterable = frozenset(),
+        **task_fields: Any,
+    ) -> None:
+        if n_numbers is None:
+            n_numbers = task.counts if isinstance(task, CountdownTask) else (3, 4, 5)
+        task = task_from(task, task_fields, "SplitSpec")
+        ns = (n_numbers,) if isinstance(n_numbers, int) else tuple(n_numbers)
         if not ns or len(set(ns)) != len(ns):
             raise SplitError(f"n_numbers must be a non-empty list of distinct counts, got {list(ns)}")
         for n in ns:
             if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_N_NUMBERS:
                 raise SplitError(f"each n_numbers must be an integer in 1..{MAX_N_NUMBERS}, got {n!r}")
-        for name in ("train_size", "eval_size"):
-            size = getattr(self, name)
+        for name, size in (("train_size", train_size), ("eval_size", eval_size)):
             if isinstance(size, bool) or not isinstance(size, int) or size < 0:
                 raise SplitError(f"{name} must be a non-negative integer, got {size!r}")
-        if self.train_size + self.eval_size == 0:
+        if train_size + eval_size == 0:
             raise SplitError("train_size and eval_size are both 0: nothing to build")
-        for name in ("value_range", "target_range"):
-            lo_hi = getattr(self, name)
-            if len(lo_hi) != 2 or not all(isinstance(v, int) for v in lo_hi) or not 1 <= lo_hi[0] <= lo_hi[1]:
-                raise SplitError(f"{name} must be (low, high) with 1 <= low <= high, got {lo_hi!r}")
-        get_template(self.template)  # raises ValueError for an unknown template
+        if not task.require_solvable:
+            raise SplitError("split rows carry a verified solution: the task needs require_solvable=True")
+        counts = ns[0] if len(ns) == 1 else tuple((n, 1.0) for n in ns)
+        set_field = object.__setattr__
+        set_field(self, "task", replace(task, n_numbers=counts))
+        set_field(self, "n_numbers", ns)
+        set_field(self, "train_size", train_size)
+        set_field(self, "eval_size", eval_size)
+        set_field(self, "allow_trivial", bool(allow_trivial))
+        set_field(self, "exclude", frozenset(_key(k) for k in exclude))
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached for names that are not the spec's own: the task's fields read as the spec's
+        if name in _TASK_FIELDS:
+            return getattr(self.task, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def sizes(self, split: str) -> dict[int, int]:
         """Rows per number count for ``split`` ("train" or "eval")."""
@@ -91,10 +114,24 @@ class SplitSpec:
         base, extra = divmod(total, len(self.n_numbers))
         return {n: base + (k < extra) for k, n in enumerate(self.n_numbers)}
 
+    def stream_task(self, n: int, split: str) -> CountdownTask:
+        """The task of one (count, split) stream: ``n`` numbers, seed :func:`stream_seed`."""
+        return replace(self.task, n_numbers=n, seed=stream_seed(self.task.seed, n, split))
+
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["exclude"] = len(self.exclude)
-        return data
+        """The build settings as plain JSON types: the task's fields (``n_numbers`` as the list of counts), the
+        sizes, ``allow_trivial`` and ``exclude`` (how many puzzles were excluded)."""
+        return {
+            **self.task.to_dict(),
+            "n_numbers": list(self.n_numbers),
+            "train_size": self.train_size,
+            "eval_size": self.eval_size,
+            "allow_trivial": self.allow_trivial,
+            "exclude": len(self.exclude),
+        }
+
+
+_TASK_FIELDS = frozenset(f.name for f in fields(CountdownTask))
 
 
 def _key(item: Puzzle | PuzzleKey | Any) -> PuzzleKey:
@@ -119,36 +156,21 @@ def _is_trivial(puzzle: Puzzle) -> bool:
     return puzzle.target in puzzle.numbers
 
 
-def _generator(spec: SplitSpec, n: int, split: str):
-    from .generator import PuzzleGenerator
-
-    return PuzzleGenerator(
-        n_numbers=n,
-        value_range=spec.value_range,
-        target_range=spec.target_range,
-        require_solvable=True,
-        use_all_numbers=spec.use_all_numbers,
-        integer_intermediates=spec.integer_intermediates,
-        min_solutions=spec.min_solutions,
-        max_solutions=spec.max_solutions,
-        seed=stream_seed(spec.seed, n, split),
-    )
-
-
 def _row(record, spec: SplitSpec) -> dict[str, Any]:
     from .verifier import verify
 
     puzzle = record.puzzle
+    rules = spec.task
     check = verify(
         record.solution,
         puzzle,
-        use_all_numbers=spec.use_all_numbers,
-        integer_intermediates=spec.integer_intermediates,
+        use_all_numbers=rules.use_all_numbers,
+        integer_intermediates=rules.integer_intermediates,
     )
     if not check.correct:  # the solver and the verifier disagree: a bug, never silently kept
         raise RuntimeError(f"reference solution {record.solution!r} for {puzzle} fails verification: {check.reason}")
     return {
-        "prompt": chat_messages(puzzle, spec.template, use_all_numbers=spec.use_all_numbers),
+        "prompt": rules.messages(puzzle),
         "numbers": list(puzzle.numbers),
         "target": puzzle.target,
         "n_numbers": puzzle.n_numbers,
@@ -174,8 +196,8 @@ def _distinct_draws(
             if misses > MAX_CONSECUTIVE_DUPLICATES:
                 raise SplitError(
                     f"only {found} of {size} distinct {what} after {index} draws: the puzzle space "
-                    f"(value_range={spec.value_range}, target_range={spec.target_range}) is too small for the "
-                    "sizes asked"
+                    f"(value_range={spec.task.value_range}, target_range={spec.task.target_range}) is too small for "
+                    "the sizes asked"
                 )
             continue
         misses = 0
@@ -186,7 +208,7 @@ def _distinct_draws(
 
 def _unique_rows(spec: SplitSpec, n: int, split: str, size: int, taken: set[PuzzleKey], tick) -> list[dict]:
     """``size`` rows of one stream whose keys are not in ``taken`` (which it extends)."""
-    gen = _generator(spec, n, split)
+    gen = spec.stream_task(n, split).generator()
     rows: list[dict] = []
     for _, record in _distinct_draws(gen.record, size, taken, spec, f"{split} puzzles with {n} numbers"):
         rows.append(_row(record, spec))
@@ -314,7 +336,8 @@ def write_splits(
     save_to_disk: bool = True,
 ) -> dict[str, str]:
     """Write ``{split}.jsonl`` for each split, a ``DatasetDict.save_to_disk`` copy (``load_from_disk(out_dir)``
-    reads it back) and ``manifest.json`` (spec, row counts, jsonl sha256). Returns ``{split: jsonl sha256}``.
+    reads it back) and ``manifest.json`` (spec, its task's dict under ``task``, row counts, jsonl sha256). Returns
+    ``{split: jsonl sha256}``.
 
     ``splits`` maps names to row lists (from :func:`build_split_records`) or to ``datasets.Dataset``.
     """
@@ -329,6 +352,7 @@ def write_splits(
     manifest = {
         "builder": "countdown_env.splits",
         "spec": spec.to_dict() if spec is not None else None,
+        "task": spec.task.to_dict() if spec is not None else None,
         "rows": {name: len(rows) for name, rows in rows_by_split.items()},
         "sha256": hashes,
     }

@@ -147,3 +147,24 @@ def test_bad_arguments(kwargs, match):
 def test_exhausted_puzzle_space_is_an_error_not_a_hang():
     with pytest.raises(SplitError, match="too small"):
         build_split_records(n_numbers=(2,), train_size=0, eval_size=40, value_range=(1, 2), target_range=(1, 4))
+
+
+def test_spec_holds_a_task_and_the_manifest_records_it(tmp_path):
+    from countdown_env.task import CountdownTask
+
+    task = CountdownTask(value_range=(1, 20), target_range=(10, 200), template="compact", seed=4)
+    spec = SplitSpec(n_numbers=(3,), train_size=3, eval_size=2, task=task)
+    assert spec == SplitSpec(n_numbers=(3,), train_size=3, eval_size=2, value_range=(1, 20), target_range=(10, 200),
+                             template="compact", seed=4)  # fmt: skip
+    assert spec.seed == 4 and spec.task.n_numbers == 3 and spec.value_range == (1, 20)
+    records = build_split_records(spec)
+    assert records["eval"][0]["prompt"] == [{"role": "user", "content": task.messages(Puzzle(
+        records["eval"][0]["numbers"], records["eval"][0]["target"]))[0]["content"]}]  # fmt: skip
+    assert records["eval"][0]["prompt"][0]["content"].startswith("Numbers: ")
+    write_splits(records, tmp_path, spec=spec, save_to_disk=False)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert CountdownTask.from_dict(manifest["task"]) == spec.task
+    with pytest.raises(ValueError, match="require_solvable"):
+        SplitSpec(n_numbers=(3,), require_solvable=False)
+    with pytest.raises(ValueError, match="not both"):
+        SplitSpec(task=task, seed=1)
