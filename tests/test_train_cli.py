@@ -19,9 +19,7 @@ def _write_split(tmp_path, toy_puzzles):
 def _overrides(model_dir, train, eval_, steps):
     return [
         f"model={model_dir}",
-        f"data.train={train}",
-        f"data.eval={eval_}",
-        "data.split=null",
+        "data=" + json.dumps({"train": str(train), "eval": str(eval_)}),
         "eval.every=2",
         "eval.samples=2",
         "eval.max_new_tokens=8",
@@ -39,9 +37,13 @@ def _overrides(model_dir, train, eval_, steps):
 def test_overrides_and_config_lookup(tmp_path):
     from learners.pipeline.train import apply_overrides, find_config, load_config
 
-    config = load_config("cpu-tiny", ["trainer.max_steps=3", "eval.every=0", "new.section.key=[1, 2]"])
+    config = load_config("cpu-tiny", ["trainer.max_steps=3", "eval.every=0", "task.n_numbers=[3, 4]"])
     assert config["trainer"]["max_steps"] == 3 and config["eval"]["every"] == 0
-    assert config["new"]["section"]["key"] == [1, 2]
+    assert config["task"]["n_numbers"] == [3, 4] and config["task"]["template"] == "compact"
+    with pytest.raises(ValueError, match="unknown config section 'trainr'"):
+        load_config("cpu-tiny", ["trainr.max_steps=3"])
+    with pytest.raises(ValueError, match="task.template"):
+        load_config("cpu-tiny", ["template=tinyzero"])
     assert find_config("qwen3-0.6b-vllm-server.yaml").is_file() and find_config("qwen3-0.6b-vllm-colocate")
     with pytest.raises(FileNotFoundError, match="cpu-tiny"):
         find_config("nope")
@@ -72,11 +74,12 @@ def test_train_checkpoints_resume_and_plot(tiny_model_dir, toy_puzzles, tmp_path
     out = tmp_path / "run"
     base = ["train", "--learner", "grpo", "--config", "cpu-tiny", "--output-dir", str(out)]
     args = [x for o in _overrides(tiny_model_dir, train, eval_, 2) for x in ("--set", o)]
-    args += ["--set", "template=compact"]
+    args += ["--set", "task.template=compact"]
     assert main(base + args) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 2 and (out / "checkpoint-2").is_dir()
-    assert (out / "checkpoint-2" / "countdown_template.json").is_file()
+    recorded = json.loads((out / "checkpoint-2" / "countdown_task.json").read_text())
+    assert recorded["template"] == "compact" and recorded["value_range"] == [1, 20]
     assert (out / "training.png").stat().st_size > 1000
     assert (out / "final" / "model.safetensors").is_file()
     history = json.loads((out / "log_history.json").read_text())
@@ -92,7 +95,7 @@ def test_train_checkpoints_resume_and_plot(tiny_model_dir, toy_puzzles, tmp_path
     history = json.loads((out / "log_history.json").read_text())
     assert [e["step"] for e in history if "eval/pass@1" in e] == [0, 2, 4]
 
-    # countdown eval on the final model (template recorded in the folder)
+    # countdown eval on the final model (task recorded in the folder)
     report_path = tmp_path / "report.json"
     code = main(
         [
@@ -112,6 +115,7 @@ def test_train_checkpoints_resume_and_plot(tiny_model_dir, toy_puzzles, tmp_path
     assert code == 0
     report = json.loads(report_path.read_text())
     assert report["template"] == "compact" and report["overall"]["n_puzzles"] == 4
+    assert report["task"] == recorded
 
 
 def test_clear_errors(tiny_model_dir, toy_puzzles, tmp_path, capsys):
@@ -119,7 +123,7 @@ def test_clear_errors(tiny_model_dir, toy_puzzles, tmp_path, capsys):
 
     train, eval_ = _write_split(tmp_path, toy_puzzles)
     common = ["train", "--config", "cpu-tiny", "--output-dir", str(tmp_path / "o")]
-    data = ["--set", f"model={tiny_model_dir}", "--set", f"data.train={train}", "--set", "data.split=null"]
+    data = ["--set", f"model={tiny_model_dir}", "--set", "data=" + json.dumps({"train": str(train)})]
     assert main(common + ["--learner", "nope"]) == 2
     assert "unknown learner 'nope'" in capsys.readouterr().err
     assert main(common + ["--resume", *data]) == 2
@@ -147,3 +151,42 @@ def test_demo_pipeline_quick(tmp_path):
     history = json.loads((out / "grpo" / "log_history.json").read_text())
     expected_evals = list(range(0, settings["grpo_steps"] + 1, settings["eval_every"]))
     assert [e["step"] for e in history if "eval/pass@1" in e] == expected_evals
+
+
+@pytest.mark.slow
+def test_tinyzero_task_rewards_a_correct_answer_in_training(tiny_model_dir, toy_puzzles, tmp_path, monkeypatch):
+    """Two ``countdown train`` steps with ``task.template=tinyzero``: a correct ``<answer>`` earns reward 1.
+
+    The random tiny model cannot answer, so the env reward is fed a policy that answers the first completion of
+    every group with the solver's expression in the tinyzero tags and the rest with a wrong one; the rewards TRL
+    receives must be 1 and 0 (before the task carried the tags, every tinyzero answer scored 0: no_answer).
+    """
+    from countdown_env import Puzzle, solve
+    from countdown_env.cli import main
+    from learners.core.trainer import CountdownGRPOTrainer
+
+    seen: list[float] = []
+    expected: list[float] = []
+    original = CountdownGRPOTrainer.countdown_env_reward
+
+    def answering(self, prompts, completions, completion_ids, numbers=None, target=None, **kwargs):
+        texts = []
+        for i, (ns, t) in enumerate(zip(numbers, target, strict=True)):
+            right = i % self.num_generations == 0
+            answer = solve(Puzzle(ns, t)) if right else f"{ns[0]} + {ns[0]} + {ns[0]} + {ns[0]}"
+            texts.append(f"<think>\ntry it\n</think>\n<answer>{answer}</answer>")
+            expected.append(1.0 if right else 0.0)
+        tok = self.processing_class
+        ids = [tok.encode(text, add_special_tokens=False) + [tok.eos_token_id] for text in texts]
+        rewards = original(self, prompts, completions, ids, numbers=numbers, target=target, **kwargs)
+        seen.extend(rewards)
+        return rewards
+
+    monkeypatch.setattr(CountdownGRPOTrainer, "countdown_env_reward", answering)
+    train, eval_ = _write_split(tmp_path, toy_puzzles)
+    args = [x for o in _overrides(tiny_model_dir, train, eval_, 2) for x in ("--set", o)]
+    args += ["--set", "task.template=tinyzero", "--set", "eval.every=0", "--set", "trainer.max_completion_length=64"]
+    out = tmp_path / "run"
+    assert main(["train", "--learner", "grpo", "--config", "cpu-tiny", "--output-dir", str(out), *args]) == 0
+    assert len(seen) == 16 and seen == expected and sum(seen) == 4.0
+    assert json.loads((out / "final" / "countdown_task.json").read_text())["template"] == "tinyzero"

@@ -1,11 +1,12 @@
 """The base trainer every Countdown learner subclasses: ``trl.GRPOTrainer`` plus exactly two seams.
 
-``CountdownGRPOTrainer`` accepts the same constructor arguments as ``trl.GRPOTrainer`` (trl 1.16.x) and two
-optional keywords, ``reward_config`` and ``prompt_template`` (kept for reference in logs). With
-``reward_funcs=None`` the reward comes from the environment: TRL's batch is turned into
-:class:`countdown_env.trajectory.Trajectory` records by the env's batched scorer ``score_trajectories``
-(the very function the token-level Gymnasium env calls at episode end), so trainer and env cannot disagree.
-The dataset must then carry ``numbers`` and ``target`` columns (see :func:`learners.pipeline.data.prompt_dataset`).
+``CountdownGRPOTrainer`` accepts the same constructor arguments as ``trl.GRPOTrainer`` (trl 1.16.x) and one
+optional keyword, ``task`` (a :class:`countdown_env.task.CountdownTask`: template tags, rules and format bonus of
+the reward; default ``CountdownTask()``). With ``reward_funcs=None`` the reward comes from the environment: TRL's
+batch is turned into :class:`countdown_env.trajectory.Trajectory` records by the env's batched scorer
+``score_trajectories`` (the very function the token-level Gymnasium env calls at episode end) with the task's
+reward settings, so trainer and env cannot disagree. The dataset must then carry ``numbers`` and ``target``
+columns (see :func:`learners.pipeline.data.prompt_dataset`).
 
 The seams (a learner overrides these and nothing else)
 ------------------------------------------------------
@@ -144,19 +145,30 @@ def puzzles_from_inputs(inputs: Sequence[dict[str, Any]]) -> list[Any] | None:
 class CountdownGRPOTrainer(GRPOTrainer):
     """``trl.GRPOTrainer`` with Countdown rewards from the environment, Countdown metrics and two seams.
 
-    See the module docstring for the seam API. Extra keyword arguments (beyond ``GRPOTrainer``'s):
-        reward_config: ``countdown_env.rewards.RewardConfig`` for the env reward (binary; optional format
-            bonus, answer tag, use-all-numbers rule). Ignored when ``reward_funcs`` is given.
+    See the module docstring for the seam API. Extra keyword argument (beyond ``GRPOTrainer``'s):
+        task: the :class:`~countdown_env.task.CountdownTask` whose reward settings (answer/reasoning tags of its
+            template, ``use_all_numbers``, ``integer_intermediates``, ``format_bonus``) score completions when
+            ``reward_funcs`` is ``None``, and which learners read for tags (``self.reward_config``).
+            Default: ``CountdownTask()``.
     """
 
-    def __init__(self, model, reward_funcs=None, args=None, *trainer_args, reward_config=None, **trainer_kwargs):
-        self.reward_config = reward_config
+    def __init__(self, model, reward_funcs=None, args=None, *trainer_args, task=None, **trainer_kwargs):
+        from countdown_env.task import CountdownTask
+
+        if task is not None and not isinstance(task, CountdownTask):
+            raise TypeError(f"task must be a countdown_env.task.CountdownTask, got {type(task).__name__}")
+        self.task = task if task is not None else CountdownTask()
         self._rollout_trajectories: list[Any] | None = None
         self._rollout_rewards_per_func: torch.Tensor | None = None
         self.uses_env_reward = reward_funcs is None and trainer_kwargs.get("environment_factory") is None
         if self.uses_env_reward:
             reward_funcs = [self.countdown_env_reward]
         super().__init__(model, reward_funcs, args, *trainer_args, **trainer_kwargs)
+
+    @property
+    def reward_config(self):
+        """The task's :class:`~countdown_env.rewards.RewardConfig` (tags from its template, rules, format bonus)."""
+        return self.task.reward_config
 
     # ----------------------------------------------------------------------------------------------- seams
     def shape_batch(self, batch: dict[str, Any], rollout: Rollout) -> dict[str, Any]:

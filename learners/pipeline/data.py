@@ -1,4 +1,9 @@
-"""Puzzles -> the prompt datasets TRL's GRPOTrainer reads (``prompt`` chat messages + ``numbers``/``target``)."""
+"""Puzzles -> the prompt datasets TRL's GRPOTrainer reads, and the task recorded with a checkpoint.
+
+Every dataset row carries ``prompt`` (the task's chat messages), ``numbers`` and ``target``. The task
+(:class:`countdown_env.task.CountdownTask`) decides the prompt wording, the answer tags and the rules, so the
+prompt a model is trained on and the reward that scores its answers cannot disagree.
+"""
 
 from __future__ import annotations
 
@@ -8,63 +13,46 @@ from pathlib import Path
 from typing import Any
 
 from countdown_env import Puzzle
-from countdown_env.prompts import PromptTemplate, chat_messages, get_template
+from countdown_env.task import CountdownTask
 
-# A short prompt for the embedded character-level model: one token per character makes DEFAULT's ~450-character
-# instructions the dominant cost of every step. Same tags as DEFAULT, so the verifier and rewards are unchanged.
-COMPACT = PromptTemplate(
-    name="compact",
-    system=None,
-    user="Numbers: {numbers}\nTarget: {target}",
-)
+LEGACY_TEMPLATE_FILE = "countdown_template.json"
+"""What checkpoints written before the task existed recorded: ``{"template": NAME}``."""
 
 
-def resolve_template(template: str | PromptTemplate | None) -> PromptTemplate:
-    """Like ``countdown_env.prompts.get_template`` but also knows ``"compact"``."""
-    if template == "compact":
-        return COMPACT
-    return get_template(template)
+def as_task(task: CountdownTask | str | None) -> CountdownTask:
+    """A task as given; a template name -> ``CountdownTask(template=name)``; ``None`` -> ``CountdownTask()``."""
+    if isinstance(task, CountdownTask):
+        return task
+    if task is None:
+        return CountdownTask()
+    if isinstance(task, str):
+        return CountdownTask(template=task)
+    raise TypeError(f"expected a CountdownTask or a template name, got {type(task).__name__}")
 
 
-TEMPLATE_FILE = "countdown_template.json"
+def model_task(model_dir: str | Path) -> CountdownTask | None:
+    """The task a checkpoint folder records (``countdown_task.json``; for older folders, a task with the template
+    their ``countdown_template.json`` names), or ``None`` when it records none (e.g. a Hub id)."""
+    folder = Path(str(model_dir))
+    if not folder.is_dir():
+        return None
+    task = CountdownTask.load(folder)
+    if task is None and (folder / LEGACY_TEMPLATE_FILE).is_file():
+        task = CountdownTask(template=json.loads((folder / LEGACY_TEMPLATE_FILE).read_text())["template"])
+    return task
 
 
-def save_model_template(model_dir: str | Path, template: str) -> None:
-    """Record in a checkpoint folder which prompt template it was trained on (read by train/eval defaults)."""
-    resolve_template(template)
-    (Path(model_dir) / TEMPLATE_FILE).write_text(json.dumps({"template": template}) + "\n")
+def prompt_rows(puzzles: Iterable[Puzzle], task: CountdownTask | str | None = None) -> list[dict[str, Any]]:
+    """One row per puzzle: ``prompt`` (the task's chat messages), ``numbers`` (list[int]), ``target`` (int)."""
+    task = as_task(task)
+    return [{"prompt": task.messages(p), "numbers": list(p.numbers), "target": p.target} for p in puzzles]
 
 
-def model_template(model_dir: str | Path, default: str = "default") -> str:
-    """The prompt template recorded by :func:`save_model_template`, else ``default``."""
-    path = Path(model_dir) / TEMPLATE_FILE
-    if path.is_file():
-        return json.loads(path.read_text())["template"]
-    return default
-
-
-def prompt_rows(
-    puzzles: Iterable[Puzzle], template: str | PromptTemplate | None = None, *, use_all_numbers: bool = False
-) -> list[dict[str, Any]]:
-    """One row per puzzle: ``prompt`` (chat messages), ``numbers`` (list[int]), ``target`` (int)."""
-    t = resolve_template(template)
-    return [
-        {
-            "prompt": chat_messages(p, t, use_all_numbers=use_all_numbers),
-            "numbers": list(p.numbers),
-            "target": p.target,
-        }
-        for p in puzzles
-    ]
-
-
-def prompt_dataset(
-    puzzles: Iterable[Puzzle], template: str | PromptTemplate | None = None, *, use_all_numbers: bool = False
-):
+def prompt_dataset(puzzles: Iterable[Puzzle], task: CountdownTask | str | None = None):
     """A ``datasets.Dataset`` of :func:`prompt_rows` (what ``CountdownGRPOTrainer`` trains on)."""
     from datasets import Dataset
 
-    rows = prompt_rows(puzzles, template, use_all_numbers=use_all_numbers)
+    rows = prompt_rows(puzzles, task)
     if not rows:
         raise ValueError("no puzzles given")
     return Dataset.from_list(rows)

@@ -45,7 +45,13 @@ QUICK: dict[str, Any] = dict(
     samples=2,
     max_new_tokens=16,
 )
-VALUE_RANGE, TARGET_RANGE = (1, 20), (10, 200)
+
+def demo_task(seed: int = 0):
+    """The demo's task: 3-number puzzles on 1..20 with targets 10..200, the compact prompt (the tiny model's)."""
+    from countdown_env.task import CountdownTask
+
+    return CountdownTask(n_numbers=3, value_range=(1, 20), target_range=(10, 200), template="compact", seed=seed)
+
 # "direct" traces (one attempt, then a check) average ~125 tokens with the compact prompt, the sequence length
 # the tiny-model calibration was measured at; "short" ones (with dead ends) average ~160 and pad to ~240 per batch,
 # which doubles the SFT cost per step.
@@ -94,7 +100,7 @@ def run_demo(out: str | Path, *, learner: str = "grpo", seed: int = 0, **overrid
     from .plotting import plot_training
     from .sft import run_sft
     from .tiny import build_tiny_model, load_tokenizer
-    from .train import load_config, train
+    from .train import load_config, task_split_spec, train
 
     settings = {**DEFAULTS, **overrides}
     out = Path(out)
@@ -102,15 +108,9 @@ def run_demo(out: str | Path, *, learner: str = "grpo", seed: int = 0, **overrid
     timings: dict[str, float] = {}
     total_start = time.perf_counter()
 
+    task = demo_task(seed)
     with _stage("splits", timings):
-        splits = build_split_records(
-            n_numbers=(3,),
-            train_size=settings["train_size"],
-            eval_size=settings["eval_size"],
-            seed=seed,
-            value_range=VALUE_RANGE,
-            target_range=TARGET_RANGE,
-        )
+        splits = build_split_records(task_split_spec(task, settings["train_size"], settings["eval_size"]))
         for name, rows in splits.items():
             write_jsonl(rows, out / "data" / f"{name}.jsonl")
         eval_rows = splits["eval"]
@@ -119,8 +119,8 @@ def run_demo(out: str | Path, *, learner: str = "grpo", seed: int = 0, **overrid
             settings["sft_size"],
             seed=seed + 1,
             style=SFT_STYLE,
-            value_range=VALUE_RANGE,
-            target_range=TARGET_RANGE,
+            value_range=task.value_range,
+            target_range=task.target_range,
             exclude=[(tuple(sorted(r["numbers"])), r["target"]) for r in eval_rows],
         )
 
@@ -130,7 +130,7 @@ def run_demo(out: str | Path, *, learner: str = "grpo", seed: int = 0, **overrid
             init,
             sft_records,
             out / "sft-model",
-            template="compact",
+            task=task,
             max_steps=settings["sft_steps"],
             per_device_train_batch_size=settings["sft_batch"],
             seed=seed,
@@ -139,7 +139,7 @@ def run_demo(out: str | Path, *, learner: str = "grpo", seed: int = 0, **overrid
         )
 
     eval_kwargs = dict(
-        template="compact",
+        task=task,
         samples=settings["samples"],
         temperature=0.8,
         max_new_tokens=settings["max_new_tokens"],
@@ -165,10 +165,7 @@ def run_demo(out: str | Path, *, learner: str = "grpo", seed: int = 0, **overrid
             "cpu-tiny",
             [
                 f"model={sft_dir}",
-                "template=compact",
-                "data.split=null",
-                f"data.train={out / 'data' / 'train.jsonl'}",
-                f"data.eval={out / 'data' / 'eval.jsonl'}",
+                "data=" + json.dumps({name: str(out / "data" / f"{name}.jsonl") for name in ("train", "eval")}),
                 f"eval.every={settings['eval_every']}",
                 f"eval.samples={settings['samples']}",
                 f"eval.max_new_tokens={settings['max_new_tokens']}",

@@ -17,6 +17,7 @@ offline ``LLM`` API; GPU only, optional dependency, imported lazily).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -230,21 +231,28 @@ def evaluate(
     tokenizer,
     rows: Sequence[dict[str, Any]],
     *,
+    task=None,
     template: str | None = None,
     samples: int = 4,
     temperature: float = 0.8,
     max_new_tokens: int = 768,
     seed: int = 0,
     ks: Sequence[int] | None = None,
-    reward_config=None,
     keep_completions: int = 0,
+    per_puzzle: bool = False,
 ) -> dict[str, Any]:
-    """Sample, score and summarise; returns the JSON-ready report (``by_n_numbers`` and ``overall``)."""
+    """Sample, score and summarise; returns the JSON-ready report (``by_n_numbers``, ``overall``, ``task``).
+
+    ``per_puzzle=True`` adds ``puzzles``: ``{numbers, target, correct, lengths}`` per row, in input order (for
+    comparisons of two models paired by puzzle).
+
+    ``task`` (a :class:`~countdown_env.task.CountdownTask` or a template name; default ``CountdownTask()``) gives
+    the prompts and the reward settings (answer tags, rules); ``template`` replaces its template.
+    """
     from countdown_env import Puzzle
-    from countdown_env.prompts import chat_messages
     from countdown_env.trajectory import score_trajectories
 
-    from .data import resolve_template
+    from .data import as_task
 
     if samples < 1:
         raise ValueError("samples must be >= 1")
@@ -252,10 +260,11 @@ def evaluate(
         raise ValueError("greedy decoding (temperature 0) gives identical samples: use --samples 1")
     ks = sorted({1, samples} if ks is None else set(ks))
     puzzles = [Puzzle.from_dict(r) for r in rows]
-    chat_template = resolve_template(template)
+    task = as_task(task)
+    if template is not None:
+        task = dataclasses.replace(task, template=template)
     prompt_ids = [
-        tokenizer.apply_chat_template(chat_messages(p, chat_template), tokenize=True, add_generation_prompt=True)
-        for p in puzzles
+        tokenizer.apply_chat_template(task.messages(p), tokenize=True, add_generation_prompt=True) for p in puzzles
     ]
     prompt_ids = [p["input_ids"] if isinstance(p, dict) or hasattr(p, "keys") else p for p in prompt_ids]
     start = time.perf_counter()
@@ -266,9 +275,10 @@ def evaluate(
     flat_puzzles = [p for p in puzzles for _ in range(samples)]
     flat_ids = [c for per_prompt in completions for c in per_prompt]
     trajectories = score_trajectories(
-        flat_puzzles, flat_ids, tokenizer, reward_config=reward_config, max_new_tokens=max_new_tokens
+        flat_puzzles, flat_ids, tokenizer, reward_config=task.reward_config, max_new_tokens=max_new_tokens
     )
     results: dict[int, list[PuzzleResult]] = {}
+    in_order: list[PuzzleResult] = []
     for i, puzzle in enumerate(puzzles):
         own = trajectories[i * samples : (i + 1) * samples]
         result = PuzzleResult(
@@ -281,6 +291,7 @@ def evaluate(
             completions=[t.completion_text for t in own[:keep_completions]],
         )
         results.setdefault(puzzle.n_numbers, []).append(result)
+        in_order.append(result)
     every = [r for group in results.values() for r in group]
     generated_tokens = sum(len(c) for c in flat_ids)
     report = {
@@ -288,13 +299,18 @@ def evaluate(
         "temperature": temperature,
         "max_new_tokens": max_new_tokens,
         "seed": seed,
-        "template": chat_template.name,
+        "template": task.template,
+        "task": task.to_dict(),
         "backend": getattr(backend, "name", type(backend).__name__),
         "overall": summarize(every, ks, seed=seed),
         "by_n_numbers": {str(n): summarize(group, ks, seed=seed) for n, group in sorted(results.items())},
         "generation_seconds": gen_seconds,
         "generated_tokens_per_second": generated_tokens / gen_seconds if gen_seconds > 0 else None,
     }
+    if per_puzzle:
+        report["puzzles"] = [
+            {"numbers": r.numbers, "target": r.target, "correct": r.correct, "lengths": r.lengths} for r in in_order
+        ]
     if keep_completions:
         report["examples"] = [
             {"numbers": r.numbers, "target": r.target, "completions": r.completions, "correct": r.correct}
@@ -313,12 +329,11 @@ def evaluate_model_dir(
     template: str | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
-    """Load a checkpoint folder and :func:`evaluate` it on the rows of ``split``."""
-    from .data import model_template
+    """Load a checkpoint folder and :func:`evaluate` it on the rows of ``split`` under :func:`eval_task`."""
     from .tiny import load_tokenizer
 
     tokenizer = load_tokenizer(model_dir)
-    template = template or model_template(model_dir)
+    task = eval_task(model_dir, split, template)
     rows = load_rows(split, limit)
     if backend == "hf":
         from transformers import AutoModelForCausalLM
@@ -328,9 +343,32 @@ def evaluate_model_dir(
         engine = VLLMBackend(str(model_dir), tokenizer)
     else:
         raise ValueError(f"unknown backend {backend!r}; choose 'hf' or 'vllm'")
-    report = evaluate(engine, tokenizer, rows, template=template, **kwargs)
+    report = evaluate(engine, tokenizer, rows, task=task, **kwargs)
     report.update(model=str(model_dir), split=str(split))
     return report
+
+
+def split_task(split: str | Path):
+    """The task a split's ``manifest.json`` records (beside a jsonl file, or in a split folder), else ``None``."""
+    from countdown_env.task import CountdownTask
+
+    split = Path(split)
+    manifest = (split if split.is_dir() else split.parent) / "manifest.json"
+    if not manifest.is_file():
+        return None
+    task = json.loads(manifest.read_text()).get("task")
+    return CountdownTask.from_dict(task) if task else None
+
+
+def eval_task(model_dir: str | Path, split: str | Path, template: str | None = None):
+    """The task ``countdown eval`` scores with: the one recorded with the checkpoint, else the split's manifest's,
+    else ``CountdownTask()``; ``template`` (the ``--template`` flag) replaces its template."""
+    from countdown_env.task import CountdownTask
+
+    from .data import model_task
+
+    task = model_task(model_dir) or split_task(split) or CountdownTask()
+    return task if template is None else dataclasses.replace(task, template=template)
 
 
 def write_report(report: dict[str, Any], path: str | Path) -> Path:
@@ -367,7 +405,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=768)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--limit", type=int, help="evaluate only the first N puzzles")
-    parser.add_argument("--template", help="prompt template (default: the one recorded in the model folder)")
+    parser.add_argument(
+        "--template",
+        choices=("default", "tinyzero", "compact"),
+        help="prompt template (default: the task recorded with the model, else the split's, else 'default')",
+    )
     parser.add_argument("--backend", choices=("hf", "vllm"), default="hf")
     parser.add_argument("--batch-size", type=int, default=64, help="rows per HF generate call")
     parser.add_argument("--out", help="JSON report path (default: MODEL/eval_report.json)")

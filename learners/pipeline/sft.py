@@ -1,8 +1,8 @@
 """Supervised warm start: TRL's ``SFTTrainer`` on solver-derived reasoning traces, loss on assistant tokens only.
 
 The rows come from the splits helper's :func:`countdown_env.sft.build_sft_records` (``prompt`` chat messages +
-one assistant ``completion`` message, verified by construction). They are re-prompted with the requested
-template (the tiny model uses the short ``compact`` prompt) and turned into ``messages`` conversations; TRL's
+one assistant ``completion`` message, verified by construction). They are re-prompted with the task's template
+(the tiny model uses the short ``compact`` prompt) and turned into ``messages`` conversations; TRL's
 ``assistant_only_loss=True`` then trains on the tokens inside the chat template's ``{% generation %}`` block:
 the assistant answer and its end-of-turn marker (so the model learns to stop).
 
@@ -38,20 +38,22 @@ DEFAULT_SFT_ARGS: dict[str, Any] = dict(
 )
 
 
-def sft_messages(records: Sequence[dict[str, Any]], template: str | None = None) -> list[dict[str, Any]]:
-    """``messages`` rows (prompt in ``template`` + the record's assistant completion), ready for SFTTrainer."""
+def sft_messages(records: Sequence[dict[str, Any]], task=None) -> list[dict[str, Any]]:
+    """``messages`` rows (the task's prompt + the record's assistant completion), ready for SFTTrainer.
+
+    ``task``: a :class:`~countdown_env.task.CountdownTask` or a template name (default ``CountdownTask()``).
+    """
     from countdown_env import Puzzle
-    from countdown_env.prompts import chat_messages
 
-    from .data import resolve_template
+    from .data import as_task
 
-    t = resolve_template(template)
+    task = as_task(task)
     rows = []
     for record in records:
         completion = record["completion"]
         if isinstance(completion, str):
             completion = [{"role": "assistant", "content": completion}]
-        rows.append({"messages": [*chat_messages(Puzzle.from_dict(record), t), *completion]})
+        rows.append({"messages": [*task.messages(Puzzle.from_dict(record)), *completion]})
     if not rows:
         raise ValueError("no SFT records given")
     return rows
@@ -62,13 +64,16 @@ def run_sft(
     records: Sequence[dict[str, Any]],
     output_dir: str | Path,
     *,
-    template: str | None = "compact",
+    task=None,
     max_steps: int = 600,
     seed: int = 0,
     callbacks: list | None = None,
     **sft_args: Any,
 ) -> Path:
     """Fine-tune the checkpoint folder ``model`` on ``records``; save the result (+ tokenizer) to ``output_dir``.
+
+    ``task`` (a :class:`~countdown_env.task.CountdownTask` or a template name; default: the compact template) sets
+    the prompts and is recorded in ``output_dir`` (``countdown_task.json``) for ``countdown train``/``eval``.
 
     ``sft_args`` override :data:`DEFAULT_SFT_ARGS` (any ``trl.SFTConfig`` field). Returns ``output_dir``.
     """
@@ -77,10 +82,11 @@ def run_sft(
     from transformers import AutoModelForCausalLM
     from trl import SFTConfig, SFTTrainer
 
-    from .data import save_model_template
+    from .data import as_task
     from .tiny import load_tokenizer, save_tokenizer
 
     out = Path(output_dir)
+    task = as_task("compact" if task is None else task)
     tokenizer = load_tokenizer(model)
     args = SFTConfig(
         output_dir=str(out),
@@ -92,13 +98,12 @@ def run_sft(
     trainer = SFTTrainer(
         model=AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32),
         args=args,
-        train_dataset=Dataset.from_list(sft_messages(records, template)),
+        train_dataset=Dataset.from_list(sft_messages(records, task)),
         processing_class=tokenizer,
         callbacks=callbacks,
     )
     trainer.train()
     trainer.save_model(str(out))
     save_tokenizer(tokenizer, out)
-    if template:
-        save_model_template(out, template)
+    task.save(out)
     return out

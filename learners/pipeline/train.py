@@ -1,20 +1,22 @@
 """``countdown train``: run a registered learner from a YAML preset, with checkpoints, resume and a PNG.
 
-A preset (``learners/configs/*.yaml``; ``--config NAME`` finds the packaged ones) has these sections::
+A preset (``learners/pipeline/configs/*.yaml``; ``--config NAME`` finds the packaged ones) has these sections::
 
     model: tiny                  # "tiny" (built offline, random init), a checkpoint folder, or a Hub id (GPU)
-    template: compact            # prompt template; default: the one recorded in the model folder, else "default"
-    reward: {format_bonus: 0.0}  # countdown_env.rewards.RewardConfig fields
-    data:                        # either split files ...
-      train: path/to/train.jsonl
-      eval: path/to/eval.jsonl
-    # ... or a split built on the fly: data: {split: {n_numbers: [3], train_size: 2000, eval_size: 64, ...}}
+    task:                        # countdown_env.task.CountdownTask fields: puzzles, rules, template, reward
+      {n_numbers: 3, value_range: [1, 20], target_range: [10, 200], template: compact, format_bonus: 0.0}
+    data: {train_size: 2000, eval_size: 128}   # a split built from the task now (train/eval disjoint) ...
+    # ... or split files:   data: {train: path/to/train.jsonl, eval: path/to/eval.jsonl}
     eval: {every: 50, samples: 4, temperature: 0.8, max_new_tokens: 128, limit: 64}   # every: 0 = off
     trainer: {learning_rate: 2e-5, max_steps: 200, ...}   # the learner's config (GRPOConfig fields + its own)
 
+Without a ``task`` section the task recorded with the model (``countdown_task.json``) is used, else
+``CountdownTask()``. The task is recorded in every checkpoint and in ``final/`` so that ``countdown eval`` and
+``--resume`` prompt and score exactly as training did.
+
 Command-line ``--set section.key=value`` overrides any entry (values parsed as YAML). On a machine without a
 GPU the CPU settings are forced (``use_cpu``, no bf16, no gradient checkpointing) and ``use_vllm`` is refused
-with a clear message. The run writes ``OUTPUT/final`` (model + tokenizer + template), ``OUTPUT/log_history.json``,
+with a clear message. The run writes ``OUTPUT/final`` (model + tokenizer + task), ``OUTPUT/log_history.json``,
 ``OUTPUT/training.png`` (train reward/accuracy and eval pass@1 against steps) and TRL's ``checkpoint-N``
 folders; ``--resume`` continues from the newest checkpoint (or ``--resume PATH``).
 """
@@ -68,12 +70,22 @@ def find_config(name_or_path: str | Path) -> Path:
     raise FileNotFoundError(f"no config {str(name_or_path)!r}; give a YAML path or one of {choices}")
 
 
+SECTIONS = ("model", "tiny", "task", "data", "eval", "trainer")
+MOVED_SECTIONS = {"template": "task.template", "reward": "task (format_bonus, use_all_numbers, ...)"}
+
+
 def load_config(name_or_path: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
-    """Read a preset and apply ``section.key=value`` overrides."""
+    """Read a preset and apply ``section.key=value`` overrides; unknown sections are refused."""
     config = parse_yaml(find_config(name_or_path).read_text()) or {}
     if not isinstance(config, dict):
         raise ValueError(f"{name_or_path}: the YAML must be a mapping of sections")
-    return apply_overrides(config, overrides or [])
+    config = apply_overrides(config, overrides or [])
+    for section in config:
+        if section in MOVED_SECTIONS:
+            raise ValueError(f"the {section!r} section moved into the task: use {MOVED_SECTIONS[section]}")
+        if section not in SECTIONS:
+            raise ValueError(f"unknown config section {section!r}; known: {list(SECTIONS)}")
+    return config
 
 
 def apply_overrides(config: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
@@ -95,24 +107,39 @@ def apply_overrides(config: dict[str, Any], overrides: list[str]) -> dict[str, A
 
 
 # --------------------------------------------------------------------------------------------------- data
-def load_data(config: dict[str, Any], work_dir: Path) -> tuple[list[dict], list[dict]]:
-    """``(train_rows, eval_rows)`` (dicts with ``numbers``/``target``) from files or a split built now."""
+DATA_KEYS = ("train", "eval", "train_size", "eval_size")
+
+
+def load_data(data: dict[str, Any], task, work_dir: Path) -> tuple[list[dict], list[dict]]:
+    """``(train_rows, eval_rows)`` (dicts with ``numbers``/``target``): split files, or a split of ``task``'s
+    puzzles built now (``train_size``/``eval_size``; eval disjoint from train) and written to ``work_dir``."""
     from countdown_env.splits import read_jsonl
 
-    data = config.get("data") or {}
-    if data.get("split"):
+    unknown = sorted(set(data) - set(DATA_KEYS))
+    if unknown:
+        raise ValueError(f"unknown data keys {unknown}; known: {list(DATA_KEYS)}")
+    if "train_size" in data:
+        if "train" in data or "eval" in data:
+            raise ValueError("give data.train/data.eval files or data.train_size/eval_size, not both")
         from countdown_env.splits import build_split_records, write_jsonl
 
-        built = build_split_records(**data["split"])
+        built = build_split_records(task_split_spec(task, data["train_size"], data.get("eval_size", 0)))
         work_dir.mkdir(parents=True, exist_ok=True)
         for name, rows in built.items():
             write_jsonl(rows, work_dir / f"{name}.jsonl")
         return built.get("train", []), built.get("eval", [])
     if "train" not in data:
-        raise ValueError("the config needs data.train (a jsonl split) or data.split (build parameters)")
+        raise ValueError("the config needs data.train (a jsonl split) or data.train_size (a split of the task)")
     train_rows = read_jsonl(data["train"])
     eval_rows = read_jsonl(data["eval"]) if data.get("eval") else []
     return train_rows, eval_rows
+
+
+def task_split_spec(task, train_size: int, eval_size: int):
+    """The :class:`~countdown_env.splits.SplitSpec` of ``task``'s puzzles with these sizes."""
+    from countdown_env.splits import SplitSpec
+
+    return SplitSpec(task=task, train_size=train_size, eval_size=eval_size)
 
 
 def rows_to_puzzles(rows: list[dict]):
@@ -122,11 +149,10 @@ def rows_to_puzzles(rows: list[dict]):
 
 
 # ---------------------------------------------------------------------------------------------- callbacks
-def make_callbacks(eval_rows: list[dict], eval_config: dict[str, Any], template: str, tokenizer):
-    """The eval-every-N-steps callback (logs ``eval/pass@1``) and the template recorder for checkpoints."""
+def make_callbacks(eval_rows: list[dict], eval_config: dict[str, Any], task, tokenizer):
+    """The eval-every-N-steps callback (logs ``eval/pass@1``) and the task recorder for checkpoints."""
     from transformers import TrainerCallback
 
-    from .data import save_model_template
     from .evaluate import HFBackend, evaluate
 
     every = int(eval_config.get("every", 0) or 0)
@@ -150,7 +176,7 @@ def make_callbacks(eval_rows: list[dict], eval_config: dict[str, Any], template:
             was_training = model.training
             device = next(model.parameters()).device
             backend = HFBackend(model, tokenizer, batch_size=int(eval_config.get("batch_size", 64)), device=device)
-            report = evaluate(backend, tokenizer, rows, template=template, **settings)
+            report = evaluate(backend, tokenizer, rows, task=task, **settings)
             overall = report["overall"]
             low, high = overall["pass@1_ci95"]
             logs = {"eval/pass@1": overall["pass@1"], "eval/pass@1_low": low, "eval/pass@1_high": high}
@@ -177,15 +203,15 @@ def make_callbacks(eval_rows: list[dict], eval_config: dict[str, Any], template:
         def on_train_end(self, args, state, control, **kwargs):
             self._run(state)
 
-    class TemplateCallback(TrainerCallback):
-        """Record the prompt template in every checkpoint so that eval/resume use the same prompts."""
+    class TaskCallback(TrainerCallback):
+        """Record the task in every checkpoint so that eval/resume prompt and score as training did."""
 
         def on_save(self, args, state, control, **kwargs):
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             if state.is_world_process_zero and folder.is_dir():
-                save_model_template(folder, template)
+                task.save(folder)
 
-    return EvalCallback(), TemplateCallback()
+    return EvalCallback(), TaskCallback()
 
 
 # ----------------------------------------------------------------------------------------------- training
@@ -193,10 +219,10 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
     """Everything up to ``trainer.train()``: model, tokenizer, data, learner config, callbacks."""
     import torch
 
-    from countdown_env.rewards import RewardConfig
+    from countdown_env.task import CountdownTask
 
     from ..core.registry import get_learner
-    from .data import model_template, prompt_dataset
+    from .data import model_task, prompt_dataset
     from .tiny import build_tiny_model, load_tokenizer
 
     out = Path(output_dir)
@@ -206,8 +232,11 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
         init = out / "init-model"
         model = init if (init / "config.json").is_file() else build_tiny_model(init, **(config.get("tiny") or {}))
     tokenizer = load_tokenizer(model)
-    template = config.get("template") or (model_template(model) if Path(str(model)).is_dir() else "default")
-    train_rows, eval_rows = load_data(config, out / "data")
+    if config.get("task") is not None:
+        task = CountdownTask.from_dict(config["task"])
+    else:
+        task = model_task(model) or CountdownTask()
+    train_rows, eval_rows = load_data(config.get("data") or {}, task, out / "data")
     if not train_rows:
         raise ValueError("no training puzzles")
 
@@ -221,17 +250,16 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
     trainer_args.setdefault("report_to", "none")
     args = spec.make_config(output_dir=str(out), **trainer_args)
     _, trainer_class = spec.load()
-    callbacks = make_callbacks(eval_rows, config.get("eval") or {}, template, tokenizer)
+    callbacks = make_callbacks(eval_rows, config.get("eval") or {}, task, tokenizer)
     trainer = trainer_class(
         model=str(model),
         args=args,
-        train_dataset=prompt_dataset(rows_to_puzzles(train_rows), template),
+        train_dataset=prompt_dataset(rows_to_puzzles(train_rows), task),
         processing_class=tokenizer,
-        reward_config=RewardConfig(**(config.get("reward") or {})),
+        task=task,
         callbacks=list(callbacks),
     )
     callbacks[0].trainer = trainer
-    trainer.countdown_template = template
     return trainer
 
 
@@ -242,7 +270,6 @@ def latest_checkpoint(output_dir: str | Path) -> str | None:
 
 def train(learner: str, config: dict[str, Any], output_dir: str | Path, resume: str | bool | None = None) -> dict:
     """Train, save ``final/``, the log history and the PNG; return a small summary dict."""
-    from .data import save_model_template
     from .plotting import plot_training
     from .tiny import save_tokenizer
 
@@ -259,7 +286,7 @@ def train(learner: str, config: dict[str, Any], output_dir: str | Path, resume: 
     summary: dict[str, Any] = {"learner": learner, "steps": trainer.state.global_step, "final": str(final)}
     if trainer.is_world_process_zero():
         save_tokenizer(trainer.processing_class, final)
-        save_model_template(final, trainer.countdown_template)
+        trainer.task.save(final)
         history = trainer.state.log_history
         (out / "log_history.json").write_text(json.dumps(history, indent=1) + "\n")
         summary["plot"] = str(plot_training(history, out / "training.png", title=f"{learner} on Countdown"))
