@@ -30,6 +30,8 @@ from __future__ import annotations
 import functools
 import math
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -466,18 +468,30 @@ def to_infix(node: Node) -> str:
 
 
 def canonical_form(expr: str | Node, *, allow_unary_minus: bool = False) -> str:
-    """A key shared by expressions that differ only by commutativity and associativity of ``+``/``*``.
+    """The solution identity of an expression, as text: two expressions share it iff
+    :mod:`countdown_env.distinct_solutions` counts them as the same solution.
 
-    The tree is rewritten as a sympy expression built with ``evaluate=False`` (so numbers are never folded:
-    ``5 + 11`` and ``4 + 12`` keep different keys): ``a - b`` becomes ``a + (-1)*b``, ``a / b`` becomes
-    ``a * b**-1``, nested sums and products are flattened (negation distributes over a sum, the inverse over a
-    product), and the arguments of every sum and product are sorted by their ``srepr``. The key is the
-    ``srepr`` of that expression. So ``5+11``, ``11 + 5`` and ``(5 + 11)`` share a key, as do ``a-b-c`` and
-    ``a-(b+c)``, and ``a/b/c`` and ``a/(b*c)``; ``5*2`` and ``5+5`` do not. sympy is imported on first use.
+    The rewriting (no numbers are folded: ``5 + 11`` and ``4 + 12`` keep different forms):
 
-    A string is model text: it is normalised with ``answers.normalize_expression`` (so ``(25 − 3) × 7`` and
-    ``(25-3)*7`` share a key) and parsed with :func:`parse_expression` under the default limits; invalid text
-    raises :class:`ExpressionError`. Results for strings are memoised (answer banks repeat answers).
+    - chains of ``+``/``-`` (and unary minus) are flattened into one sum of added and subtracted terms, chains of
+      ``*``/``/`` into one product of multiplied and divided factors, each list sorted (numbers by value first,
+      then the other terms by their text). So ``5+11``, ``11 + 5`` and ``(5 + 11)`` share a form, as do
+      ``a-b-c`` and ``a-(b+c)``, ``a/b/c`` and ``a/(b*c)``, ``a-(b-c)`` and ``a+c-b``;
+    - signs move outwards: a sum of negative value is replaced by its negation (added and subtracted swapped) and
+      the sign goes to its parent (a term changes side, a product changes sign), so ``(3-5)*(2-9)`` and
+      ``(5-3)*(9-2)`` share the form ``(5 - 3) * (9 - 2)``; an expression of negative value keeps a leading
+      ``-(...)`` (``3-10`` is ``-(10 - 3)``, not ``10 - 3``). A sum of value 0 keeps its orientation (as the
+      solution count does) unless it has no added term; a subexpression that divides by zero is left as written.
+    - distributivity, identities (``x * 1``), cancellation and equal values (``2 + 2`` vs ``2 * 2``) distinguish.
+
+    The form is written like the solver's answers (``solutions(p)`` returns canonical forms: ``canonical_form(s) ==
+    s``). A string is model text: it is normalised with ``answers.normalize_expression`` (so ``(25 − 3) × 7`` and
+    ``(25-3)*7`` share a form) and parsed with :func:`parse_expression` under the default limits; invalid text raises
+    :class:`ExpressionError`. The work is linear in the size of the tree times its depth (well under 10 ms at the
+    limits: 64 numbers, depth 100); results for strings are cached, bounded in bytes (``CANONICAL_CACHE_BYTES``).
+
+    >>> canonical_form("(3-5)*(2-9)") == canonical_form("(9 - 2) * (5 - 3)") == "(5 - 3) * (9 - 2)"
+    True
     """
     if isinstance(expr, str):
         if len(expr) > DEFAULT_LIMITS.max_length:
@@ -486,81 +500,160 @@ def canonical_form(expr: str | Node, *, allow_unary_minus: bool = False) -> str:
             )
         from .answers import normalize_expression
 
-        return _canonical_form_of_text(normalize_expression(expr), allow_unary_minus)
+        key = (normalize_expression(expr), bool(allow_unary_minus))
+        found = _CANONICAL_CACHE.get(key)
+        if found is None:
+            found = _canonical_form_of_tree(parse_expression(key[0], allow_unary_minus=key[1]))
+            _CANONICAL_CACHE.put(key, found)
+        return found
     if not isinstance(expr, (Num, BinOp, Neg)):
         raise TypeError(f"canonical_form takes expression text or a Node, got {type(expr).__name__}")
     return _canonical_form_of_tree(expr)
 
 
-@functools.lru_cache(maxsize=65_536)
-def _canonical_form_of_text(text: str, allow_unary_minus: bool) -> str:
-    return _canonical_form_of_tree(parse_expression(text, allow_unary_minus=allow_unary_minus))
+CANONICAL_CACHE_BYTES = 8 << 20
+"""Characters (keys plus forms) the ``canonical_form`` cache holds before it drops its oldest entries."""
+
+
+class _ByteBoundedCache:
+    """Least-recently-used text -> text cache whose keys and values total at most ``budget`` characters."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.size = 0
+        self.entries: OrderedDict[tuple[str, bool], str] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: tuple[str, bool]) -> str | None:
+        with self.lock:
+            found = self.entries.get(key)
+            if found is not None:
+                self.entries.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[str, bool], value: str) -> None:
+        cost = len(key[0]) + len(value)
+        if cost > self.budget // 8:  # one huge expression must not flush the cache
+            return
+        with self.lock:
+            if key in self.entries:
+                return
+            self.entries[key] = value
+            self.size += cost
+            while self.size > self.budget:
+                old_key, old_value = self.entries.popitem(last=False)
+                self.size -= len(old_key[0]) + len(old_value)
+
+
+_CANONICAL_CACHE = _ByteBoundedCache(CANONICAL_CACHE_BYTES)
+
+
+@dataclass(frozen=True)
+class _Canonical:
+    """A canonical subtree: its text, its value (>= 0, or None when it divides by zero), its kind ("num", "sum",
+    "product") and the sign moved out of it (+1 or -1)."""
+
+    text: str
+    value: int | Fraction | None
+    kind: str
+    sign: int
+
+    @property
+    def sort_key(self) -> tuple:
+        """Numbers by value first, then other terms by text (the solver's order)."""
+        return (0, self.value, "") if self.kind == "num" else (1, 0, self.text)
 
 
 def _canonical_form_of_tree(node: Node) -> str:
-    import sympy
-
     if height(node) > DEFAULT_LIMITS.max_depth:
         raise ExpressionError(TOO_DEEP, f"expression tree is deeper than {DEFAULT_LIMITS.max_depth}")
-    minus_one = sympy.Integer(-1)
+    root = _canonical(node)  # recursion depth is bounded by the height checked above
+    if root.sign > 0:
+        return root.text
+    return f"-{root.text}" if root.kind == "num" else f"-({root.text})"
 
-    def key(e) -> str:
-        return sympy.srepr(e)
 
-    def sum_terms(n: Node, sign: int, out: list) -> None:
-        # Flatten a chain of + / - / unary minus into signed terms; recursion depth is bounded by the height.
-        if isinstance(n, BinOp) and n.op in "+-":
-            sum_terms(n.left, sign, out)
-            sum_terms(n.right, sign if n.op == "+" else -sign, out)
-        elif isinstance(n, Neg) and _is_sum(n.operand):
-            sum_terms(n.operand, -sign, out)
+def _canonical(node: Node) -> _Canonical:
+    if isinstance(node, Num):
+        return _Canonical(str(node.value), node.value, "num", 1)
+    if isinstance(node, Neg):
+        inner = _canonical(node.operand)
+        return _Canonical(inner.text, inner.value, inner.kind, -inner.sign)
+    if node.op in "+-":
+        return _canonical_sum(node)
+    return _canonical_product(node)
+
+
+def _sum_terms(node: Node, sign: int, out: list[tuple[int, Node]]) -> None:
+    """Flatten a chain of + / - / unary minus into signed terms (none of them a sum)."""
+    if isinstance(node, BinOp) and node.op in "+-":
+        _sum_terms(node.left, sign, out)
+        _sum_terms(node.right, sign if node.op == "+" else -sign, out)
+    elif isinstance(node, Neg) and _is_sum(node.operand):
+        _sum_terms(node.operand, -sign, out)
+    else:
+        out.append((sign, node))
+
+
+def _canonical_sum(node: Node) -> _Canonical:
+    signed: list[tuple[int, Node]] = []
+    _sum_terms(node, 1, signed)
+    added: list[_Canonical] = []
+    subtracted: list[_Canonical] = []
+    value: int | Fraction | None = 0
+    for sign, term in signed:
+        part = _canonical(term)
+        sign *= part.sign
+        (added if sign > 0 else subtracted).append(part)
+        value = None if value is None or part.value is None else value + sign * part.value
+    sign = 1
+    if value is not None and (value < 0 or (value == 0 and not added)):
+        added, subtracted, value, sign = subtracted, added, -value, -1
+    added.sort(key=lambda c: c.sort_key)
+    subtracted.sort(key=lambda c: c.sort_key)
+    text = " + ".join(c.text for c in added) + "".join(f" - {c.text}" for c in subtracted)
+    return _Canonical(text.lstrip(), value, "sum", sign)
+
+
+def _product_factors(node: Node, exponent: int, out: list[tuple[int, Node]]) -> int:
+    """Flatten a chain of * and / into factors with exponent +-1 (none of them a product); returns the sign pulled
+    out of unary minus."""
+    if isinstance(node, BinOp) and node.op in "*/":
+        sign = _product_factors(node.left, exponent, out)
+        return sign * _product_factors(node.right, exponent if node.op == "*" else -exponent, out)
+    if isinstance(node, Neg):
+        return -_product_factors(node.operand, exponent, out)
+    out.append((exponent, node))
+    return 1
+
+
+def _canonical_product(node: Node) -> _Canonical:
+    factors: list[tuple[int, Node]] = []
+    sign = _product_factors(node, 1, factors)
+    multiplied: list[_Canonical] = []
+    divided: list[_Canonical] = []
+    value: int | Fraction | None = 1
+    for exponent, factor in factors:
+        part = _canonical(factor)
+        sign *= part.sign
+        (multiplied if exponent > 0 else divided).append(part)
+        if value is None or part.value is None or (exponent < 0 and part.value == 0):
+            value = None
         else:
-            out.append((sign, n))
+            value = value * part.value if exponent > 0 else Fraction(value, part.value)
+    if isinstance(value, Fraction) and value.denominator == 1:
+        value = value.numerator
+    multiplied.sort(key=lambda c: c.sort_key)
+    divided.sort(key=lambda c: c.sort_key)
 
-    def product_factors(n: Node, exponent: int, out: list) -> int:
-        # Flatten a chain of * and / into factors with exponent +-1; returns the sign pulled out of negations.
-        if isinstance(n, BinOp) and n.op in "*/":
-            s = product_factors(n.left, exponent, out)
-            return s * product_factors(n.right, exponent if n.op == "*" else -exponent, out)
-        if isinstance(n, Neg):
-            return -product_factors(n.operand, exponent, out)
-        out.append((exponent, n))
-        return 1
+    def written(c: _Canonical) -> str:
+        return f"({c.text})" if c.kind == "sum" else c.text
 
-    def build(n: Node):
-        if isinstance(n, Num):
-            return sympy.Integer(n.value)
-        if _is_sum(n):
-            signed: list = []
-            sum_terms(n, 1, signed)
-            terms = [_negate(build(t), sympy, minus_one) if s < 0 else build(t) for s, t in signed]
-            if len(terms) == 1:
-                return terms[0]
-            return sympy.Add(*sorted(terms, key=key), evaluate=False)
-        factors: list = []
-        sign = product_factors(n, 1, factors)
-        built = [build(f) if e > 0 else sympy.Pow(build(f), minus_one, evaluate=False) for e, f in factors]
-        built.sort(key=key)
-        if sign < 0:
-            built.insert(0, minus_one)
-        if len(built) == 1:
-            return built[0]
-        return sympy.Mul(*built, evaluate=False)
-
-    return sympy.srepr(build(node))
+    text = " * ".join(written(c) for c in multiplied) + "".join(f" / {written(c)}" for c in divided)
+    return _Canonical(text.lstrip(), value, "product", sign)
 
 
 def _is_sum(n: Node) -> bool:
     while isinstance(n, Neg):
         n = n.operand
     return isinstance(n, BinOp) and n.op in "+-"
-
-
-def _negate(e, sympy, minus_one):
-    """-e as a product with a leading -1 (merged into ``e`` when ``e`` is already such a product)."""
-    if isinstance(e, sympy.Mul) and e.args and e.args[0] == minus_one:
-        rest = e.args[1:]
-        return rest[0] if len(rest) == 1 else sympy.Mul(*rest, evaluate=False)
-    if isinstance(e, sympy.Mul):
-        return sympy.Mul(minus_one, *e.args, evaluate=False)
-    return sympy.Mul(minus_one, e, evaluate=False)

@@ -334,3 +334,40 @@ def test_arbitrary_text_either_parses_or_refuses_with_a_reason(text):
             "empty", "parse_error", "forbidden_token", "division_by_zero", "non_integer_intermediate",
             "non_positive_intermediate", "too_long", "too_deep", "too_large", "too_many_numbers",
         }  # fmt: skip
+
+
+def test_canonical_form_moves_signs_outwards_like_the_solution_count():
+    assert canonical_form("(3-5)*(2-9)") == canonical_form("(5-3)*(9-2)") == "(5 - 3) * (9 - 2)"
+    assert canonical_form("3-10") == "-(10 - 3)" != canonical_form("10-3")
+    assert canonical_form("7/(3-5)") == canonical_form("-(7/(5-3))", allow_unary_minus=True) == "-(7 / (5 - 3))"
+    assert canonical_form("10-(3-5)") == canonical_form("10+5-3") == "5 + 10 - 3"
+    assert canonical_form("(2-2)*3") != canonical_form("(2-2)*3*1")  # identities still distinguish
+    assert canonical_form("1/(2-2)") == "1 / (2 - 2)"  # division by zero: left as written, no error
+
+
+def nested_alternating(depth: int) -> str:
+    """``(1+(2*(3+(4*...(63*1)...))))``: up to 63 levels of alternating + and * (the worst case for sympy's
+    srepr; 64 numbers is the verifier's limit), then redundant parentheses up to ``depth`` levels of nesting."""
+    levels = min(depth, 64) - 1
+    text = "1"
+    for k in range(levels, 0, -1):
+        text = f"({k}{'+' if k % 2 else '*'}{text})"
+    extra = depth - 1 - levels
+    return "(" * extra + text + ")" * extra
+
+
+def test_canonical_form_is_fast_for_deep_and_wide_expressions():
+    import time
+
+    from countdown_env.expression import _CANONICAL_CACHE
+
+    texts = [nested_alternating(d) for d in range(8, 101)]
+    texts.append(" + ".join(f"({k} * {k + 1} - {k + 2})" for k in range(1, 22)))  # 63 numbers, wide
+    start = time.perf_counter()
+    forms = [canonical_form(t) for t in texts]
+    elapsed = time.perf_counter() - start
+    assert elapsed < 0.5, elapsed  # loose: noisy CI; typically a few ms in total
+    assert len(set(forms[:57])) == 57  # 8..64 levels: different expressions; deeper ones add parentheses only
+    assert set(forms[56:93]) == {forms[56]}
+    assert canonical_form(nested_alternating(100)) == forms[92]  # cached
+    assert _CANONICAL_CACHE.size <= _CANONICAL_CACHE.budget

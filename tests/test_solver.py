@@ -306,3 +306,23 @@ def test_count_rejects_too_many_numbers():
         count_solutions(Puzzle([1] * 7, 3))
     with pytest.raises(ValueError, match="limit"):
         solutions(Puzzle([1, 2], 3), limit=-1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_canonical_form_agrees_with_the_solution_count(seed):
+    """canonical_form's identity is the counting's: the listed solutions are canonical forms, pairwise distinct, and
+    a regrouped or sign-flipped variant of a solution maps back onto it."""
+    import random
+
+    from countdown_env.expression import canonical_form
+
+    rng = random.Random(seed)
+    for _ in range(4):
+        numbers = [rng.randint(1, 12) for _ in range(4)]
+        puzzle = Puzzle(numbers, rng.randint(1, 60))
+        listed = solutions(puzzle)
+        assert len(listed) == count_solutions(puzzle)
+        assert [canonical_form(s) for s in listed] == listed
+    puzzle = Puzzle([2, 3, 5, 9], 14)  # (3 - 5) * (2 - 9) = 14
+    listed = set(solutions(puzzle))
+    assert canonical_form("(3 - 5) * (2 - 9)") in listed and canonical_form("(5 - 3) * (9 - 2)") in listed
