@@ -144,3 +144,36 @@ def test_hf_backend_on_the_tiny_model_end_to_end(tiny_model_dir, tmp_path):
     assert json.loads(path.read_text())["model"] == str(tiny_model_dir)
     with pytest.raises(FileNotFoundError):
         evaluate_model_dir(tiny_model_dir, tmp_path / "missing.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("template", "tags"),
+    [("default", ("reasoning", "solution")), ("compact", ("reasoning", "solution")), ("tinyzero", ("think", "answer"))],
+)
+def test_evaluate_scores_with_the_task_tags(tiny_tokenizer, template, tags):
+    """``countdown eval``'s scorer: one correct and one wrong answer in the template's own tags score 1 and 0 (the
+    same verdict as the task's reward); an answer in another template's tags does not count."""
+    from countdown_env import Puzzle
+    from countdown_env.task import CountdownTask
+    from learners.pipeline.evaluate import evaluate
+
+    think, answer = tags
+    other = "answer" if answer == "solution" else "solution"
+    texts = [
+        f"<{think}>\nok\n</{think}>\n<{answer}>3 * 7</{answer}>",
+        f"<{think}>\nhm\n</{think}>\n<{answer}>3 + 7</{answer}>",
+        f"<{think}>\nok\n</{think}>\n<{other}>3 * 7</{other}>",
+    ]
+
+    class Fixed:
+        def generate(self, prompt_ids, *, samples, temperature, max_new_tokens, seed):
+            eos = tiny_tokenizer.eos_token_id
+            return [[tiny_tokenizer.encode(t, add_special_tokens=False) + [eos] for t in texts]]
+
+    task = CountdownTask(n_numbers=3, template=template)
+    rows = [{"numbers": [3, 7, 11], "target": 21}]
+    report = evaluate(Fixed(), tiny_tokenizer, rows, task=task, samples=3, max_new_tokens=64, per_puzzle=True)
+    assert report["puzzles"][0]["correct"] == [True, False, False]
+    puzzle = Puzzle([3, 7, 11], 21)
+    assert [task.score(t, puzzle).reward for t in texts] == [1.0, 0.0, 0.0]
+    assert report["template"] == template and report["task"]["template"] == template
