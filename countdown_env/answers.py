@@ -1,9 +1,9 @@
 """Getting the answer out of a completion: tag extraction, the format check, and expression normalisation.
 
-``normalize_expression`` only rewrites notation that has exactly one meaning (seed 000's SFT cleaning maps
-Unicode operators to ASCII and strips a trailing ``= …``). It never guesses: it does not drop an ``=`` in the
-middle, join digits, insert operators or remove anything else that would change which expression is judged.
-Whatever it leaves that is not plain arithmetic is refused later by the parser.
+``normalize_expression`` only rewrites notation that has exactly one meaning (the contrastive shaping post's SFT
+cleaning maps Unicode operators to ASCII and strips a trailing ``= …``; see docs/references.md). It never
+guesses: it does not drop an ``=`` in the middle, join digits, insert operators or remove anything else that
+would change which expression is judged. Whatever it leaves that is not plain arithmetic is refused later by the parser.
 """
 
 from __future__ import annotations

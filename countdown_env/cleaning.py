@@ -1,6 +1,7 @@
-"""Clean external Countdown SFT/preference data the way seed 000 did, and say why each dropped row went.
+"""Clean external Countdown SFT/preference data the way the contrastive shaping post did
+(see docs/references.md: contrastive potential advantage shaping on Countdown), and say why each dropped row went.
 
-Seed 000 (its ``scripts/prepare_countdown_sft.py``, run on the preferred responses of a Countdown DPO set)
+The post (its ``scripts/prepare_countdown_sft.py``, run on the preferred responses of a Countdown DPO set)
 keeps a row only if its answer survives these steps, then rewrites it as ``<reasoning>…</reasoning>`` followed
 by ``<solution>…</solution>`` with nothing outside the tags:
 

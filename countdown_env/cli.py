@@ -16,9 +16,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("countdown_env.cli_demo", "generate puzzles, solve them, verify answers and print a summary"),
     "build-splits": ("countdown_env.cli_splits", "build reproducible train/eval splits (jsonl + HF save_to_disk)"),
     "build-sft": ("countdown_env.cli_sft", "build SFT warm-start rows with solver-derived reasoning traces"),
-    "clean-sft": ("countdown_env.cli_clean", "clean external Countdown SFT data (seed 000's filters), report drops"),
+    "clean-sft": ("countdown_env.cli_clean", "clean external Countdown SFT data (contrastive shaping post's filters)"),
     "train": ("learners.pipeline.train", "train a registered learner (GRPO presets, ...) from a YAML preset"),
     "eval": ("learners.pipeline.evaluate", "pass@1/pass@k with CIs of a checkpoint on a split; JSON report"),
+    "compare": ("learners.pipeline.compare", "run learners side by side from one warm start: CSV, summary, curves"),
     "demo-train": ("learners.pipeline.demo", "the main job on CPU: splits, SFT, GRPO, eval before/after, PNG"),
 }
 

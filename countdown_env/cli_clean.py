@@ -1,4 +1,5 @@
-"""``countdown clean-sft IN.jsonl OUT``: clean external Countdown SFT data as seed 000 did (see cleaning.py)."""
+"""``countdown clean-sft IN.jsonl OUT``: clean external Countdown SFT data as the contrastive shaping post did
+(see cleaning.py)."""
 
 from __future__ import annotations
 

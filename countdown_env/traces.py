@@ -1,10 +1,11 @@
-"""Solver-derived reasoning traces for supervised warm starts, in seed 000's answer format.
+"""Solver-derived reasoning traces for supervised warm starts, in the contrastive shaping post's answer format
+(see docs/references.md: contrastive potential advantage shaping on Countdown).
 
-Seed 000 warms its policy up with a short SFT stage on traces that "try different approaches" before submitting
+That post warms its policy up with a short SFT stage on traces that "try different approaches" before submitting
 an answer inside ``<solution>`` tags, with the reasoning inside ``<reasoning>`` tags and nothing outside them.
 Here the traces come from an exact search instead of a teacher model, so every one is correct by construction:
 
-* a paragraph per attempt (seed 000's contrastive shaping scores reasoning at paragraph ends, ``\\n\\n``);
+* a paragraph per attempt (the contrastive shaping scores reasoning at paragraph ends, ``\\n\\n``);
 * dead ends are first combinations proven (by exhaustive search) to lead nowhere, each shown with a few of its
   nearest misses ("too high", "too low") before giving it up;
 * the successful attempt may itself backtrack once (a wrong step, "Back up.", the right step);
