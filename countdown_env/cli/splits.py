@@ -6,7 +6,7 @@ import argparse
 import time
 from collections import Counter
 
-from .cli_options import add_exclude_argument, add_range_arguments, excluded_keys
+from .options import add_exclude_argument, add_range_arguments, excluded_keys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .splits import SplitSpec, build_split_records, write_splits
+    from ..splits import SplitSpec, build_split_records, write_splits
 
     spec = SplitSpec(
         n_numbers=tuple(args.n_numbers),

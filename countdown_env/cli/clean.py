@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .cleaning import clean_file
+    from ..cleaning import clean_file
 
     try:
         report = clean_file(

@@ -12,12 +12,13 @@ import argparse
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 
-from .cli_options import add_range_arguments
-from .generator import PuzzleGenerator
-from .puzzle import Puzzle
-from .solver import solve
-from .verifier import verify
+from ..puzzle import Puzzle
+from ..solver import solve
+from ..task import CountdownTask
+from ..verifier import verify
+from .options import add_range_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -102,17 +103,17 @@ def run(args: argparse.Namespace) -> int:
         print("countdown demo: --solvable-share must be in [0, 1]", file=sys.stderr)
         return 2
     n_solvable = round(args.count * args.solvable_share)
-    common = {
-        "n_numbers": args.n_numbers,
-        "value_range": tuple(args.value_range),
-        "target_range": tuple(args.target_range),
-        "operators": args.operators,
-        **options,
-    }
     try:
-        solvable = PuzzleGenerator(require_solvable=True, seed=args.seed, **common)
-        free = PuzzleGenerator(require_solvable=False, seed=args.seed + 1, **common)
-        puzzles = solvable.generate(n_solvable) + free.generate(args.count - n_solvable)
+        task = CountdownTask(
+            n_numbers=args.n_numbers,
+            value_range=tuple(args.value_range),
+            target_range=tuple(args.target_range),
+            operators=args.operators,
+            seed=args.seed,
+            **options,
+        )
+        free = replace(task, require_solvable=False, seed=args.seed + 1)
+        puzzles = task.generator().generate(n_solvable) + free.generator().generate(args.count - n_solvable)
     except (ValueError, RuntimeError) as exc:
         print(f"countdown demo: {exc}", file=sys.stderr)
         return 2

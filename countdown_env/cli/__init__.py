@@ -1,8 +1,9 @@
 """The ``countdown`` command.
 
-Each subcommand lives next to the code it drives and is registered here by module path, imported only when
-chosen, so that ``countdown --help`` stays fast and the environment package never imports torch.
-A subcommand module provides ``add_arguments(parser)`` and ``run(args) -> int``.
+Each subcommand is a module (this package's ``demo``, ``splits``, ``sft``, ``clean``; the learners' pipeline
+modules) registered here by module path, imported only when chosen, so that ``countdown --help`` stays fast and
+the environment package never imports torch. A subcommand module provides ``add_arguments(parser)`` and
+``run(args) -> int``.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import sys
 
 # name -> (module, one-line help). Add a subcommand with one line here.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("countdown_env.cli_demo", "generate puzzles, solve them, verify answers and print a summary"),
-    "build-splits": ("countdown_env.cli_splits", "build reproducible train/eval splits (jsonl + HF save_to_disk)"),
-    "build-sft": ("countdown_env.cli_sft", "build SFT warm-start rows with solver-derived reasoning traces"),
-    "clean-sft": ("countdown_env.cli_clean", "clean external Countdown SFT data (contrastive shaping post's filters)"),
+    "demo": ("countdown_env.cli.demo", "generate puzzles, solve them, verify answers and print a summary"),
+    "build-splits": ("countdown_env.cli.splits", "build reproducible train/eval splits (jsonl + HF save_to_disk)"),
+    "build-sft": ("countdown_env.cli.sft", "build SFT warm-start rows with solver-derived reasoning traces"),
+    "clean-sft": ("countdown_env.cli.clean", "clean external Countdown SFT data (contrastive shaping post's filters)"),
     "train": ("learners.pipeline.train", "train a registered learner (GRPO presets, ...) from a YAML preset"),
     "eval": ("learners.pipeline.evaluate", "pass@1/pass@k with CIs of a checkpoint on a split; JSON report"),
     "compare": ("learners.pipeline.compare", "run learners side by side from one warm start: CSV, summary, curves"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .cli_options import add_exclude_argument, add_range_arguments, excluded_keys
+from .options import add_exclude_argument, add_range_arguments, excluded_keys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,8 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .sft import build_sft_records
-    from .splits import write_jsonl
+    from ..sft import build_sft_records
+    from ..splits import write_jsonl
 
     records = build_sft_records(
         tuple(args.n_numbers),
@@ -41,8 +41,8 @@ def run(args: argparse.Namespace) -> int:
     target = out if out.suffix == ".jsonl" else out / "sft.jsonl"
     digest = write_jsonl(records, target)
     if out.suffix != ".jsonl":
-        from .sft import sft_features
-        from .splits import records_to_dataset
+        from ..sft import sft_features
+        from ..splits import records_to_dataset
 
         records_to_dataset(records, sft_features()).save_to_disk(str(out / "hf"))
     lengths = sorted(len(r["completion"][0]["content"]) for r in records)
