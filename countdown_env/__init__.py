@@ -7,8 +7,7 @@ transformers or trl.
 
 from __future__ import annotations
 
-import importlib
-
+from .lazy_exports import lazy_getattr
 from .puzzle import Puzzle, PuzzleError
 
 __version__ = "0.1.0"
@@ -60,10 +59,4 @@ def _register_envs() -> None:
 _register_envs()
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'countdown_env' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())

@@ -10,7 +10,7 @@ on first access, so only the one you use needs its `verifiers`. The installable 
 
 from __future__ import annotations
 
-import importlib
+from countdown_env.lazy_exports import lazy_getattr
 
 _EXPORTS = {
     "load_environment": "classic_env",
@@ -27,13 +27,7 @@ _EXPORTS = {
 __all__ = list(_EXPORTS)
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:

@@ -8,17 +8,11 @@ The env classes load on first access, so registering the ids imports neither.
 
 from __future__ import annotations
 
-import importlib
+from ..lazy_exports import lazy_getattr
 
 _EXPORTS = {"CountdownEnv": "countdown_text", "CountdownTokensEnv": "countdown_tokens"}
 
 __all__ = list(_EXPORTS)
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
