@@ -54,9 +54,10 @@ class SplitSpec:
 
     ``SplitSpec(n_numbers=(3, 4), train_size=..., task=task)`` or, as before, with the task's fields as keywords
     (``seed=``, ``value_range=``, ``template=`` ...). ``n_numbers`` defaults to the task's counts, else (3, 4, 5);
-    the stored task's ``n_numbers`` holds the counts (an int for one, equal weights for several), so that
-    ``spec.task.to_dict()`` records the build. The task's fields read as the spec's (``spec.seed``,
-    ``spec.value_range`` ...). Splits need solvable puzzles: a task with ``require_solvable=False`` is refused.
+    the stored task's ``n_numbers`` holds the counts (the task's own when they match, else an int for one count and
+    equal weights for several), so that ``spec.task.to_dict()`` records the build. The task's fields read as the
+    spec's (``spec.seed``, ``spec.value_range`` ...). Splits need solvable puzzles: a task with
+    ``require_solvable=False`` is refused.
     """
 
     task: CountdownTask
@@ -93,9 +94,10 @@ class SplitSpec:
             raise SplitError("train_size and eval_size are both 0: nothing to build")
         if not task.require_solvable:
             raise SplitError("split rows carry a verified solution: the task needs require_solvable=True")
-        counts = ns[0] if len(ns) == 1 else tuple((n, 1.0) for n in ns)
+        if task.counts != ns:  # the task records the counts built (as given when they are the task's own)
+            task = replace(task, n_numbers=ns[0] if len(ns) == 1 else tuple((n, 1.0) for n in ns))
         set_field = object.__setattr__
-        set_field(self, "task", replace(task, n_numbers=counts))
+        set_field(self, "task", task)
         set_field(self, "n_numbers", ns)
         set_field(self, "train_size", train_size)
         set_field(self, "eval_size", eval_size)

@@ -168,3 +168,11 @@ def test_spec_holds_a_task_and_the_manifest_records_it(tmp_path):
         SplitSpec(n_numbers=(3,), require_solvable=False)
     with pytest.raises(ValueError, match="not both"):
         SplitSpec(task=task, seed=1)
+
+
+def test_spec_keeps_a_mixed_task_whose_counts_it_builds():
+    from countdown_env.task import CountdownTask
+
+    task = CountdownTask(n_numbers=(3, 4), seed=2)
+    assert SplitSpec(task=task, train_size=2, eval_size=0).task == task
+    assert SplitSpec(n_numbers=(4, 3), task=task, train_size=2, eval_size=0).task.n_numbers == ((4, 1.0), (3, 1.0))
