@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from countdown_env.cli import main
-from countdown_env.cli_demo import wrong_answers
+from countdown_env.cli.demo import wrong_answers
 from countdown_env.generator import PuzzleGenerator
 from countdown_env.solver import solve
 from countdown_env.verifier import verify
