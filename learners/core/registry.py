@@ -47,12 +47,19 @@ LEARNERS: dict[str, LearnerSpec] = {
     "grpo": _grpo("grpo", "GRPO: group-std-scaled advantages, per-sequence token mean"),
     "dr_grpo": _grpo("dr_grpo", "Dr.GRPO: no std scaling, constant length normaliser"),
     "dapo": _grpo("dapo", "DAPO: clip-higher, token-level loss, overlong shaping, dynamic sampling"),
-    "prime_rl": _grpo("prime_rl", "prime-rl's default loss: DPPO ratio mask 0.2/0.2 + tau 1e-3 log^2 KL"),
+    "prime_rl": _grpo("prime_rl", "prime-rl's default loss: DPPO binary-TV mask 0.2/0.2, -A*ratio, 1e-3 log^2 KL"),
     "s_grpo": LearnerSpec("learners.s_grpo", "SGRPOConfig", "SGRPOTrainer", "S-GRPO: α + Bernoulli(P) loss tokens ≤ k"),
     "ps_ppo": LearnerSpec("learners.ps_ppo", "PSPPOConfig", "PSPPOTrainer", "PS-PPO: unbiased random prefixes"),
     "t_spmo": LearnerSpec("learners.t_spmo", "TSPMOConfig", "TSPMOTrainer", "T-SPMO: prefix-trie token advantages"),
     "contrastive": LearnerSpec(
-        "learners.contrastive", "ContrastiveConfig", "ContrastiveTrainer", "contrastive potential advantage shaping"
+        "learners.contrastive", "ContrastiveConfig", "ContrastiveTrainer", "contrastive shaping on prime-rl's loss"
+    ),
+    "contrastive_grpo": LearnerSpec(
+        "learners.contrastive",
+        "ContrastiveConfig",
+        "ContrastiveTrainer",
+        "contrastive shaping on TRL-default GRPO (ablation)",
+        {"base_learner": "grpo"},
     ),
 }
 

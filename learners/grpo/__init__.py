@@ -15,43 +15,69 @@ and TRL's clipped surrogate per token, :math:`-\min(\rho_t A, \operatorname{clip
 ``dr_grpo`` (Liu et al. 2025, "Understanding R1-Zero-like training")
     ``loss_type="dr_grpo"`` (token sum divided by the constant ``B * max_completion_length``: no length
     bias), ``scale_rewards="none"`` (no std division: no difficulty bias), ``epsilon=0.2``, ``beta=0``.
-``dapo`` (Yu et al. 2025)
+``dapo`` (Yu et al. 2025, arXiv 2503.14476)
     clip-higher ``epsilon=0.2, epsilon_high=0.28``; token-level loss ``loss_type="dapo"`` (sum over all tokens
     of the batch / their count); overlong reward shaping: TRL's soft overlong punishment (DAPO Eq. 13) added as
-    a second reward function with a buffer of ``overlong_buffer_fraction`` (0.25) of ``max_completion_length``;
-    dynamic sampling: ``dynamic_sampling=True`` (below); ``scale_rewards="group"``, ``beta=0``.
-``prime_rl`` (the shaping post's baseline: prime-rl's default "DPPO policy-gradient term with a KL regularizer")
-    .. math:: \mathcal L = -\frac{1}{\sum|y|}\sum_t m_t\,\rho_t A
-              \;+\; \tau_{KL}\frac{1}{\sum|y|}\sum_t m_t \log^2\rho_t,
-              \qquad \rho_t = \pi_\theta(y_t)/\mu(y_t),\quad m_t = [1-0.2 \le \rho_t \le 1+0.2]
+    a second reward function with the buffer L_cache = ``overlong_buffer_fraction`` × L_max. DAPO's paper uses
+    L_max = 20480 and L_cache = 4096, so the preset's fraction is 4096 / 20480 = 0.2 of ``max_completion_length``.
+    Dynamic sampling: ``dynamic_sampling=True`` (below); ``scale_rewards="group"``, ``beta=0``.
+``prime_rl`` (the shaping post's baseline: prime-rl's default loss, "DPPO-Binary TV + Kimi-K2.5 KL")
+    Source: github.com/PrimeIntellect-ai/prime-rl at 559b44772e47 (2026-08-21): ``src/prime_rl/trainer/rl/loss.py``
+    ``default_loss_fn`` with ``DefaultLossConfig`` (``packages/prime-rl-configs/.../configs/trainer.py``:
+    dppo_mask_low = dppo_mask_high = 0.2, adv_tau = 1, kl_tau = 1e-3), the normaliser of ``compute_loss`` /
+    ``trainer/rl/train.py`` (``rl_scale`` = the step's loss tokens over all ranks), the advantage of
+    ``orchestrator/algo/grpo.py`` ``GRPOAlgorithm.score_group`` (``rewards - rewards.mean()`` per group, no std,
+    no length penalty by default) and ``orchestrator/train_sink.py`` ``_prune_zero_advantages``
+    (``orchestrator.train.filter_zero_advantages = True``: tokens with advantage exactly 0 leave the loss mask
+    and the normaliser). Per token, with ρ_t = π_θ(y_t)/μ(y_t) and d_t = π_θ(y_t) − μ(y_t) (probabilities):
 
-    with μ the inference (sampling) policy: vLLM's log-probs when TRL has them, else TRL's
-    ``old_per_token_logps``. ``dppo_mask_low = dppo_mask_high = 0.2``, ``kl_tau = 1e-3``,
-    ``loss_type="dapo"`` (the 1/Σ|y| normaliser; masked tokens still count in it), ``scale_rewards="none"``,
-    ``epsilon = epsilon_high = 0.2`` (so TRL's clip never binds on an unmasked token),
-    ``vllm_importance_sampling_correction=False`` (μ already enters ρ). The seed's δ cap of ρ is not
-    needed: unmasked ρ ≤ 1.2. On-policy single-iteration runs without vLLM have ρ ≡ 1 (TRL then does not
-    even compute π_old), where the preset reduces to token-level GRPO without std scaling.
+    .. math:: \mathrm{keep}_t = \neg\big([A_t > 0]\,[d_t > 0.2] \;\lor\; [A_t \le 0]\,[d_t < -0.2]\big)
+
+    .. math:: \mathcal L = \frac{1}{N}\sum_t m_t\Big(-\,\mathrm{keep}_t\,\tau_{adv} A_t\,\rho_t
+              \;+\; \tau_{KL}\log^2\rho_t\Big), \qquad N = \sum_t m_t,
+
+    m_t the loss mask after the zero-advantage filter; ρ is *not* clipped (the seed's δ cap is not in the code);
+    the KL term covers masked (dropped) tokens too. μ is the inference (sampling) policy: vLLM's log-probs when TRL
+    has them (``sampling_per_token_logps``), else TRL's ``old_per_token_logps``; when neither exists the update is
+    on-policy and ρ ≡ 1 (every token kept, KL 0). Preset: ``loss_type="dapo"`` (the 1/N normaliser),
+    ``scale_rewards="none"``, ``epsilon = epsilon_high = inf`` (no clip), ``dppo_mask_low = dppo_mask_high = 0.2``,
+    ``adv_tau = 1``, ``kl_tau = 1e-3``, ``filter_zero_advantages=True``, ``vllm_importance_sampling_correction=False``.
+
+    This package's readings where the source is silent: prime-rl never sees a NaN μ (vLLM always returns the
+    sampled token's log-prob); TRL marks unavailable ones NaN. Such a token gets μ := π (ratio 1, kept, KL 0),
+    TRL's own convention for its importance-sampling ratio, so the loss is never NaN (:func:`dppo_keep_mask` on
+    its own keeps a NaN-d token, as prime-rl's comparisons would). prime-rl's group is an example's rollouts;
+    here it is TRL's ``num_generations`` group (unscorable rows excluded by TRL's nan-mean).
 
 How the extras are implemented, through the two seams of :mod:`learners.core.trainer` only:
 
-* Dynamic sampling (seam 1). DAPO over-samples prompts and keeps only groups whose rewards are not all equal.
-  Refilling the batch would mean generating again inside TRL's ``_generate``, which the seams exclude. Policy
-  here: **filter, no refill** — the loss mask of every homogeneous group is set to zero, and the token
-  normaliser (``num_items_in_batch``) is recounted over the kept tokens, so each kept token weighs exactly as
-  in a batch made of kept groups only. A batch with no informative group gives a zero loss (logged as
-  ``countdown/dynamic_sampling_kept_frac`` = 0). To keep the effective batch size, raise
+* Dynamic sampling (seam 1). DAPO over-samples prompts and keeps only groups whose *accuracy* is neither 0 nor 1
+  ("filter out prompts with the accuracy equal to 1 and 0"), so the decision is taken on the verifier's verdict
+  (the env's ``verification.correct``; with user reward functions, their weighted sum without the overlong
+  penalty column), not on the total reward: the overlong penalty (or a format bonus) must not make a group of
+  all-correct answers look informative. Refilling the batch would mean generating again inside TRL's
+  ``_generate``, which the seams exclude. Policy here: **filter, no refill** — the loss mask of every such group
+  is set to zero, and the token normaliser (``num_items_in_batch``) is recounted over the kept tokens, so each
+  kept token weighs exactly as in a batch made of kept groups only. A batch with no informative group gives a
+  zero loss (logged as ``countdown/dynamic_sampling_kept_frac`` = 0). To keep the effective batch size, raise
   ``per_device_train_batch_size`` by 1/kept-fraction.
-* DPPO mask and squared-log-ratio KL (seam 2). ρ is computed on the micro-batch with one extra no-grad forward
-  pass (only when π_old or μ exists). Masked tokens leave the loss mask. The KL term enters as a per-token
-  advantage :math:`A'_t = A - 2\tau\log\rho_t/\rho_t` (detached), whose surrogate :math:`\rho_t A'_t` has
-  exactly the gradient :math:`\nabla(\rho_t A - \tau\log^2\rho_t)` (the logged loss value is the surrogate's).
-  The no-grad pass equals the loss's forward pass only without dropout (Qwen models have none).
+* Zero-advantage filter (seam 1): tokens whose advantage is exactly 0 leave the loss mask; the base recounts
+  ``num_items_in_batch`` after the seam, so they leave the normaliser too (as prime-rl's ``rl_scale``).
+* prime-rl's loss (seam 2, ``select_loss_tokens``). TRL's ``_compute_loss`` cannot express −A·ρ without a clip
+  nor a term on tokens outside the policy-gradient mask, so both are folded into per-token advantages: with
+  ``epsilon = inf`` TRL's surrogate is −ρ·A', and :func:`prime_rl_advantages` sets
+  :math:`A'_t = \mathrm{keep}_t\,\tau_{adv}A_t - 2\tau_{KL}\log\rho_t/\rho_t` (detached), whose gradient
+  −ρA'∇log π equals the gradient of prime-rl's per-token loss exactly; the DPPO-masked tokens stay in the loss
+  mask (they carry the KL term and count in N, as in prime-rl). ρ, d and the mask need π before TRL's forward:
+  one extra no-grad forward pass per micro-batch (only when μ exists); it equals the loss's forward pass only
+  without dropout (Qwen models have none). TRL's ratio is made π/μ by passing μ as ``old_per_token_logps``.
+  The logged ``loss`` is the surrogate's value (its KL part reads 2τ·log ρ instead of τ·log²ρ; the gradient is
+  exact); ``prime_rl/is_masked`` and ``prime_rl/mismatch_kl`` (ρ − log ρ − 1) are logged as prime-rl does.
 """
 
 from learners.core.lazy import lazy_exports
 
-__all__ = ["GRPOLearner", "GRPOLearnerConfig", "PRESETS", "dppo_keep_mask", "grpo_config", "kl_adjusted_advantages"]
+__all__ = ["GRPOLearner", "GRPOLearnerConfig", "PRESETS", "dppo_keep_mask", "grpo_config", "prime_rl_advantages"]
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
@@ -59,7 +85,7 @@ __getattr__, __dir__ = lazy_exports(
         "grpo_config": "config",
         "GRPOLearner": "trainer",
         "dppo_keep_mask": "trainer",
-        "kl_adjusted_advantages": "trainer",
+        "prime_rl_advantages": "trainer",
         "PRESETS": "presets",
     },
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -14,17 +15,19 @@ PRESETS: dict[str, dict[str, Any]] = {
         epsilon_high=0.28,
         beta=0.0,
         dynamic_sampling=True,
-        overlong_buffer_fraction=0.25,
+        overlong_buffer_fraction=0.2,  # DAPO: L_cache = 4096 of L_max = 20480
     ),
     "prime_rl": dict(
-        loss_type="dapo",
-        scale_rewards="none",
-        epsilon=0.2,
-        epsilon_high=0.2,
+        loss_type="dapo",  # 1 / (loss tokens of the step), as prime-rl's rl_scale
+        scale_rewards="none",  # A = r - mean(group), prime-rl's GRPOAlgorithm
+        epsilon=math.inf,  # no clipping: prime-rl's trust region is the DPPO mask alone
+        epsilon_high=math.inf,
         beta=0.0,
         dppo_mask_low=0.2,
         dppo_mask_high=0.2,
+        adv_tau=1.0,
         kl_tau=1e-3,
-        vllm_importance_sampling_correction=False,
+        filter_zero_advantages=True,  # orchestrator.train.filter_zero_advantages (default True)
+        vllm_importance_sampling_correction=False,  # μ enters the ratio itself
     ),
 }

@@ -1,4 +1,4 @@
-"""The GRPO / Dr.GRPO / DAPO / prime-rl trainer: only its seam overrides.
+"""The GRPO / Dr.GRPO / DAPO / prime-rl trainer: only its seam overrides, plus prime-rl's loss maths.
 
 The equations are in the package docstring (:mod:`learners.grpo`).
 """
@@ -12,30 +12,70 @@ import torch
 
 from ..core.trainer import CountdownGRPOTrainer, Rollout
 
-
-def dppo_keep_mask(log_ratio: torch.Tensor, low: float, high: float) -> torch.Tensor:
-    """(B,T) bool: tokens whose ratio exp(log_ratio) lies in [1-low, 1+high] (NaN ratios are dropped)."""
-    ratio = torch.exp(log_ratio)
-    return (ratio >= 1.0 - low) & (ratio <= 1.0 + high)
+# exp(±60) stays finite in float32 and its product with exp(∓60) is exact enough; beyond, ρ under/overflows.
+_MAX_ABS_LOG_RATIO = 60.0
 
 
-def kl_adjusted_advantages(advantages: torch.Tensor, log_ratio: torch.Tensor, tau: float) -> torch.Tensor:
-    """(B,T) A' = A - 2τ·log ρ / ρ: the surrogate ρ·A' (A' detached) has the gradient of ρ·A - τ·log²ρ."""
+def dppo_keep_mask(
+    trainer_logprobs: torch.Tensor,
+    sampling_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    *,
+    mask_low: float = 0.2,
+    mask_high: float = 0.2,
+) -> torch.Tensor:
+    """(B,T) bool, True = kept: prime-rl's DPPO binary-TV trust region (``default_loss_fn``).
+
+    With d = π(y_t) − μ(y_t) (probabilities, not log-probabilities), a token is dropped when A > 0 and
+    d > ``mask_high``, or when A ≤ 0 and d < −``mask_low`` (prime-rl: ``torch.where(advantages > 0,
+    probs_diff > dppo_mask_high, probs_diff < -dppo_mask_low)``). ``advantages`` is (B,) or (B,T).
+    A NaN log-probability gives d = NaN, and both comparisons are false: the token is kept, as in prime-rl's code.
+    """
     if advantages.dim() == 1:
         advantages = advantages.unsqueeze(1)
-    log_ratio = torch.nan_to_num(log_ratio.detach(), nan=0.0)
-    return advantages - 2.0 * tau * log_ratio * torch.exp(-log_ratio)
+    d = torch.exp(trainer_logprobs) - torch.exp(sampling_logprobs)
+    dropped = torch.where(advantages > 0, d > mask_high, d < -mask_low)
+    return ~dropped
+
+
+def prime_rl_advantages(
+    advantages: torch.Tensor,
+    keep: torch.Tensor,
+    log_ratio: torch.Tensor,
+    *,
+    adv_tau: float = 1.0,
+    kl_tau: float = 0.0,
+) -> torch.Tensor:
+    """(B,T) per-token advantages A' whose TRL surrogate −ρ·A' (no clipping) has the gradient of prime-rl's loss.
+
+    prime-rl's per-token loss is ℓ_t = −keep_t·adv_tau·A_t·ρ_t + kl_tau·log²ρ_t with ρ_t = π/μ. Its gradient is
+    (−keep·adv_tau·A·ρ + 2·kl_tau·log ρ)·∇log π. TRL's unclipped surrogate −ρ_t·A'_t (A' a constant) has the
+    gradient −ρ·A'·∇log π, so
+
+        A'_t = keep_t · adv_tau · A_t − 2 · kl_tau · log ρ_t / ρ_t        (log ρ detached)
+
+    gives exactly prime-rl's gradient. ``log_ratio`` is clamped to ±60 inside the KL coefficient only (float32).
+    """
+    if advantages.dim() == 1:
+        advantages = advantages.unsqueeze(1).expand_as(log_ratio)
+    log_ratio = log_ratio.detach().clamp(-_MAX_ABS_LOG_RATIO, _MAX_ABS_LOG_RATIO)
+    out = torch.where(keep, adv_tau * advantages, torch.zeros_like(advantages))
+    if kl_tau > 0:
+        out = out - 2.0 * kl_tau * log_ratio * torch.exp(-log_ratio)
+    return out.to(advantages.dtype)
 
 
 class GRPOLearner(CountdownGRPOTrainer):
-    """GRPO / Dr.GRPO / DAPO / prime-rl loss on Countdown (see the module docstring for the equations).
+    """GRPO / Dr.GRPO / DAPO / prime-rl loss on Countdown (see the package docstring for the equations).
 
     Use with a :class:`GRPOLearnerConfig` (e.g. from :func:`grpo_config`); a plain ``GRPOConfig`` gives plain
-    GRPO. Only the seams differ from :class:`~learners.core.trainer.CountdownGRPOTrainer`: dynamic sampling in
-    ``shape_batch``, DPPO masking and the squared-log-ratio KL in ``select_loss_tokens``.
+    GRPO. Only the seams differ from :class:`~learners.core.trainer.CountdownGRPOTrainer`: dynamic sampling and
+    the zero-advantage filter in ``shape_batch``; the DPPO mask, adv_tau and the squared-log-ratio KL in
+    ``select_loss_tokens``.
     """
 
     def __init__(self, model, reward_funcs=None, args=None, *trainer_args, **trainer_kwargs):
+        self._overlong_column: int | None = None
         fraction = getattr(args, "overlong_buffer_fraction", 0.0)
         if fraction > 0:
             from trl.rewards import get_soft_overlong_punishment
@@ -51,38 +91,76 @@ class GRPOLearner(CountdownGRPOTrainer):
                 args.reward_weights = [*args.reward_weights, args.overlong_penalty_weight]
             elif args.reward_weights is None and args.overlong_penalty_weight != 1.0:
                 args.reward_weights = [1.0] * len(reward_funcs) + [args.overlong_penalty_weight]
+            self._overlong_column = len(reward_funcs)
             reward_funcs = [*reward_funcs, penalty]
         super().__init__(model, reward_funcs, args, *trainer_args, **trainer_kwargs)
 
+    # ------------------------------------------------------------------------------------------------ seam 1
     def shape_batch(self, batch: dict[str, Any], rollout: Rollout) -> dict[str, Any]:
-        if not getattr(self.args, "dynamic_sampling", False):
-            return batch
-        keep_group = ~rollout.homogeneous_groups()
-        keep_row = keep_group[rollout.group_index].to(batch["completion_mask"].dtype)
-        self.set_loss_mask(batch, self.loss_mask(batch) * keep_row.unsqueeze(1))
-        self.log_metric("countdown/dynamic_sampling_kept_frac", keep_group.float().mean().item(), rollout.mode)
+        if getattr(self.args, "dynamic_sampling", False):
+            keep_group = ~_all_equal(rollout.grouped(self.verdicts(batch, rollout)))
+            keep_row = keep_group[rollout.group_index].to(batch["completion_mask"].dtype)
+            self.set_loss_mask(batch, self.loss_mask(batch) * keep_row.unsqueeze(1))
+            self.log_metric("countdown/dynamic_sampling_kept_frac", keep_group.float().mean().item(), rollout.mode)
+        if getattr(self.args, "filter_zero_advantages", False):
+            advantages = batch["advantages"]
+            nonzero = advantages != 0 if advantages.dim() == 2 else (advantages != 0).unsqueeze(1)
+            self.set_loss_mask(batch, self.loss_mask(batch) * nonzero.to(batch["completion_mask"].dtype))
         return batch
 
+    def verdicts(self, batch: dict[str, Any], rollout: Rollout) -> torch.Tensor:
+        """(N,) gathered verifier verdicts (1 correct, 0 not): the env's ``verification.correct`` with the env
+        reward; with user reward functions, their weighted sum without this learner's overlong penalty column."""
+        if rollout.trajectories is not None:
+            device = batch["completion_ids"].device
+            local = torch.tensor([float(t.verification.correct) for t in rollout.trajectories], device=device)
+            return self.gather_rows(local)
+        per_func = rollout.rewards_per_func
+        weights = self.reward_weights.to(per_func.device).clone()
+        if self._overlong_column is not None:
+            weights[self._overlong_column] = 0.0
+        total = (per_func * weights.unsqueeze(0)).nansum(dim=1)
+        per_func = per_func[:, weights != 0] if (weights != 0).any() else per_func
+        total[torch.isnan(per_func).all(dim=1)] = torch.nan
+        return total
+
+    # ------------------------------------------------------------------------------------------------ seam 2
     def select_loss_tokens(self, inputs: dict[str, Any]) -> dict[str, Any]:
         args = self.args
         if not getattr(args, "uses_ratio_terms", False):
             return inputs
-        behaviour = inputs.get("sampling_per_token_logps")
-        if behaviour is None:
-            behaviour = inputs.get("old_per_token_logps")
-        if behaviour is None:  # on-policy: ρ ≡ 1, nothing is masked and the KL term is 0
-            return inputs
         inputs = dict(inputs)
-        inputs["old_per_token_logps"] = behaviour
-        log_ratio = self.per_token_logps(self.model, inputs) - behaviour
-        mask = self.loss_mask(inputs)
+        advantages = inputs["advantages"]
+        mu = inputs.get("sampling_per_token_logps")
+        if mu is None:
+            mu = inputs.get("old_per_token_logps")
+        if mu is None:  # on-policy, one update per batch: μ = π, so ρ ≡ 1, d = 0 (kept) and log²ρ = 0
+            inputs["advantages"] = args.adv_tau * advantages
+            return inputs
+        pi = self.per_token_logps(self.model, inputs).detach()
+        mu = torch.where(torch.isnan(mu), pi, mu)  # unknown μ: ratio 1 (TRL's convention), never a NaN loss
+        log_ratio = pi - mu
         if args.dppo_mask_low is not None:
-            keep = dppo_keep_mask(log_ratio, args.dppo_mask_low, args.dppo_mask_high)
-            masked = mask.sum() - (mask * keep).sum()
-            totals = self.accelerator.gather(torch.stack([masked.float(), mask.sum().float()]).unsqueeze(0)).sum(0)
-            self.log_metric("countdown/dppo_masked_frac", (totals[0] / totals[1].clamp(min=1.0)).item())
-            mask = mask * keep.to(mask.dtype)
-            self.set_loss_mask(inputs, mask)
-        if args.kl_tau > 0:
-            inputs["advantages"] = kl_adjusted_advantages(inputs["advantages"], log_ratio, args.kl_tau)
+            keep = dppo_keep_mask(pi, mu, advantages, mask_low=args.dppo_mask_low, mask_high=args.dppo_mask_high)
+        else:
+            keep = torch.ones_like(log_ratio, dtype=torch.bool)
+        inputs["old_per_token_logps"] = mu  # TRL's ratio becomes π/μ
+        inputs["advantages"] = prime_rl_advantages(
+            advantages, keep, log_ratio, adv_tau=args.adv_tau, kl_tau=args.kl_tau
+        )
+        mask = self.loss_mask(inputs).float()
+        mismatch_kl = torch.exp(log_ratio) - log_ratio - 1.0  # prime-rl's logged mismatch_kl
+        stats = torch.stack([(mask * ~keep).sum(), (mask * mismatch_kl).sum(), mask.sum()])
+        totals = self.accelerator.gather(stats.unsqueeze(0)).sum(0)
+        count = totals[2].clamp(min=1.0)
+        self.log_metric("prime_rl/is_masked", (totals[0] / count).item())
+        self.log_metric("prime_rl/mismatch_kl", (totals[1] / count).item())
         return inputs
+
+
+def _all_equal(grouped: torch.Tensor) -> torch.Tensor:
+    """(G,) bool: rows of a (G, n) tensor whose finite values all agree (NaN ignored; an all-NaN row counts)."""
+    finite = ~torch.isnan(grouped)
+    high = torch.where(finite, grouped, torch.full_like(grouped, -torch.inf)).amax(dim=1)
+    low = torch.where(finite, grouped, torch.full_like(grouped, torch.inf)).amin(dim=1)
+    return (high <= low) | ~finite.any(dim=1)
