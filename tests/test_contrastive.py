@@ -1,14 +1,13 @@
-"""The contrastive-shaping learner: config checks, the seam on a hand-made batch, homogeneous fallback, training."""
+"""The contrastive-shaping learner: config and base preset, the seam on a hand-made batch, homogeneous fallback,
+training. Expected shaping values are computed here by hand from hand-made log-likelihoods."""
 
 from __future__ import annotations
 
-import numpy as np
+import math
+
 import pytest
 import torch
 
-from learners.contrastive.paragraphs import split_paragraphs, token_texts
-from learners.contrastive.potential import contrastive_potential, shaping_terms
-from learners.contrastive.scoring import NaiveScorer, ScoringJob, answer_format
 from learners.core.trainer import Rollout
 
 
@@ -18,19 +17,10 @@ def _config(kwargs, **overrides):
     return ContrastiveConfig(**{**kwargs, **overrides})
 
 
-def _trainer(model_dir, dataset, args, trainer_class=None, **extra):
-    from transformers import AutoModelForCausalLM
-
+def _contrastive(make_trainer, args, trainer_class=None, **extra):
     from learners.contrastive import ContrastiveTrainer
-    from learners.pipeline.tiny import load_tokenizer
 
-    return (trainer_class or ContrastiveTrainer)(
-        model=AutoModelForCausalLM.from_pretrained(model_dir),
-        args=args,
-        train_dataset=dataset,
-        processing_class=load_tokenizer(model_dir),
-        **extra,
-    )
+    return make_trainer(trainer_class or ContrastiveTrainer, args, reward_funcs=None, **extra)
 
 
 def test_config_rejects_bad_values(cpu_grpo_kwargs):
@@ -44,11 +34,33 @@ def test_config_rejects_bad_values(cpu_grpo_kwargs):
         (dict(scorer_engine="turbo"), "scorer_engine"),
         (dict(scorer_engine="vllm"), "scorer_model_name_or_path"),
         (dict(scorer_kv_slack=-0.1), "scorer_kv_slack"),
+        (dict(base_learner="ppo"), "base_learner"),
     ]:
         with pytest.raises(ValueError, match=match):
             _config(cpu_grpo_kwargs, **bad)
     cfg = _config(cpu_grpo_kwargs)
     assert (cfg.shaping_beta, cfg.shaping_gamma, cfg.potential_clip, cfg.max_paragraph_len) == (0.1, 0.99, 5.0, 128)
+
+
+def test_base_learner_presets(cpu_grpo_kwargs):
+    from learners.contrastive.config import PRESET_FIELDS
+    from learners.core.registry import get_learner
+    from learners.grpo import PRESETS
+
+    assert set(PRESET_FIELDS) == set().union(*PRESETS.values())  # every preset field can come from base_learner
+    prime = _config(cpu_grpo_kwargs)  # seed 000: prime-rl's defaults
+    assert prime.base_learner == "prime_rl"
+    assert (prime.loss_type, prime.scale_rewards, prime.kl_tau, prime.dppo_mask_low, prime.dppo_mask_high) == (
+        "dapo", "none", 1e-3, 0.2, 0.2,
+    )  # fmt: skip
+    assert math.isinf(prime.epsilon) and prime.filter_zero_advantages and prime.uses_prime_rl_loss
+    trl = _config(cpu_grpo_kwargs, base_learner="grpo")  # TRL-default GRPO, for ablation
+    assert (trl.loss_type, trl.scale_rewards, trl.epsilon, trl.kl_tau) == ("grpo", "group", 0.2, 0.0)
+    assert trl.dppo_mask_low is None and not trl.filter_zero_advantages and trl.vllm_importance_sampling_correction
+    # an explicit value wins, even one equal to TRL's default
+    assert _config(cpu_grpo_kwargs, scale_rewards="group").scale_rewards == "group"
+    assert get_learner("contrastive").make_config(**cpu_grpo_kwargs).base_learner == "prime_rl"
+    assert get_learner("contrastive_grpo").make_config(**cpu_grpo_kwargs).loss_type == "grpo"
 
 
 def test_submitted_answer_is_verbatim():
@@ -106,49 +118,69 @@ def _hand_made_batch(tokenizer):
     return batch, rollout, prompts, completions
 
 
-@pytest.mark.slow
-def test_shape_batch_adds_the_paragraph_terms(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
-    # a wide clip: the random tiny model's raw potentials often exceed 5, which would make every term equal
-    args = _config(cpu_grpo_kwargs, max_paragraph_len=8, potential_clip=50.0)
-    trainer = _trainer(tiny_model_dir, toy_prompt_dataset, args)
-    tokenizer = trainer.processing_class
-    batch, rollout, prompts, completions = _hand_made_batch(tokenizer)
+# Hand-made log-likelihoods ℓ(a | prefix n) by answer text, n = 0, 1, 2 (rows with one paragraph use n = 0, 1).
+LOGLIK = {"3+7+11": (-3.0, -2.0, -1.0), "7*3": (-2.5, -2.5, -3.0), "7*3-11": (-2.0, -3.0, -4.0)}
+# Group 0 with the character tokenizer (one token per character, tags one token each), split at blank lines:
+# (tokens of paragraph 1 incl. "<reasoning>" "\n", number of paragraphs); the last paragraph owns the tail.
+PARAGRAPHS = [(10, 2), (11, 2), (19, 1), (7, 2)]
+
+
+class _HandScorer:
+    """Returns LOGLIK for each scoring point, keyed by the decoded span; records the answers it was asked for."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer, self.asked = tokenizer, []
+
+    def score(self, jobs):
+        import numpy as np
+
+        out = []
+        for job in jobs:
+            texts = [self.tokenizer.decode(list(a.span)) for a in job.answers]
+            self.asked.append(texts)
+            out.append(np.array([[LOGLIK[t][i] for t in texts] for i in range(len(job.cuts))]))
+        return out
+
+
+def _lse(values):
+    return math.log(sum(math.exp(v) for v in values) / len(values))
+
+
+def test_shape_batch_adds_the_paragraph_terms(make_trainer, cpu_grpo_kwargs):
+    trainer = _contrastive(make_trainer, _config(cpu_grpo_kwargs))
+    scorer = _HandScorer(trainer.processing_class)
+    trainer._get_scorer = lambda: scorer
+    batch, rollout, _, completions = _hand_made_batch(trainer.processing_class)
     before = batch["advantages"].clone()
     out = trainer.shape_batch(batch, rollout)
     adv = out["advantages"]
     assert adv.shape == batch["completion_ids"].shape
+    # B+ = {3+7+11, 7*3}, B- = {7*3-11}, sorted; row 3 submitted nothing
+    assert scorer.asked == [["3+7+11", "7*3", "7*3-11"]] * 4
 
-    # homogeneous group 1: plain GRPO advantages on every token
-    for i in range(4, 8):
+    def phi(n):
+        return _lse([LOGLIK["3+7+11"][n], LOGLIK["7*3"][n]]) - _lse([LOGLIK["7*3-11"][n]])
+
+    # A_n = β(γΦ_n − Φ_{n−1}) with β = 0.1, γ = 0.99; |Φ| < 5, so the clip does not act. Φ ≈ (-0.719, 0.781, 2.434)
+    terms = [0.1 * (0.99 * phi(1) - phi(0)), 0.1 * (0.99 * phi(2) - phi(1))]
+    assert [round(phi(n), 3) for n in range(3)] == [-0.719, 0.781, 2.434]
+    for i, (first, count) in enumerate(PARAGRAPHS):
+        n = len(completions[i])
+        expected = torch.full((n,), before[i].item() + terms[0])
+        if count == 2:
+            expected[first:] = before[i].item() + terms[1]
+        torch.testing.assert_close(adv[i, :n], expected, atol=1e-6, rtol=0)
+        assert torch.all(adv[i, n:] == before[i])  # padding carries no shaping
+    for i in range(4, 8):  # homogeneous group 1: plain advantages (0), and prime-rl drops zero-advantage tokens
         assert torch.all(adv[i] == before[i])
-
-    # group 0: recompute the expected shaping independently with the naive engine
-    bank_pos, bank_neg = ["3+7+11", "7*3"], ["7*3-11"]  # row 3 submitted nothing
-    bridge, encode = answer_format(tokenizer)
-    answers = tuple(encode(a) for a in bank_pos + bank_neg)
-    for i in range(4):
-        para = split_paragraphs(token_texts(tokenizer, completions[i]), max_paragraph_len=8)
-        cuts = tuple(len(prompts[i]) + k for k in para.scoring_points)
-        (ll,) = NaiveScorer(trainer._frozen_model).score(
-            [ScoringJob(tuple(prompts[i] + completions[i]), cuts, bridge, answers)]
-        )
-        terms = shaping_terms(contrastive_potential(ll[:, :2], ll[:, 2:], clip=50.0))
-        expected = before[i] + torch.tensor(terms)[torch.from_numpy(para.paragraph_of_token())]
-        got = adv[i, : len(completions[i])]
-        torch.testing.assert_close(got, expected.float(), atol=1e-4, rtol=0)
-        if i < 2:  # rows with several paragraphs: the paragraphs get different terms
-            assert para.count >= 2 and len(set(np.round(terms, 6))) > 1
-        # every token of a paragraph carries the same value
-        owner = para.paragraph_of_token()
-        for n in range(para.count):
-            assert torch.unique(got[torch.from_numpy(owner == n)]).numel() == 1
-        assert torch.all(adv[i, len(completions[i]) :] == before[i])  # padding carries no shaping
+        assert trainer.loss_mask(out)[i].sum() == 0
+    assert trainer.loss_mask(out)[:4].sum() == sum(len(c) for c in completions[:4])
 
 
 @pytest.mark.slow
-def test_ground_truth_makes_an_all_wrong_group_informative(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
+def test_ground_truth_makes_an_all_wrong_group_informative(make_trainer, cpu_grpo_kwargs):
     args = _config(cpu_grpo_kwargs, ground_truth_mode="when_all_wrong")
-    trainer = _trainer(tiny_model_dir, toy_prompt_dataset, args)
+    trainer = _contrastive(make_trainer, args)
     batch, rollout, _, completions = _hand_made_batch(trainer.processing_class)
     before = batch["advantages"].clone()
     adv = trainer.shape_batch(batch, rollout)["advantages"]
@@ -171,7 +203,7 @@ def _answers_by_hand(base):
 
 
 @pytest.mark.slow
-def test_two_training_steps_with_shaping(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
+def test_two_training_steps_with_shaping(make_trainer, cpu_grpo_kwargs):
     """Real TRL steps; half the rows are given a correct answer by hand, so every group is shaped."""
     from learners.contrastive import ContrastiveTrainer
 
@@ -184,11 +216,11 @@ def test_two_training_steps_with_shaping(tiny_model_dir, toy_prompt_dataset, cpu
             seen.append((before, out["advantages"].clone(), out["completion_mask"].clone()))
             return out
 
-    args = _config(cpu_grpo_kwargs, max_paragraph_len=4, scorer="moving", max_completion_length=12)
-    trainer = _trainer(tiny_model_dir, toy_prompt_dataset, args, trainer_class=Spy)
+    args = _config(cpu_grpo_kwargs, max_paragraph_len=4, scorer="moving", max_completion_length=12, num_iterations=2)
+    trainer = _contrastive(make_trainer, args, trainer_class=Spy)
     weights = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
-    assert trainer.state.global_step == 2 and len(seen) == 2
+    assert trainer.state.global_step == 2 and len(seen) == 1  # num_iterations=2: one generation, two updates
     for before, after, mask in seen:
         assert after.shape == mask.shape
         shaping = (after - before[:, None]) * mask
@@ -198,14 +230,15 @@ def test_two_training_steps_with_shaping(tiny_model_dir, toy_prompt_dataset, cpu
     assert moved
     logs = [e for e in trainer.state.log_history if "contrastive/shaped_row_frac" in e]
     assert logs and logs[0]["contrastive/shaped_row_frac"] > 0
+    assert any("prime_rl/is_masked" in e for e in trainer.state.log_history)  # prime-rl's loss ran (π_old exists)
 
 
 @pytest.mark.slow
-def test_frozen_scorer_stays_frozen(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
+def test_frozen_scorer_stays_frozen(make_trainer, cpu_grpo_kwargs):
     from learners.contrastive import ContrastiveTrainer
 
     args = _config(cpu_grpo_kwargs, max_steps=1, max_paragraph_len=4)
-    trainer = _trainer(tiny_model_dir, toy_prompt_dataset, args, trainer_class=_answers_by_hand(ContrastiveTrainer))
+    trainer = _contrastive(make_trainer, args, trainer_class=_answers_by_hand(ContrastiveTrainer))
     frozen = {n: p.detach().clone() for n, p in trainer._frozen_model.named_parameters()}
     trainer.train()
     assert all(torch.equal(frozen[n], p) for n, p in trainer._frozen_model.named_parameters())

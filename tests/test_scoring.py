@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 
 from learners.contrastive.scoring import (
+    AnswerSpan,
     NaiveScorer,
     PrefixSharedScorer,
     ScoringJob,
     SpanRequest,
     VLLMScorer,
-    answer_format,
+    answer_span_encoder,
     build_span_requests,
     make_scorer,
     span_logprob_sum,
@@ -41,7 +42,7 @@ def _jobs(tokenizer, n_rollouts=4, seed=0):
 
     rng = random.Random(seed)
     prompt = tokenizer.encode("Numbers: 42 10 9\nTarget: 48", add_special_tokens=False)
-    bridge, encode = answer_format(tokenizer)
+    encode = answer_span_encoder(tokenizer)
     answers = tuple(encode(a) for a in ANSWERS)
     jobs = []
     for _ in range(n_rollouts):
@@ -53,7 +54,7 @@ def _jobs(tokenizer, n_rollouts=4, seed=0):
         completion = tokenizer.encode(text, add_special_tokens=False)
         para = split_paragraphs(token_texts(tokenizer, completion), max_paragraph_len=16)
         cuts = tuple(len(prompt) + k for k in para.scoring_points)
-        jobs.append(ScoringJob(tuple(prompt + completion), cuts, bridge, answers))
+        jobs.append(ScoringJob(tuple(prompt + completion), cuts, (), answers))
     return jobs
 
 
@@ -118,10 +119,10 @@ def test_prefix_shared_scores_each_prefix_token_once(tiny_model, tiny_tokenizer)
     engine = PrefixSharedScorer(tiny_model)
     engine.score(jobs)
     assert engine.stats["prefix_tokens"] == sum(max(j.cuts) for j in jobs)
-    # the continuation of a point is the bridge once plus the answers' token trie (shared leading tokens once)
-    bridge, answers = jobs[0].bridge, jobs[0].answers
+    # the continuation of a point is the token trie of the answers' context + span (shared leading tokens once)
+    answers = [a.context + a.span for a in jobs[0].answers]
     trie = {a[:k] for a in answers for k in range(1, len(a) + 1)}
-    assert engine.stats["continuation_tokens"] == engine.stats["pieces"] * (len(bridge) + len(trie))
+    assert engine.stats["continuation_tokens"] == engine.stats["pieces"] * len(trie)
     assert len(trie) < sum(len(a) for a in answers)
 
 
@@ -137,10 +138,14 @@ def test_engines_leave_the_training_flag_alone(tiny_model, tiny_tokenizer):
 
 
 def test_scoring_job_validation():
-    with pytest.raises(ValueError, match="bridge"):
+    with pytest.raises(ValueError, match="bridge or context"):
         ScoringJob((1, 2, 3), (2,), (), ((4,),))
+    with pytest.raises(ValueError, match="bridge or context"):
+        ScoringJob((1, 2, 3), (2,), (), (AnswerSpan((), (4,)),))
     with pytest.raises(ValueError, match="answer span"):
         ScoringJob((1, 2, 3), (2,), (5,), ((),))
+    job = ScoringJob((1, 2, 3), (2,), (), (AnswerSpan((5,), (4,)), AnswerSpan((5, 6), (7, 8))))
+    assert job.continuation(1) == ((5, 6, 7, 8), 2)
     with pytest.raises(ValueError, match="cut 4 outside"):
         ScoringJob((1, 2, 3), (4,), (5,), ((4,),))
     with pytest.raises(ValueError, match="cut 0 outside"):
@@ -162,11 +167,13 @@ def test_make_scorer_and_attention_check(tiny_model):
         PrefixSharedScorer(Flash()).score([])
 
 
-def test_answer_format_sums_answer_and_closing_tag(tiny_tokenizer):
-    bridge, encode = answer_format(tiny_tokenizer)
-    assert tiny_tokenizer.decode(list(bridge)) == "</reasoning>\n<solution>"
-    assert tiny_tokenizer.decode(list(encode("1+2"))) == "1+2</solution>"
-    assert tiny_tokenizer.decode(list(encode("\n1 + 2\n"))) == "\n1 + 2\n</solution>"  # verbatim
+def test_answer_span_is_the_answer_without_the_closing_tag(tiny_tokenizer):
+    encode = answer_span_encoder(tiny_tokenizer)
+    one = encode("1+2")
+    assert tiny_tokenizer.decode(list(one.context)) == "</reasoning>\n<solution>"
+    assert tiny_tokenizer.decode(list(one.span)) == "1+2"
+    assert tiny_tokenizer.decode(list(encode("\n1 + 2\n").span)) == "\n1 + 2\n"  # verbatim
+    assert encode("7").context == one.context  # a character tokenizer never merges across the boundary
 
 
 # ------------------------------------------------------------------------------------------------ vLLM engine
@@ -184,8 +191,8 @@ def test_span_requests_are_deduplicated_and_warm_the_cache_first():
         for i, cut in enumerate(job.cuts):
             for k, ans in enumerate(job.answers):
                 req = plan.requests[ix[i, k]]
-                assert req.token_ids == job.tokens[:cut] + bridge + ans
-                assert req.span_length == len(ans)
+                assert req.token_ids == job.tokens[:cut] + bridge + ans.span
+                assert req.span_length == len(ans.span)
 
 
 def test_sampling_kwargs_allow_prefix_cache_reads():

@@ -1,21 +1,53 @@
-"""The contrastive learner's config: the shaping hyperparameters (see the package docstring)."""
+"""The contrastive learner's config: a GRPO learner preset (``base_learner``) plus the shaping hyperparameters."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field
 
-from ..core.config import CountdownConfig
+from ..grpo.config import GRPOLearnerConfig
+from ..grpo.presets import PRESETS
 from .answer_bank import GROUND_TRUTH_MODES
 from .scoring import ENGINES
 
 SCORERS = ("frozen", "moving")
 
+# Every field some GRPO preset sets. In ContrastiveConfig they default to None = "take it from base_learner's
+# preset, else GRPOLearnerConfig's default", so that an explicit value always wins (even one equal to a default).
+PRESET_FIELDS = (
+    "loss_type",
+    "scale_rewards",
+    "epsilon",
+    "epsilon_high",
+    "beta",
+    "vllm_importance_sampling_correction",
+    "dynamic_sampling",
+    "overlong_buffer_fraction",
+    "dppo_mask_low",
+    "dppo_mask_high",
+    "adv_tau",
+    "kl_tau",
+    "filter_zero_advantages",
+)
+_FROM_PRESET = "None: from base_learner's preset."
+
+
+def _base_default(name: str):
+    spec = GRPOLearnerConfig.__dataclass_fields__[name]
+    return spec.default_factory() if spec.default is MISSING else spec.default
+
 
 @dataclass
-class ContrastiveConfig(CountdownConfig):
-    r"""``GRPOConfig`` plus the shaping post's hyperparameters (names avoid GRPO's own ``beta``, the KL weight).
+class ContrastiveConfig(GRPOLearnerConfig):
+    r"""A GRPO learner config (``base_learner``'s preset) plus the shaping post's hyperparameters.
+
+    The shaping is added to the advantages of the GRPO learner named by ``base_learner`` (a key of
+    :data:`learners.grpo.PRESETS`): ``"prime_rl"`` by default, as in seed 000, which ran on prime-rl's defaults;
+    ``"grpo"`` gives TRL-default GRPO (std-scaled advantages, PPO clip) for ablation. Every field a preset sets
+    (:data:`PRESET_FIELDS`) defaults to ``None`` here, meaning "from the preset, else the GRPO learner's default";
+    a value given explicitly wins. Names avoid GRPO's own ``beta`` (the KL weight).
 
     Parameters:
+        base_learner (`str`, defaults to "prime_rl"): the GRPO preset the shaping sits on.
         shaping_beta (`float`, defaults to 0.1): β, the scale of the shaping term.
         shaping_gamma (`float`, defaults to 0.99): γ, the PBRS-style discount.
         potential_tau (`float`, defaults to 1.0): τ of LSE_τ (not given in the seed; 1 = log mean probability).
@@ -33,6 +65,20 @@ class ContrastiveConfig(CountdownConfig):
         scorer_vllm_gpu_memory_utilization (`float`, defaults to 0.3): the frozen scorer's vLLM engine share.
     """
 
+    base_learner: str = field(default="prime_rl", metadata={"help": "GRPO preset under the shaping."})
+    loss_type: str | None = field(default=None, metadata={"help": _FROM_PRESET})
+    scale_rewards: str | None = field(default=None, metadata={"help": _FROM_PRESET})
+    epsilon: float | None = field(default=None, metadata={"help": _FROM_PRESET})
+    epsilon_high: float | None = field(default=None, metadata={"help": _FROM_PRESET})
+    beta: float | None = field(default=None, metadata={"help": _FROM_PRESET})
+    vllm_importance_sampling_correction: bool | None = field(default=None, metadata={"help": _FROM_PRESET})
+    dynamic_sampling: bool | None = field(default=None, metadata={"help": _FROM_PRESET})
+    overlong_buffer_fraction: float | None = field(default=None, metadata={"help": _FROM_PRESET})
+    dppo_mask_low: float | None = field(default=None, metadata={"help": _FROM_PRESET})
+    dppo_mask_high: float | None = field(default=None, metadata={"help": _FROM_PRESET})
+    adv_tau: float | None = field(default=None, metadata={"help": _FROM_PRESET})
+    kl_tau: float | None = field(default=None, metadata={"help": _FROM_PRESET})
+    filter_zero_advantages: bool | None = field(default=None, metadata={"help": _FROM_PRESET})
     shaping_beta: float = field(default=0.1, metadata={"help": "β: scale of the per-paragraph shaping term."})
     shaping_gamma: float = field(default=0.99, metadata={"help": "γ: discount of the potential difference."})
     potential_tau: float = field(default=1.0, metadata={"help": "τ of LSE_τ (> 0; inf = mean)."})
@@ -54,6 +100,12 @@ class ContrastiveConfig(CountdownConfig):
     )
 
     def __post_init__(self):
+        if self.base_learner not in PRESETS:
+            raise ValueError(f"base_learner must be one of {sorted(PRESETS)}, got {self.base_learner!r}")
+        preset = PRESETS[self.base_learner]
+        for name in PRESET_FIELDS:
+            if getattr(self, name) is None:
+                setattr(self, name, preset[name] if name in preset else _base_default(name))
         super().__post_init__()
         if not self.potential_tau > 0:
             raise ValueError(f"potential_tau must be > 0, got {self.potential_tau}")

@@ -2,18 +2,31 @@
 
 What is scored
 --------------
+Seed 000 writes ℓ_φ(a | x, s_1:n) = log p_φ(a | x, s_1:n) for "an answer string a" and describes its scorer as
+returning "the summed logprob of the solution tokens" given "the target location (token indices of the
+solution)". This package's reading: ℓ is the summed log-probability of exactly the tokens that carry the answer's
+characters, **as the policy's tokenizer splits the joint text** that the policy would write after the prefix,
+
+    joint(a) = "</reasoning>\n<solution>" + a + "</solution>",
+
+with the span taken from the character offsets of that one encoding (:func:`answer_span`): the span is every
+token that holds at least one character of ``a``. Tokenizing the bridge and the answer separately would score a
+split the policy never produces wherever a byte-level BPE merges across the boundary (``>(`` in Qwen's
+vocabulary: an answer opening with ``(`` would be scored as ``>`` ``(``), a bias that differs per answer and does
+not cancel in Φ. A token straddling the boundary (``>(``) belongs to the span, since no finer split exists; the
+tokens of the joint encoding before the span are the answer's ``context`` (conditioned on, not summed).
+``</solution>`` is **not** in the span — the seed scores the solution tokens — but it is part of the joint text,
+so the answer's last token is split as it is when followed by the closing tag (``)</`` may merge). The summed
+context differs between answers only by how the last bridge characters merge; everything the answers share
+(``log p`` of the common bridge tokens) is one constant per prefix that LSE_τ passes through and Φ cancels.
+
 A :class:`ScoringJob` is one rollout: its ``tokens`` (prompt ids followed by completion ids), the prefix lengths
-``cuts`` at which the potential is measured (prompt + completion[:k] for each paragraph boundary k), the
-``bridge`` the policy writes between its reasoning and its answer (``"</reasoning>\\n<solution>"``) and the
-``answers`` of the group's bank, each tokenized as ``answer + "</solution>"`` (the answer verbatim). For every
-cut c and answer a the engines return
+``cuts`` at which the potential is measured (prompt + completion[:k] for each paragraph boundary k), an optional
+``bridge`` shared by all answers (tokens after the prefix before every answer's context; empty when the bridge is
+inside the joint encodings) and the ``answers`` of the group's bank as :class:`AnswerSpan` (context, span). For
+every cut c and answer a the engines return
 
-    ℓ(a | x, s_1:n) = Σ_{t ∈ span} log p_φ(y_t | y_<t),    y = tokens[:c] ++ bridge ++ span(a)
-
-i.e. the summed log-probability of the answer's tokens *and its closing tag* as the policy would write them right
-after the prefix. The closing tag makes ℓ the probability of exactly ``a`` (not of any answer starting with
-``a``). The bridge tokens are conditioned on but not summed: they are the same for every answer at a given
-prefix, so log p(bridge) would add one constant to all of them, which LSE_τ passes through and Φ cancels.
+    ℓ(a | x, s_1:n) = Σ_{t ∈ span(a)} log p_φ(y_t | y_<t),    y = tokens[:c] ++ bridge ++ context(a) ++ span(a).
 
 Engines (all return, per job, a float64 array of shape ``(len(cuts), len(answers))``)
 -------------------------------------------------------------------------------------
@@ -57,39 +70,94 @@ ENGINES = ("naive", "prefix_shared", "vllm")
 
 
 @dataclass(frozen=True)
+class AnswerSpan:
+    """One answer as the policy writes it after a prefix: ``context`` (the tokens before the answer's characters,
+    conditioned on) then ``span`` (the tokens holding the answer's characters, summed)."""
+
+    context: tuple[int, ...]
+    span: tuple[int, ...]
+
+    def __post_init__(self):
+        object.__setattr__(self, "context", tuple(int(t) for t in self.context))
+        object.__setattr__(self, "span", tuple(int(t) for t in self.span))
+
+
+@dataclass(frozen=True)
 class ScoringJob:
-    """One rollout's scoring work (see the module docstring)."""
+    """One rollout's scoring work (see the module docstring). An answer given as a plain token sequence is a span
+    with an empty context (then ``bridge`` must hold the tokens before it)."""
 
     tokens: tuple[int, ...]
     cuts: tuple[int, ...]
     bridge: tuple[int, ...]
-    answers: tuple[tuple[int, ...], ...]
+    answers: tuple[AnswerSpan, ...]
 
     def __post_init__(self):
         object.__setattr__(self, "tokens", tuple(int(t) for t in self.tokens))
         object.__setattr__(self, "cuts", tuple(int(c) for c in self.cuts))
         object.__setattr__(self, "bridge", tuple(int(t) for t in self.bridge))
-        object.__setattr__(self, "answers", tuple(tuple(int(t) for t in a) for a in self.answers))
-        if not self.bridge:
-            raise ValueError("the bridge must hold at least one token (e.g. the answer's opening tag)")
-        if any(len(a) == 0 for a in self.answers):
+        answers = tuple(a if isinstance(a, AnswerSpan) else AnswerSpan((), a) for a in self.answers)
+        object.__setattr__(self, "answers", answers)
+        if any(len(a.span) == 0 for a in answers):
             raise ValueError("every answer span must hold at least one token")
+        if any(not self.bridge and not a.context for a in answers):
+            raise ValueError(
+                "at least one bridge or context token must precede an answer span (e.g. the answer's opening tag)"
+            )
         for c in self.cuts:
             if not 1 <= c <= len(self.tokens):
                 raise ValueError(f"cut {c} outside [1, {len(self.tokens)}] (a prefix needs at least one token)")
 
+    def continuation(self, k: int) -> tuple[tuple[int, ...], int]:
+        """(the tokens written after the prefix for answer k, the length of its scored span at their end)."""
+        answer = self.answers[k]
+        return self.bridge + answer.context + answer.span, len(answer.span)
 
-def answer_format(tokenizer, reasoning_tag: str = "reasoning", answer_tag: str = "solution"):
-    """``(bridge_ids, encode_answer)`` for the tag format: the bridge ``</reasoning>\\n<solution>`` and a function
-    mapping an answer string, verbatim (whitespace as the policy wrote it inside the tags), to the ids of
-    ``answer + "</solution>"`` (tokenized without special tokens)."""
-    bridge = tuple(tokenizer.encode(f"</{reasoning_tag}>\n<{answer_tag}>", add_special_tokens=False))
-    close = f"</{answer_tag}>"
 
-    def encode_answer(answer: str) -> tuple[int, ...]:
-        return tuple(tokenizer.encode(answer + close, add_special_tokens=False))
+def _token_bounds(tokenizer, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+    """Token ids of ``text`` (no special tokens) and each token's character range, tiling the text.
 
-    return bridge, encode_answer
+    Uses the fast tokenizer's offsets when they tile the text (byte-level BPE without offset trimming, the
+    character tokenizer); otherwise each token's end is the length of the decoded text up to it."""
+    ids: list[int] | None = None
+    try:
+        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        ids, offsets = list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]]
+        tiles = bool(offsets) and offsets[0][0] == 0 and offsets[-1][1] == len(text)
+        tiles = tiles and all(a[1] == b[0] for a, b in zip(offsets, offsets[1:], strict=False))
+        if tiles:
+            return ids, offsets
+    except (NotImplementedError, TypeError, ValueError, KeyError):
+        pass
+    if ids is None:
+        ids = list(tokenizer.encode(text, add_special_tokens=False))
+    if tokenizer.decode(ids) != text:
+        raise ValueError(f"the tokenizer neither gives tiling offsets nor decodes {text!r} back to itself")
+    ends = [len(tokenizer.decode(ids[: k + 1])) for k in range(len(ids))]
+    return ids, list(zip([0, *ends[:-1]], ends, strict=True))
+
+
+def answer_span(tokenizer, answer: str, reasoning_tag: str = "reasoning", answer_tag: str = "solution") -> AnswerSpan:
+    """The :class:`AnswerSpan` of ``answer`` (verbatim, whitespace as the policy wrote it inside the tags): the joint
+    text ``</reasoning>\n<solution>`` + answer + ``</solution>`` is encoded once; the span is every token holding a
+    character of the answer, the context every token before it (see the module docstring)."""
+    if not answer:
+        raise ValueError("an empty answer has no span")
+    bridge = f"</{reasoning_tag}>\n<{answer_tag}>"
+    start, end = len(bridge), len(bridge) + len(answer)
+    ids, bounds = _token_bounds(tokenizer, bridge + answer + f"</{answer_tag}>")
+    inside = [k for k, (a, b) in enumerate(bounds) if a < end and b > start]
+    first, last = inside[0], inside[-1]
+    return AnswerSpan(tuple(ids[:first]), tuple(ids[first : last + 1]))
+
+
+def answer_span_encoder(tokenizer, reasoning_tag: str = "reasoning", answer_tag: str = "solution"):
+    """``answer -> AnswerSpan`` for the tag format (:func:`answer_span` with the tags bound)."""
+
+    def encode(answer: str) -> AnswerSpan:
+        return answer_span(tokenizer, answer, reasoning_tag, answer_tag)
+
+    return encode
 
 
 # --------------------------------------------------------------------------------------------- helpers
@@ -165,11 +233,12 @@ class NaiveScorer:
             for job in jobs:
                 out = np.zeros((len(job.cuts), len(job.answers)))
                 for i, cut in enumerate(job.cuts):
-                    for k, answer in enumerate(job.answers):
-                        seq = job.tokens[:cut] + job.bridge + answer
+                    for k in range(len(job.answers)):
+                        continuation, n_span = job.continuation(k)
+                        seq = job.tokens[:cut] + continuation
                         ids = torch.tensor(seq, device=device)
                         logits = self.model(input_ids=ids[None], use_cache=False).logits[0]
-                        out[i, k] = _span_logprob(logits, ids, len(seq) - len(answer))
+                        out[i, k] = _span_logprob(logits, ids, len(seq) - n_span)
                 results.append(out)
         return results
 
@@ -177,37 +246,34 @@ class NaiveScorer:
 # --------------------------------------------------------------------------------------------- engine (b)
 @dataclass
 class _Piece:
-    """The continuation tree of one (prefix, answers) pair: bridge chain, then the answer trie below it."""
+    """The continuation tree of one (prefix, answers) pair: the token trie of every answer's continuation."""
 
     job: int
     cut: int
     tokens: list[int]
-    parents: list[int]  # index of the parent node, −1 for the first bridge token (its parent is the prefix)
+    parents: list[int]  # index of the parent node, −1 for a first token (its parent is the prefix)
     depths: list[int]
     answer_paths: list[list[int]]  # node indices of each answer's span tokens
 
 
-def _build_piece(job_index: int, cut: int, bridge: Sequence[int], answers: Sequence[Sequence[int]]) -> _Piece:
+def _build_piece(job_index: int, cut: int, continuations: Sequence[tuple[Sequence[int], int]]) -> _Piece:
+    """Trie of the ``(tokens, span_length)`` continuations; each path keeps the nodes of its span (whose parents,
+    given at least one token before every span, are nodes of the tree)."""
     tokens, parents, depths = [], [], []
-    for depth, tok in enumerate(bridge):
-        tokens.append(tok)
-        parents.append(depth - 1)
-        depths.append(depth)
-    root = len(bridge) - 1
     children: dict[tuple[int, int], int] = {}
     paths = []
-    for answer in answers:
-        node, path = root, []
-        for tok in answer:
+    for continuation, n_span in continuations:
+        node, path = -1, []
+        for tok in continuation:
             key = (node, tok)
             if key not in children:
                 children[key] = len(tokens)
                 tokens.append(tok)
                 parents.append(node)
-                depths.append(depths[node] + 1)
+                depths.append(0 if node < 0 else depths[node] + 1)
             node = children[key]
             path.append(node)
-        paths.append(path)
+        paths.append(path[len(path) - n_span :])
     return _Piece(job_index, cut, tokens, parents, depths, paths)
 
 
@@ -293,7 +359,8 @@ class PrefixSharedScorer:
                 p = unique.get(key)
                 if p is None:
                     p = unique[key] = len(pieces)
-                    pieces.append(_build_piece(j, cut, job.bridge, job.answers))
+                    conts = [job.continuation(k) for k in range(len(job.answers))]
+                    pieces.append(_build_piece(j, cut, conts))
                     owners.append([])
                 owners[p].append((j, i))
         self.stats["pieces"] += len(pieces)
@@ -414,7 +481,7 @@ class PrefixSharedScorer:
 # --------------------------------------------------------------------------------------------- engine (c)
 @dataclass(frozen=True)
 class SpanRequest:
-    """One vLLM prompt: ``token_ids`` = prefix ++ bridge ++ span; the span is ``token_ids[span_start:]``."""
+    """One vLLM prompt: ``token_ids`` = prefix ++ bridge ++ context ++ span; the span is ``token_ids[span_start:]``."""
 
     token_ids: tuple[int, ...]
     span_start: int
@@ -436,7 +503,7 @@ class SpanRequestPlan:
 
 def build_span_requests(jobs: Sequence[ScoringJob]) -> SpanRequestPlan:
     """Deduplicated requests for all jobs, the longest prefix of each rollout first (see :class:`SpanRequestPlan`)."""
-    seen: dict[tuple[int, ...], int] = {}
+    seen: dict[tuple[tuple[int, ...], int], int] = {}
     requests: list[SpanRequest] = []
     index = [np.zeros((len(j.cuts), len(j.answers)), dtype=np.int64) for j in jobs]
     # warm-up order: each job's longest cut (with its first answer) before everything else
@@ -447,12 +514,13 @@ def build_span_requests(jobs: Sequence[ScoringJob]) -> SpanRequestPlan:
         if n == len(order):
             warm = len(requests)
         job = jobs[j]
-        prefix = job.tokens[: job.cuts[i]] + job.bridge
-        ids = prefix + job.answers[k]
-        r = seen.get(ids)
+        continuation, n_span = job.continuation(k)
+        ids = job.tokens[: job.cuts[i]] + continuation
+        key = (ids, len(ids) - n_span)
+        r = seen.get(key)
         if r is None:
-            r = seen[ids] = len(requests)
-            requests.append(SpanRequest(ids, len(prefix)))
+            r = seen[key] = len(requests)
+            requests.append(SpanRequest(*key))
         index[j][i, k] = r
     return SpanRequestPlan(requests, index, warm if rest else len(requests))
 

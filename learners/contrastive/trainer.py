@@ -1,4 +1,4 @@
-"""The contrastive-potential shaping trainer: only its seam overrides.
+"""The contrastive-potential shaping trainer: a GRPO learner (``base_learner``'s preset) plus one seam override.
 
 The equations are in the package docstring (:mod:`learners.contrastive`).
 """
@@ -12,12 +12,13 @@ from typing import Any
 
 import torch
 
-from ..core.trainer import CountdownGRPOTrainer, Rollout
+from ..core.trainer import Rollout
+from ..grpo.trainer import GRPOLearner
 from .answer_bank import AnswerBank, build_answer_bank
 from .config import ContrastiveConfig
 from .paragraphs import split_paragraphs, token_texts
 from .potential import contrastive_potential, shaping_terms, token_shaping
-from .scoring import ScoringJob, answer_format, make_scorer
+from .scoring import ScoringJob, answer_span_encoder, make_scorer
 
 __all__ = ["ContrastiveConfig", "ContrastiveTrainer", "submitted_answer"]
 
@@ -44,10 +45,13 @@ def submitted_answer(completion: str, tag: str = "solution") -> str | None:
     return completion[completion.rfind(f"<{tag}>", 0, end) + len(tag) + 2 : end]
 
 
-class ContrastiveTrainer(CountdownGRPOTrainer):
-    """Seed 000's contrastive potential advantage shaping; see the module docstring for the equations.
+class ContrastiveTrainer(GRPOLearner):
+    """Seed 000's contrastive potential advantage shaping; see the package docstring for the equations.
 
-    The only change w.r.t. the base trainer: ``shape_batch`` adds the per-paragraph shaping term to the advantages.
+    A :class:`~learners.grpo.GRPOLearner` run with ``args.base_learner``'s preset (prime-rl's loss by default). The
+    only change w.r.t. it: ``shape_batch`` adds the per-paragraph shaping term to the advantages, then lets the
+    GRPO learner's seam 1 (dynamic sampling, zero-advantage filter) act on the shaped advantages; seam 2 (prime-rl's
+    DPPO mask, adv_tau and KL) is the GRPO learner's.
     """
 
     _tag_names = ["trl", "contrastive-shaping", "countdown"]
@@ -114,7 +118,7 @@ class ContrastiveTrainer(CountdownGRPOTrainer):
     # ------------------------------------------------------------------------------------------- rows
     def _local_rows(self, batch: dict, rollout: Rollout) -> list[_Row]:
         cfg = self.reward_config
-        answer_tag = getattr(cfg, "answer_tag", "solution")
+        answer_tag = cfg.answer_tag
         prompt_ids, prompt_mask = batch["prompt_ids"].tolist(), batch["prompt_mask"].tolist()
         completion_ids, completion_mask = batch["completion_ids"].tolist(), batch["completion_mask"].tolist()
         trajectories = rollout.trajectories
@@ -136,8 +140,8 @@ class ContrastiveTrainer(CountdownGRPOTrainer):
                     text,
                     rollout.puzzles[i],
                     tag=answer_tag,
-                    use_all_numbers=getattr(cfg, "use_all_numbers", False),
-                    integer_intermediates=getattr(cfg, "integer_intermediates", False),
+                    use_all_numbers=cfg.use_all_numbers,
+                    integer_intermediates=cfg.integer_intermediates,
                 )
                 correct, truncated = bool(verdict.correct), not any(t in eos for t in completion)
             rows.append(_Row(prompt, completion, submitted_answer(text, answer_tag), correct, truncated))
@@ -156,8 +160,8 @@ class ContrastiveTrainer(CountdownGRPOTrainer):
             cfg = self.reward_config
             self._ground_truths[puzzle.key] = solve(
                 puzzle,
-                use_all_numbers=getattr(cfg, "use_all_numbers", False),
-                integer_intermediates=getattr(cfg, "integer_intermediates", False),
+                use_all_numbers=cfg.use_all_numbers,
+                integer_intermediates=cfg.integer_intermediates,
             )
         return self._ground_truths[puzzle.key]
 
@@ -183,17 +187,20 @@ class ContrastiveTrainer(CountdownGRPOTrainer):
 
     # ------------------------------------------------------------------------------------------- seam 1
     def shape_batch(self, batch: dict, rollout: Rollout) -> dict:
-        if rollout.mode != "train":
-            return batch
+        if rollout.mode == "train":
+            batch = self._add_shaping(batch, rollout)
+        return super().shape_batch(batch, rollout)
+
+    def _add_shaping(self, batch: dict, rollout: Rollout) -> dict:
+        """(B,T) advantages: the base preset's advantage plus A_n^shape on every token of paragraph n."""
         args = self.args
         started = time.perf_counter()
         rows = self._local_rows(batch, rollout)
         banks = self._banks(rows, rollout)
         groups = rollout.group_index.tolist()
-        cfg = self.reward_config
-        reasoning_tag = getattr(cfg, "reasoning_tag", "reasoning")
-        answer_tag = getattr(cfg, "answer_tag", "solution")
-        bridge, encode_answer = answer_format(self.processing_class, reasoning_tag, answer_tag)
+        reasoning_tag, answer_tag = self.reward_config.reasoning_tag, self.reward_config.answer_tag
+        encode_answer = answer_span_encoder(self.processing_class, reasoning_tag, answer_tag)
+        spans: dict[str, Any] = {}  # answers repeat across a group's rows: encode each once
 
         jobs, owners = [], []
         for i, row in enumerate(rows):
@@ -209,8 +216,8 @@ class ContrastiveTrainer(CountdownGRPOTrainer):
             if not paragraphs.count:
                 continue
             cuts = tuple(len(row.prompt_ids) + k for k in paragraphs.scoring_points)
-            answers = tuple(encode_answer(a) for a in bank.answers)
-            jobs.append(ScoringJob(tuple(row.prompt_ids + row.completion_ids), cuts, bridge, answers))
+            answers = tuple(spans[a] if a in spans else spans.setdefault(a, encode_answer(a)) for a in bank.answers)
+            jobs.append(ScoringJob(tuple(row.prompt_ids + row.completion_ids), cuts, (), answers))
             owners.append((i, paragraphs, len(bank.positive)))
 
         advantages = batch["advantages"]
