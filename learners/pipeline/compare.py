@@ -48,6 +48,9 @@ A failing run is reported (``ERROR``, the summary) and the others go on; the com
 (``trainer.train(resume_from_checkpoint=...)``, counters restored from the checkpoint's ``compare_state.json``)
 and rewrites the results; without ``--resume`` or ``--overwrite`` a non-empty ``DIR`` is refused. Files are
 written atomically (temporary file, then ``os.replace``). ``--quick``: tiny sizes for tests.
+
+Runs are sequential, in one process (seed-major: every learner of seed 0 first), on one device; the token
+counters are this process's (no accelerate multi-process support here).
 """
 
 from __future__ import annotations
