@@ -46,21 +46,10 @@ def _probe_class():
     return Probe
 
 
-def _trainer(model_dir, dataset, kwargs, reward=_mod3_reward, cls=None, **extra):
-    from transformers import AutoModelForCausalLM
-
-    from learners.pipeline.tiny import load_tokenizer
+def _tspmo(make_trainer, kwargs, reward=_mod3_reward, cls=None, **extra):
     from learners.t_spmo import TSPMOConfig
 
-    cls = cls or _probe_class()
-    return cls(
-        model=AutoModelForCausalLM.from_pretrained(model_dir),
-        reward_funcs=reward,
-        args=TSPMOConfig(**kwargs),
-        train_dataset=dataset,
-        processing_class=load_tokenizer(model_dir),
-        **extra,
-    )
+    return make_trainer(cls or _probe_class(), TSPMOConfig(**kwargs), reward_funcs=reward, **extra)
 
 
 def _rows(batch, key_ids, key_mask, row):
@@ -142,8 +131,8 @@ def test_replay_plans_cut_proper_prefixes_within_budget():
 
 
 @pytest.mark.slow
-def test_two_steps_use_trie_advantages_and_move_the_weights(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
-    trainer = _trainer(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs)
+def test_two_steps_use_trie_advantages_and_move_the_weights(make_trainer, cpu_grpo_kwargs):
+    trainer = _tspmo(make_trainer, cpu_grpo_kwargs)
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
     assert trainer.state.global_step == 2
@@ -174,9 +163,9 @@ def _grad(model, loss):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("objective", ["log_prob", "prob"])
-def test_loss_gradient_is_the_stated_objective(objective, tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
+def test_loss_gradient_is_the_stated_objective(objective, make_trainer, toy_prompt_dataset, cpu_grpo_kwargs):
     cpu_grpo_kwargs.update(tspmo_objective=objective, max_completion_length=12)
-    trainer = _trainer(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs)
+    trainer = _tspmo(make_trainer, cpu_grpo_kwargs)
     batch = _one_batch(trainer, toy_prompt_dataset)
     trie = trainer.last_trie
     model = trainer.model
@@ -196,10 +185,10 @@ def test_loss_gradient_is_the_stated_objective(objective, tiny_model_dir, toy_pr
 
 
 @pytest.mark.slow
-def test_replayed_rows_share_the_chosen_prefix(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
+def test_replayed_rows_share_the_chosen_prefix(make_trainer, cpu_grpo_kwargs):
     reward = _RecordingReward()
     cpu_grpo_kwargs.update(replay_success=1, replay_failure=2, max_steps=1, success_threshold=1.0)
-    trainer = _trainer(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, reward=reward)
+    trainer = _tspmo(make_trainer, cpu_grpo_kwargs, reward=reward)
     trainer.train()
     batch, rollout, plans = trainer.seen[0]
     n, size = rollout.rewards.numel(), rollout.num_generations
@@ -253,12 +242,12 @@ def test_replayed_rows_share_the_chosen_prefix(tiny_model_dir, toy_prompt_datase
 
 
 @pytest.mark.slow
-def test_lora_with_l2_kl_and_replay(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
+def test_lora_with_l2_kl_and_replay(make_trainer, cpu_grpo_kwargs):
     from peft import LoraConfig
 
     cpu_grpo_kwargs.update(beta=0.05, l2_coef=0.1, l2_anchor="zero", replay_success=1, replay_failure=1)
     lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
-    trainer = _trainer(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs, peft_config=lora)
+    trainer = _tspmo(make_trainer, cpu_grpo_kwargs, peft_config=lora)
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
     after = dict(trainer.model.named_parameters())
@@ -273,7 +262,7 @@ def test_lora_with_l2_kl_and_replay(tiny_model_dir, toy_prompt_dataset, cpu_grpo
 
 
 @pytest.mark.slow
-def test_large_group_over_micro_batches_with_replay_and_reuse(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs):
+def test_large_group_over_micro_batches_with_replay_and_reuse(make_trainer, cpu_grpo_kwargs):
     # one group of 12 split into 3 micro-batches of 4; each batch is used twice (num_iterations=2, clipped ratio)
     cpu_grpo_kwargs.update(
         num_generations=12,
@@ -285,7 +274,7 @@ def test_large_group_over_micro_batches_with_replay_and_reuse(tiny_model_dir, to
         replay_success=1,
         replay_failure=1,
     )
-    trainer = _trainer(tiny_model_dir, toy_prompt_dataset, cpu_grpo_kwargs)
+    trainer = _tspmo(make_trainer, cpu_grpo_kwargs)
     trainer.train()
     assert trainer.state.global_step == 2
     batch, rollout, plans = trainer.seen[0]
@@ -302,6 +291,7 @@ def test_seam_2_truncates_to_loss_tokens_and_adds_the_l2_penalty():
     params = [torch.nn.Parameter(torch.tensor([1.0, 2.0])), torch.nn.Parameter(torch.tensor([[3.0]]))]
     trainer = SimpleNamespace(
         args=SimpleNamespace(l2_coef=0.5),
+        _l2_unique=1.0,
         _l2_params=params,
         _l2_anchor=[torch.tensor([1.0, 0.0]), torch.tensor([[1.0]])],
         log_metric=lambda name, value: logged.update({name: value}),
@@ -314,8 +304,54 @@ def test_seam_2_truncates_to_loss_tokens_and_adds_the_l2_penalty():
     torch.testing.assert_close(grad, torch.tensor([0.0, 2.0]))
     trainer._l2_anchor = None  # l2_anchor="zero": λ‖θ‖²
     torch.testing.assert_close(TSPMOTrainer.loss_penalty(trainer, None), torch.tensor(0.5 * 14))
+    trainer._l2_unique = 4.0  # divided by |U|, like the policy-gradient term
+    torch.testing.assert_close(TSPMOTrainer.loss_penalty(trainer, None), torch.tensor(0.5 * 14 / 4))
     trainer.args.l2_coef = 0.0
     assert TSPMOTrainer.loss_penalty(trainer, None) is None
+
+
+@pytest.mark.parametrize("loss_type", ["dapo", "bnpo"])
+def test_l2_to_policy_gradient_weight_ratio_is_lambda_for_any_number_of_transitions(
+    loss_type, make_trainer, cpu_grpo_kwargs
+):
+    """Through the real seam-2 path (TRL's loss + the base's penalty): d loss / d log π(v|p) = -A/|U| for each unique
+    transition, and the penalty's weight on ‖θ − θ_0‖² is λ/|U|, so their ratio is λ whatever |U| is."""
+    from learners.t_spmo import TSPMOTrainer
+
+    lam = 0.01
+    kwargs = dict(cpu_grpo_kwargs, l2_coef=lam, loss_type=loss_type)
+    trainer = _tspmo(make_trainer, kwargs, cls=TSPMOTrainer)
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1  # one micro-batch per step (GA = steps_per_generation = 1)
+    param = next(p for p in trainer.model.parameters() if p.requires_grad)
+    ratios = []
+    for unique in (3, 40):
+        leaf = torch.full((1, unique), -1.0, requires_grad=True)
+        trainer._get_per_token_logps_and_entropies = lambda model, ids, mask, keep, leaf=leaf, **kw: (
+            leaf[:, :keep],
+            torch.zeros_like(leaf[:, :keep]),
+            None,
+        )
+        inputs = {
+            "prompt_ids": torch.tensor([[5]]),
+            "prompt_mask": torch.ones(1, 1, dtype=torch.long),
+            "completion_ids": torch.full((1, unique), 7),
+            "completion_mask": torch.ones(1, unique, dtype=torch.long),
+            "advantages": torch.full((1, unique), 0.5),
+            "num_items_in_batch": torch.tensor(unique),
+        }
+        with torch.no_grad():
+            param.copy_(trainer._l2_anchor[0])  # θ = θ_0: no penalty
+        base_loss = trainer._compute_loss(trainer.model, inputs)
+        (grad,) = torch.autograd.grad(base_loss, leaf)
+        torch.testing.assert_close(grad, torch.full((1, unique), -0.5 / unique))  # -A/|U|
+        with torch.no_grad():
+            param.view(-1)[0] += 1.0  # ‖θ − θ_0‖² = 1
+        shifted = trainer._compute_loss(trainer.model, inputs)
+        l2_weight = float(shifted - base_loss)  # the policy-gradient part does not depend on θ here
+        assert l2_weight == pytest.approx(lam / unique, rel=1e-4)
+        ratios.append(l2_weight / (0.5 / unique / 0.5))  # L2 weight / policy-gradient weight per unit advantage
+    assert ratios[0] == pytest.approx(lam, rel=1e-4) and ratios[1] == pytest.approx(lam, rel=1e-4)
 
 
 # --------------------------------------------------------------------------------------------- two processes

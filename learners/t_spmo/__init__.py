@@ -27,10 +27,19 @@ of the completion it was found in, and gradient accumulation or several processe
 :math:`\frac{1}{|U|}\sum_U A\,\nabla\pi_\theta` exactly (with clipping when ρ leaves the trust region).
 
 **Regularisation.** ``beta > 0`` adds TRL's per-token KL(π_θ‖π_ref) estimator on the loss tokens; ``l2_coef > 0``
-adds :math:`\lambda\,\lVert\theta-\theta_0\rVert^2` over the trainable parameters (``l2_anchor="init"``: θ_0 = the
-values at construction; ``"zero"``: the paper's :math:`\lambda\lVert\theta_{LoRA}\rVert^2`, meant for adapters).
-The L2 term is added after TRL's loss through the base's seam-2 hook ``loss_penalty`` (the base scales it for
-gradient accumulation). Works with a ``peft`` LoRA config passed as ``peft_config``.
+adds the paper's L2 term with θ_0 = the values at construction (``l2_anchor="init"``) or 0 (``"zero"``: the paper's
+:math:`\lambda\lVert\theta_{LoRA}\rVert^2`, meant for adapters). The paper's objective sums over U,
+:math:`\sum_U A\,\pi_\theta - \lambda\lVert\theta-\theta_0\rVert^2`; here the policy-gradient term is divided by
+|U|, so the L2 term is divided by the same |U|:
+
+.. math::  \mathcal L(\theta) = -\frac{1}{|U|}\Big(\sum_{(p,v)\in U} A(v|p)\log\pi_\theta(v|p)
+           \;-\; \lambda\lVert\theta-\theta_0\rVert^2\Big),
+
+i.e. the paper's Σ_U objective times the constant 1/|U|: λ keeps the paper's meaning (the L2-to-policy-gradient
+weight ratio is λ for any |U|; without the division the paper's λ = 0.01 would act |U| — often thousands — times
+stronger). |U| is the normaliser TRL's loss uses for the step (``TSPMOTrainer.unique_transitions``). The term is
+added after TRL's loss through the base's seam-2 hook ``loss_penalty`` (the base scales it for gradient
+accumulation). Works with a ``peft`` LoRA config passed as ``peft_config``.
 
 **Replay** (``replay_success``/``replay_failure`` = C_success/C_failure > 0; :mod:`learners.t_spmo.replay` states the
 rules). Done in seam 1 without overriding TRL's generation: after TRL generated and scored the batch, restart

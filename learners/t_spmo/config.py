@@ -22,7 +22,8 @@ class TSPMOConfig(CountdownConfig):
     Parameters:
         tspmo_objective: ``"log_prob"`` (default, policy gradient Σ A·log π with the clipped ratio) or ``"prob"``
             (the printed Eq. 10, Σ A·π, for ablation).
-        l2_coef: λ of the L2 penalty λ‖θ − θ_0‖² on the trainable parameters (0 disables; the paper: 0.01).
+        l2_coef: λ of the L2 penalty λ‖θ − θ_0‖² on the trainable parameters, divided by |U| like the policy-gradient
+            term so that λ means what it means in the paper's Σ_U objective (0 disables; the paper: 0.01).
         l2_anchor: θ_0: ``"init"`` (values at construction) or ``"zero"`` (plain ‖θ‖², the paper's LoRA form).
         replay_success: C_success, restarts per prompt and step from stored successful completions.
         replay_failure: C_failure, restarts per prompt and step from stored failed completions.

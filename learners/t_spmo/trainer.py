@@ -57,6 +57,7 @@ class TSPMOTrainer(CountdownGRPOTrainer):
             min_prefix=args.replay_min_prefix,
         )
         self._replay_rng = np.random.default_rng(args.replay_seed)
+        self._l2_unique = 1.0  # |U| of the current micro-batch (set in seam 2 before the penalty is asked for)
         self.last_trie: PrefixAdvantages | None = None  # the latest batch's trie result (for inspection and tests)
         self.last_replay_plans: list[ReplayPlan] = []
         if self.replay_enabled:
@@ -303,11 +304,35 @@ class TSPMOTrainer(CountdownGRPOTrainer):
             return self.per_token_logps(self.model, rows, batch_size=batch_size)
 
     # ------------------------------------------------------------------------------------------------ seam 2
+    def select_loss_tokens(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """Nothing to select (seam 1 did); remember the |U| this micro-batch's policy-gradient term is divided by."""
+        self._l2_unique = self.unique_transitions(inputs)
+        return inputs
+
+    def unique_transitions(self, inputs: dict[str, Any]) -> float:
+        """|U| of one optimiser step as TRL's loss sees it: the D with policy-gradient term −(1/D) Σ_U A·log π.
+
+        ``dapo``: TRL divides each micro-batch by ``num_items_in_batch``/P · GA/``steps_per_generation``; summed over
+        the GA micro-batches of a step and averaged over the P processes that is D = ``num_items_in_batch`` · GA /
+        ``steps_per_generation`` (the step's share of the generation batch's unique transitions). ``bnpo``: the
+        micro-batch's own loss tokens (TRL divides by them and by GA, as the base divides the penalty by GA).
+        """
+        if self.loss_type == "bnpo":
+            return max(float(self.loss_mask(inputs).sum()), 1.0)
+        items = max(float(inputs["num_items_in_batch"]), 1.0)
+        if self.model.training:
+            items *= self.current_gradient_accumulation_steps / self.args.steps_per_generation
+        return items
+
     def truncate_to_loss_tokens(self) -> bool:
         return True
 
     def loss_penalty(self, model) -> torch.Tensor | None:
-        """λ‖θ − θ_0‖² (or λ‖θ‖²) over the trainable parameters; ``None`` when ``l2_coef`` is 0."""
+        """(λ/|U|)·‖θ − θ_0‖² (or ‖θ‖²) over the trainable parameters; ``None`` when ``l2_coef`` is 0.
+
+        The paper's objective is Σ_U A·π − λ‖θ‖²; the policy-gradient term here is divided by |U|
+        (:meth:`unique_transitions`), so the penalty is divided by the same |U| and λ keeps the paper's meaning:
+        the L2-to-policy-gradient weight ratio is λ whatever the number of unique transitions."""
         if self.args.l2_coef <= 0:
             return None
         if self._l2_anchor is None:
@@ -316,7 +341,7 @@ class TSPMOTrainer(CountdownGRPOTrainer):
             pairs = zip(self._l2_params, self._l2_anchor, strict=True)
             penalty = sum(((p.float() - a.float()) ** 2).sum() for p, a in pairs)
         self.log_metric("tspmo/l2_penalty", float(penalty.detach()))
-        return self.args.l2_coef * penalty
+        return self.args.l2_coef * penalty / self._l2_unique
 
 
 def _ignore(*args, **kwargs) -> None:
