@@ -226,6 +226,15 @@ def load_rows(path: str | Path, limit: int | None = None) -> list[dict[str, Any]
     return rows[:limit] if limit else rows
 
 
+def prompt_token_ids(tokenizer, task, puzzles) -> list[list[int]]:
+    """The chat-templated prompt ids (generation prompt appended) of ``task``'s messages for each puzzle."""
+    out = []
+    for puzzle in puzzles:
+        ids = tokenizer.apply_chat_template(task.messages(puzzle), tokenize=True, add_generation_prompt=True)
+        out.append(list(ids["input_ids"] if hasattr(ids, "keys") else ids))
+    return out
+
+
 def evaluate(
     backend,
     tokenizer,
@@ -263,10 +272,7 @@ def evaluate(
     task = as_task(task)
     if template is not None:
         task = dataclasses.replace(task, template=template)
-    prompt_ids = [
-        tokenizer.apply_chat_template(task.messages(p), tokenize=True, add_generation_prompt=True) for p in puzzles
-    ]
-    prompt_ids = [p["input_ids"] if isinstance(p, dict) or hasattr(p, "keys") else p for p in prompt_ids]
+    prompt_ids = prompt_token_ids(tokenizer, task, puzzles)
     start = time.perf_counter()
     completions = backend.generate(
         prompt_ids, samples=samples, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed

@@ -1,0 +1,299 @@
+"""``countdown warm-start``: the shipped SFT warm start of the embedded tiny model, its recipe and its report.
+
+RL needs a policy that is right often enough to get reward and uncertain enough that groups of samples disagree:
+with binary rewards a group whose G samples are all right or all wrong has zero GRPO advantage. So the warm start
+is judged on four figures, all on the committed ``datasets/tiny_n3.jsonl`` (512 puzzles, 3 numbers on 1..20,
+targets 10..200) or its training distribution:
+
+* pass@1 at T = 0.8 (4 samples per puzzle; unbiased estimator, 95 % bootstrap CI over puzzles);
+* greedy accuracy (T = 0, one sample);
+* the policy entropy at T = 0.8, nats per generated token (teacher-forced over T = 0.8 samples);
+* the all-equal share: of 8-sample groups at T = 0.8 on puzzles of the training distribution (the train split of
+  tiny_n3's own spec, disjoint from it), the fraction whose 8 rewards agree.
+
+The recipe (:data:`RECIPE`) is the calibrated one (docs/warm_start.md has the table of recipes tried). The
+result ships inside the package (:data:`SHIPPED_DIR`: safetensors weights, the character tokenizer, the task it
+was trained on, ``recipe.json`` and ``eval_report.json``); :func:`load_warm_start` loads it offline in one call,
+and ``countdown warm-start --from-scratch`` rebuilds it with the recipe.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+SHIPPED_DIR = Path(__file__).resolve().parent / "tiny_warm_start"
+"""The shipped warm start: ``model.safetensors``, tokenizer files, ``countdown_task.json``, ``recipe.json``,
+``eval_report.json``."""
+
+RECIPE_FILE = "recipe.json"
+REPORT_FILE = "eval_report.json"
+EVAL_SET = "tiny_n3"
+
+
+def tiny_task():
+    """The warm start's task: tiny_n3's puzzles (3 numbers on 1..20, targets 10..200) in the compact prompt."""
+    from countdown_env.task import CountdownTask
+
+    return CountdownTask(n_numbers=3, value_range=(1, 20), target_range=(10, 200), template="compact", seed=0)
+
+
+@dataclass(frozen=True)
+class WarmStartRecipe:
+    """Everything that determines the warm start: model size, SFT data and optimisation (fixed step counts)."""
+
+    hidden_size: int = 128
+    num_layers: int = 4
+    num_heads: int = 4
+    intermediate_size: int = 512
+    styles: dict[str, float] = field(default_factory=lambda: {"direct": 1.0})
+    sft_size: int = 20_000
+    steps: int = 1100
+    batch_size: int = 64
+    learning_rate: float = 1.5e-3
+    warmup_steps: int = 30
+    min_lr_rate: float = 0.1
+    save_dtype: str = "float32"
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> WarmStartRecipe:
+        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"unknown warm-start recipe keys {unknown}")
+        return cls(**data)
+
+
+RECIPE = WarmStartRecipe()
+"""The calibrated recipe (docs/warm_start.md)."""
+
+
+# --------------------------------------------------------------------------------------------------- loading
+def load_warm_start(directory: str | Path | None = None, *, device: str = "cpu"):
+    """``(model, tokenizer, task)`` of the shipped warm start (or of ``directory``), offline, in fp32."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from .data import model_task
+    from .tiny import load_tokenizer
+
+    folder = Path(directory) if directory is not None else SHIPPED_DIR
+    if not (folder / "config.json").is_file():
+        raise FileNotFoundError(f"no warm start at {folder} (build one: countdown warm-start --from-scratch)")
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).to(device)
+    return model, load_tokenizer(folder), model_task(folder) or tiny_task()
+
+
+# -------------------------------------------------------------------------------------------------- building
+def sft_records(recipe: WarmStartRecipe, task, exclude) -> list[dict[str, Any]]:
+    """Solver-derived traces of ``task``'s puzzles in the recipe's style mix, none of them in ``exclude``."""
+    import random
+
+    from countdown_env.sft import build_sft_records
+
+    total = sum(recipe.styles.values())
+    records: list[dict[str, Any]] = []
+    taken = list(exclude)
+    for i, (style, weight) in enumerate(recipe.styles.items()):
+        size = (
+            recipe.sft_size - len(records) if i == len(recipe.styles) - 1 else round(recipe.sft_size * weight / total)
+        )
+        rows = build_sft_records(
+            task.counts,
+            size,
+            seed=recipe.seed + 1 + 1000 * i,
+            style=style,
+            value_range=task.value_range,
+            target_range=task.target_range,
+            exclude=taken,
+            progress=False,
+        )
+        taken += [(tuple(sorted(r["numbers"])), r["target"]) for r in rows]
+        records += rows
+    if len(recipe.styles) > 1:
+        random.Random(recipe.seed).shuffle(records)
+    return records
+
+
+def group_puzzles(task, count: int):
+    """``count`` puzzles of the training distribution: the train split of tiny_n3's spec (disjoint from it)."""
+    from countdown_env import Puzzle
+    from countdown_env.eval_sets import EVAL_SETS
+    from countdown_env.splits import SplitSpec, build_split_records
+
+    spec = EVAL_SETS[EVAL_SET]
+    rows = build_split_records(SplitSpec(task=spec.task, train_size=count, eval_size=spec.eval_size), progress=False)
+    return [Puzzle.from_dict(r) for r in rows["train"]]
+
+
+def build_warm_start(out: str | Path, recipe: WarmStartRecipe = RECIPE, *, log=print) -> Path:
+    """SFT the tiny model with ``recipe`` into ``out`` (written beside it, then renamed); measure and report it."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from countdown_env.eval_sets import load_eval_set
+
+    from .sft import run_sft
+    from .tiny import build_tiny_model
+
+    out = Path(out)
+    work = out.with_name(f".{out.name}.building")
+    shutil.rmtree(work, ignore_errors=True)
+    task = tiny_task()
+    start = time.perf_counter()
+    exclude = [(tuple(sorted(r["numbers"])), r["target"]) for r in load_eval_set(EVAL_SET)]
+    exclude += [(tuple(sorted(p.numbers)), p.target) for p in group_puzzles(task, 64)]
+    records = sft_records(recipe, task, exclude)
+    log(f"{len(records)} SFT traces ({time.perf_counter() - start:.0f} s)")
+    init = build_tiny_model(
+        work / "init",
+        seed=recipe.seed,
+        hidden_size=recipe.hidden_size,
+        num_layers=recipe.num_layers,
+        num_heads=recipe.num_heads,
+        intermediate_size=recipe.intermediate_size,
+    )
+    sft_start = time.perf_counter()
+    model_dir = run_sft(
+        init,
+        records,
+        work / "model",
+        task=task,
+        max_steps=recipe.steps,
+        seed=recipe.seed,
+        per_device_train_batch_size=recipe.batch_size,
+        learning_rate=recipe.learning_rate,
+        warmup_steps=recipe.warmup_steps,
+        lr_scheduler_kwargs={"min_lr_rate": recipe.min_lr_rate},
+        logging_steps=max(1, recipe.steps // 20),
+        disable_tqdm=not sys.stderr.isatty(),
+    )
+    sft_minutes = (time.perf_counter() - sft_start) / 60
+    if recipe.save_dtype != "float32":
+        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+        model.to(getattr(torch, recipe.save_dtype)).save_pretrained(model_dir)
+    for leftover in ("training_args.bin",):
+        (model_dir / leftover).unlink(missing_ok=True)
+    (model_dir / RECIPE_FILE).write_text(json.dumps(recipe.to_dict(), indent=2) + "\n")
+    report = measure_warm_start(model_dir, log=log)
+    report["sft_minutes"] = round(sft_minutes, 2)
+    (model_dir / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n")
+    if out.exists():
+        shutil.rmtree(out)
+    os.replace(model_dir, out)
+    shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------- measuring
+def policy_entropy(model, tokenizer, task, puzzles, *, temperature: float, max_new_tokens: int, seed: int = 0) -> float:
+    """Mean entropy (nats per generated token) of softmax(logits / T) along T-sampled completions, teacher-forced."""
+    import torch
+
+    from .evaluate import HFBackend, prompt_token_ids
+
+    prompts = prompt_token_ids(tokenizer, task, puzzles)
+    completions = HFBackend(model, tokenizer, device="cpu").generate(
+        prompts, samples=1, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed
+    )
+    total, count = 0.0, 0
+    for prompt, (completion,) in zip(prompts, completions, strict=True):
+        if not completion:
+            continue
+        ids = torch.tensor([prompt + completion])
+        with torch.no_grad():
+            logits = model(input_ids=ids).logits[0, len(prompt) - 1 : -1].float() / temperature
+        logp = torch.log_softmax(logits, dim=-1)
+        total += float(-(logp.exp() * logp).sum())
+        count += len(completion)
+    return total / max(count, 1)
+
+
+def measure_warm_start(
+    model_dir: str | Path, *, eval_limit: int | None = None, groups: int = 64, max_new_tokens: int = 256, log=print
+) -> dict[str, Any]:
+    """The four figures of the module docstring for the checkpoint in ``model_dir`` (JSON-ready)."""
+    import numpy as np
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from countdown_env import Puzzle
+    from countdown_env.eval_sets import load_eval_set
+
+    from .data import model_task
+    from .evaluate import HFBackend, evaluate
+    from .tiny import load_tokenizer
+
+    start = time.perf_counter()
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    tokenizer = load_tokenizer(model_dir)
+    task = model_task(model_dir) or tiny_task()
+    rows = load_eval_set(EVAL_SET)[:eval_limit] if eval_limit else load_eval_set(EVAL_SET)
+    backend = HFBackend(model, tokenizer, batch_size=64, device="cpu")
+    common = dict(task=task, max_new_tokens=max_new_tokens, seed=0)
+    sampled = evaluate(backend, tokenizer, rows, samples=4, temperature=0.8, **common)["overall"]
+    greedy = evaluate(backend, tokenizer, rows, samples=1, temperature=0.0, **common)["overall"]
+    log(f"pass@1 (T=0.8) {sampled['pass@1']:.3f} {sampled['pass@1_ci95']}, greedy {greedy['pass@1']:.3f}")
+    puzzles = [Puzzle.from_dict(r) for r in rows[:128]]
+    entropy = policy_entropy(model, tokenizer, task, puzzles, temperature=0.8, max_new_tokens=max_new_tokens)
+    group_rows = [{"numbers": list(p.numbers), "target": p.target} for p in group_puzzles(task, groups)]
+    grouped = evaluate(backend, tokenizer, group_rows, samples=8, temperature=0.8, per_puzzle=True, **common)
+    correct = np.array([sum(p["correct"]) for p in grouped["puzzles"]])
+    all_equal = float(np.mean((correct == 0) | (correct == 8)))
+    log(f"entropy {entropy:.3f} nats/token, all-equal share of 8-sample groups {all_equal:.3f}")
+    return {
+        "eval_set": EVAL_SET,
+        "eval_puzzles": len(rows),
+        "pass@1": sampled["pass@1"],
+        "pass@1_ci95": sampled["pass@1_ci95"],
+        "pass@4": sampled.get("pass@4"),
+        "pass@4_ci95": sampled.get("pass@4_ci95"),
+        "format_rate": sampled["format_rate"],
+        "truncation_rate": sampled["truncation_rate"],
+        "greedy": greedy["pass@1"],
+        "greedy_ci95": greedy["pass@1_ci95"],
+        "entropy_nats_per_token": round(entropy, 4),
+        "group_puzzles": len(group_rows),
+        "all_equal_share": all_equal,
+        "train_distribution_pass@1": float(correct.mean() / 8),
+        "max_new_tokens": max_new_tokens,
+        "eval_minutes": round((time.perf_counter() - start) / 60, 2),
+        "task": task.to_dict(),
+    }
+
+
+# ------------------------------------------------------------------------------------------------------- CLI
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--from-scratch", action="store_true", help="rebuild the warm start with the shipped recipe (~20 CPU-min)"
+    )
+    parser.add_argument("--out", default="runs/warm-start", help="where --from-scratch writes the new checkpoint")
+    parser.add_argument("--measure", metavar="MODEL", help="measure a checkpoint folder with the warm-start figures")
+    parser.add_argument("--eval-limit", type=int, help="measure on the first N puzzles of tiny_n3 only")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.from_scratch:
+        path = build_warm_start(args.out, RECIPE, log=lambda m: print(m, file=sys.stderr, flush=True))
+        report = json.loads((path / REPORT_FILE).read_text())
+    elif args.measure:
+        report = measure_warm_start(args.measure, eval_limit=args.eval_limit)
+        path = Path(args.measure)
+    else:
+        path = SHIPPED_DIR
+        if not (path / REPORT_FILE).is_file():
+            print(f"countdown warm-start: error: no shipped warm start at {path}", file=sys.stderr)
+            return 2
+        report = json.loads((path / REPORT_FILE).read_text())
+    print(json.dumps({"path": str(path), **{k: v for k, v in report.items() if k != "task"}}, indent=2))
+    return 0
