@@ -305,3 +305,11 @@ def test_check_args_builds_the_default_and_rejects_other_configs(tmp_path):
     assert CountdownGRPOTrainer._check_args(given, SGRPOConfig, "unused") is given
     with pytest.raises(TypeError, match="CountdownGRPOTrainer needs args of type SGRPOConfig, got GRPOConfig"):
         CountdownGRPOTrainer._check_args(GRPOConfig(str(tmp_path), **cpu), SGRPOConfig, "unused")
+
+
+def test_log_ratio_metrics_divides_summed_parts(make_trainer, cpu_grpo_kwargs):
+    from learners.core.trainer import CountdownGRPOTrainer
+
+    trainer = make_trainer(CountdownGRPOTrainer, CountdownConfig(**cpu_grpo_kwargs))
+    trainer.log_ratio_metrics({"x/a": (torch.tensor(1.0), torch.tensor(4)), "x/b": (3, 0)}, "train")
+    assert trainer._metrics["train"]["x/a"] == [0.25] and trainer._metrics["train"]["x/b"] == [3.0]

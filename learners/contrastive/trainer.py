@@ -233,19 +233,14 @@ class ContrastiveTrainer(GRPOLearner):
         shaping *= batch["completion_mask"].to(shaping.dtype)
         batch["advantages"] = (per_token + shaping).to(advantages.dtype)
 
-        stats = torch.tensor(
-            [
-                float(len(owners)),
-                float(len(rows)),
-                shaping.abs().sum().item(),
-                batch["completion_mask"].sum().item(),
-                float(sum(p.count for _, p, _ in owners)),
-            ],
-            device=advantages.device,
+        shaped = float(len(owners))
+        self.log_ratio_metrics(
+            {
+                "contrastive/shaped_row_frac": (shaped, float(len(rows))),
+                "contrastive/mean_abs_shaping": (shaping.abs().sum(), batch["completion_mask"].sum()),
+                "contrastive/paragraphs_per_shaped_row": (float(sum(p.count for _, p, _ in owners)), shaped),
+            },
+            rollout.mode,
         )
-        totals = self.accelerator.gather(stats.unsqueeze(0)).sum(dim=0).tolist()
-        self.log_metric("contrastive/shaped_row_frac", totals[0] / max(totals[1], 1.0), rollout.mode)
-        self.log_metric("contrastive/mean_abs_shaping", totals[2] / max(totals[3], 1.0), rollout.mode)
-        self.log_metric("contrastive/paragraphs_per_shaped_row", totals[4] / max(totals[0], 1.0), rollout.mode)
         self.log_metric("contrastive/scoring_seconds", time.perf_counter() - started, rollout.mode)
         return batch

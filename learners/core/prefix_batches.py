@@ -26,19 +26,10 @@ from typing import Any
 
 import torch
 
+from .batch_keys import PER_TOKEN_KEYS
+
 __all__ = ["PER_TOKEN_KEYS", "kept_lengths", "plan_buckets", "cut_batch", "bucket_weight", "prefix_loss"]
 
-# Per-token (B, T) entries of TRL's batch whose columns follow the completion tokens.
-PER_TOKEN_KEYS = (
-    "completion_ids",
-    "completion_mask",
-    "tool_mask",
-    "old_per_token_logps",
-    "ref_per_token_logps",
-    "sampling_per_token_logps",
-    "importance_sampling_ratio",
-    "advantages",
-)
 
 _GLOBAL_NORMALISER = {"dapo", "cispo", "vespo"}
 _ROW_MEAN = {"grpo", "sapo", "dr_grpo", "luspo"}

@@ -51,7 +51,7 @@ tensors (``rollout.rewards``, or :meth:`gather_rows` for per-token tensors), the
 collective operation).
 
 Helpers for learners: :meth:`gather_rows`, :meth:`loss_mask`, :meth:`set_loss_mask`, :meth:`per_token_logps`,
-:meth:`recount_items`, :meth:`log_metric`.
+:meth:`recount_items`, :meth:`log_metric`, :meth:`log_ratio_metrics`.
 
 Logged metrics (under ``countdown/``): ``accuracy`` (share of correct answers), ``format_rate``,
 ``mean_completion_length`` (tokens), ``truncation_rate`` (no end-of-turn token within the budget),
@@ -134,8 +134,9 @@ class Rollout:
 
 
 def puzzles_from_inputs(inputs: Sequence[dict[str, Any]]) -> list[Any] | None:
-    """The ``Puzzle`` of each dataset row with ``numbers`` and ``target``, or ``None`` when a column is missing."""
-    if not inputs or "numbers" not in inputs[0] or "target" not in inputs[0]:
+    """The ``Puzzle`` of each dataset row with ``numbers`` (or ``nums``) and ``target``, or ``None`` when a column
+    is missing."""
+    if not inputs or not ({"numbers", "nums"} & set(inputs[0])) or "target" not in inputs[0]:
         return None
     from countdown_env import Puzzle
 
@@ -319,6 +320,17 @@ class CountdownGRPOTrainer(GRPOTrainer):
             batch_size=batch_size or input_ids.size(0),
         )
         return logps
+
+    def log_ratio_metrics(self, ratios: dict[str, tuple[Any, Any]], mode: str | None = None) -> None:
+        """Log ``sum(numerator) / sum(denominator)`` over all processes for each ``name: (numerator, denominator)``
+        (scalars or 0-d tensors of this process; one collective for all; a zero denominator counts as 1).
+
+        Collective: every process must call it with the same names."""
+        values = [float(x) for pair in ratios.values() for x in pair]
+        stats = torch.tensor(values, device=self.accelerator.device, dtype=torch.float64).unsqueeze(0)
+        totals = self.accelerator.gather(stats).sum(dim=0).view(-1, 2).tolist()
+        for name, (numerator, denominator) in zip(ratios, totals, strict=True):
+            self.log_metric(name, numerator / max(denominator, 1.0), mode)
 
     def log_metric(self, name: str, value: float, mode: str | None = None) -> None:
         """Append a scalar to TRL's metrics (averaged per logging step). Call with the same value on all ranks."""

@@ -150,11 +150,12 @@ class GRPOLearner(CountdownGRPOTrainer):
         )
         mask = self.loss_mask(inputs).float()
         mismatch_kl = torch.exp(log_ratio) - log_ratio - 1.0  # prime-rl's logged mismatch_kl
-        stats = torch.stack([(mask * ~keep).sum(), (mask * mismatch_kl).sum(), mask.sum()])
-        totals = self.accelerator.gather(stats.unsqueeze(0)).sum(0)
-        count = totals[2].clamp(min=1.0)
-        self.log_metric("prime_rl/is_masked", (totals[0] / count).item())
-        self.log_metric("prime_rl/mismatch_kl", (totals[1] / count).item())
+        self.log_ratio_metrics(
+            {
+                "prime_rl/is_masked": ((mask * ~keep).sum(), mask.sum()),
+                "prime_rl/mismatch_kl": ((mask * mismatch_kl).sum(), mask.sum()),
+            }
+        )
         return inputs
 
 

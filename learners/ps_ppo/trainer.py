@@ -123,9 +123,7 @@ class PSPPOTrainer(CountdownGRPOTrainer):
         batch["cutoff_survival"] = local.to(completion_mask.device)
 
         valid = torch.arange(width).unsqueeze(0) < local_lengths.cpu().unsqueeze(1)
-        stats = torch.stack([(local * valid).sum(), valid.sum().float()]).to(completion_mask.device)
-        totals = self.accelerator.gather(stats.unsqueeze(0)).sum(dim=0)
-        self.log_metric("ps_ppo/expected_kept_frac", (totals[0] / totals[1].clamp(min=1)).item(), rollout.mode)
+        self.log_ratio_metrics({"ps_ppo/expected_kept_frac": ((local * valid).sum(), valid.sum())}, rollout.mode)
         return batch
 
     # ------------------------------------------------------------------ seam 2: cutoffs and 1/ξ weights

@@ -61,9 +61,7 @@ class SGRPOTrainer(CountdownGRPOTrainer):
         )
         before = self.loss_mask(batch)
         self.set_loss_mask(batch, before * selected)
-        kept = self.accelerator.gather(torch.stack([self.loss_mask(batch).sum(), before.sum()]).float().unsqueeze(0))
-        kept = kept.sum(dim=0)
-        self.log_metric("s_grpo/loss_token_frac", (kept[0] / kept[1].clamp(min=1)).item(), rollout.mode)
+        self.log_ratio_metrics({"s_grpo/loss_token_frac": (self.loss_mask(batch).sum(), before.sum())}, rollout.mode)
         return batch
 
     def truncate_to_loss_tokens(self) -> bool:

@@ -13,6 +13,7 @@ from trl.data_utils import is_conversational
 from trl.models import unwrap_model_for_generation
 from trl.trainer.utils import use_adapter
 
+from learners.core.batch_keys import PER_TOKEN_KEYS, PROMPT_KEYS
 from learners.core.trainer import CountdownGRPOTrainer, Rollout
 from learners.t_spmo.prefix_trie import PrefixAdvantages, prefix_advantages
 from learners.t_spmo.replay import ReplayBuffer, ReplayPlan
@@ -21,18 +22,6 @@ from .config import TSPMOConfig
 
 __all__ = ["TSPMOConfig", "TSPMOTrainer", "prefix_advantages"]
 
-# Per-row keys of TRL's batch that replay knows how to extend; any other per-row tensor makes replay refuse.
-_PROMPT_KEYS = ("prompt_ids", "prompt_mask")
-_COMPLETION_KEYS = (
-    "completion_ids",
-    "completion_mask",
-    "tool_mask",
-    "advantages",
-    "old_per_token_logps",
-    "ref_per_token_logps",
-    "sampling_per_token_logps",
-    "importance_sampling_ratio",
-)
 
 
 class TSPMOTrainer(CountdownGRPOTrainer):
@@ -274,7 +263,7 @@ class TSPMOTrainer(CountdownGRPOTrainer):
         )
         rows["completion_mask"] = rows["completion_mask"].to(batch["completion_mask"].dtype)
         extra = [k for k, v in batch.items() if isinstance(v, torch.Tensor) and v.dim() > 0 and k not in rows]
-        unknown = [k for k in extra if k not in _COMPLETION_KEYS]
+        unknown = [k for k in extra if k not in PER_TOKEN_KEYS]
         if unknown:
             raise ValueError(f"T-SPMO replay cannot extend the batch field(s) {unknown}")
         logps = None
@@ -367,7 +356,7 @@ def _append_rows(batch: dict[str, Any], rows: dict[str, torch.Tensor], pad_id: i
     completion_width = max(batch["completion_ids"].size(1), rows["completion_ids"].size(1))
     for key, extra in rows.items():
         value = batch[key]
-        if key in _PROMPT_KEYS:
+        if key in PROMPT_KEYS:
             fill = pad_id if key == "prompt_ids" else 0
             value, extra = _pad_left(value, prompt_width, fill), _pad_left(extra, prompt_width, fill)
         elif value.dim() == 2 and extra.dim() == 2 and not (key == "importance_sampling_ratio" and value.size(1) == 1):
