@@ -76,6 +76,8 @@ from typing import Any
 
 import numpy as np
 
+from .warm_start import SHIPPED_DIR, tiny_task
+
 CSV_COLUMNS: tuple[str, ...] = (
     "learner",
     "seed",
@@ -139,7 +141,7 @@ QUICK: dict[str, Any] = dict(
 )
 
 # The shipped warm start (issue 14, item 1) will live here; until it exists, default_warm_start() falls back.
-SHIPPED_WARM_START = Path(__file__).resolve().parent / "warm_start"
+SHIPPED_WARM_START = SHIPPED_DIR
 
 
 def default_warm_start(work_dir: str | Path) -> Path:
@@ -162,10 +164,6 @@ def default_warm_start(work_dir: str | Path) -> Path:
     if not (init / "config.json").is_file():
         build_tiny_model(init, seed=0)
     return init
-
-
-TINY_TASK = dict(n_numbers=3, value_range=(1, 20), target_range=(10, 200), template="compact")
-"""The task of a model folder that records none: the tiny model's calibration (the eval set's puzzles)."""
 
 
 # --------------------------------------------------------------------------------------------- atomic I/O
@@ -489,15 +487,23 @@ def _make_callback(trainer, tally: Tally, rows: list[dict], evaluated: set[int],
         def evaluate(self, step: int) -> None:
             if step in evaluated:
                 return
-            report = evaluate_policy(
-                trainer.model,
-                context["tokenizer"],
-                context["eval_rows"],
-                context["task"],
-                max_new_tokens=context["max_new_tokens"],
-                seed=context["seed"],
-                batch_size=context["eval_batch_size"],
-            )
+            # Every run of a seed starts from the same model and samples its eval with the same seed: step 0's
+            # report is the same for all learners, so it is computed once per seed.
+            initial = context["initial_evals"]
+            if step == 0 and context["seed"] in initial:
+                report = initial[context["seed"]]
+            else:
+                report = evaluate_policy(
+                    trainer.model,
+                    context["tokenizer"],
+                    context["eval_rows"],
+                    context["task"],
+                    max_new_tokens=context["max_new_tokens"],
+                    seed=context["seed"],
+                    batch_size=context["eval_batch_size"],
+                )
+                if step == 0:
+                    initial[context["seed"]] = report
             overall = report["overall"]
             row = {
                 "learner": context["learner"],
@@ -1003,7 +1009,6 @@ def run_compare(settings: CompareSettings, out: str | Path, *, resume: bool = Fa
     """Run (or resume) the comparison into ``out``; returns ``{"failures": {...}, "finished": n, ...}``."""
     from countdown_env.eval_sets import load_eval_set
     from countdown_env.splits import write_jsonl
-    from countdown_env.task import CountdownTask
 
     from .data import model_task
     from .tiny import load_tokenizer
@@ -1014,12 +1019,12 @@ def run_compare(settings: CompareSettings, out: str | Path, *, resume: bool = Fa
     model = Path(settings.model) if settings.model else default_warm_start(out)
     if not (model / "config.json").is_file():
         raise FileNotFoundError(f"--model {model}: no config.json (give a checkpoint folder)")
-    task = model_task(model) or CountdownTask(**TINY_TASK)
+    task = model_task(model) or tiny_task()
     tokenizer = load_tokenizer(model)
-    eval_rows = load_eval_set(EVAL_SET)
+    eval_rows = load_eval_set(EVAL_SET, as_dataset=False)
     if settings.eval_limit:
         eval_rows = eval_rows[: settings.eval_limit]
-    exclude = [(tuple(r["numbers"]), r["target"]) for r in load_eval_set(EVAL_SET)]
+    exclude = [(tuple(r["numbers"]), r["target"]) for r in load_eval_set(EVAL_SET, as_dataset=False)]
     train_cache: dict[int, list] = {}
 
     def train_rows(seed: int):
@@ -1051,6 +1056,7 @@ def run_compare(settings: CompareSettings, out: str | Path, *, resume: bool = Fa
         progress=progress,
         rows=all_rows,
         on_row=rewrite_results,
+        initial_evals={},
     )
     failures: dict[tuple[str, int], str] = {}
     skipped = 0
