@@ -60,3 +60,8 @@ _register_envs()
 
 
 __getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
+
+
+def __dir__() -> list[str]:
+    """The module's names and the lazy exports (loaded or not), so that ``dir()`` and tab completion list them."""
+    return sorted(set(globals()) | set(_EXPORTS))

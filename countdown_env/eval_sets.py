@@ -58,17 +58,20 @@ def load_eval_set(
     directory: str | os.PathLike | None = None,
     template: str = "default",
     use_all_numbers: bool = False,
-    as_dataset: bool = False,
+    as_dataset: bool = True,
 ):
-    """Rows of a committed eval set with a ``prompt`` column added (chat messages for ``template``); a
-    ``datasets.Dataset`` when ``as_dataset``. ``name`` is a key of :data:`EVAL_SETS` or a jsonl path."""
+    """A committed eval set as a ``datasets.Dataset`` with a ``prompt`` column added (chat messages for
+    ``template``); ``as_dataset=False`` gives the rows as a list of dicts (no ``datasets`` import). ``name`` is a
+    key of :data:`EVAL_SETS` or a jsonl path (rows with ``numbers`` or ``nums``, and ``target``)."""
     path = Path(name) if str(name).endswith(".jsonl") else Path(directory or DATASETS_DIR) / f"{name}.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"no eval set at {path} (rebuild with: python -m countdown_env.eval_sets --out DIR)")
-    rows = [
-        {"prompt": chat_messages(Puzzle(r["numbers"], r["target"]), template, use_all_numbers=use_all_numbers), **r}
-        for r in read_jsonl(path)
-    ]
+    rows = []
+    for r in read_jsonl(path):
+        puzzle = Puzzle.from_dict(r)
+        if "numbers" not in r:  # the `nums` alias: stored under the project's name
+            r = {"numbers": list(puzzle.numbers), **{k: v for k, v in r.items() if k != "nums"}}
+        rows.append({"prompt": chat_messages(puzzle, template, use_all_numbers=use_all_numbers), **r})
     if not as_dataset:
         return rows
     from .splits import records_to_dataset

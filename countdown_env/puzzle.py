@@ -72,10 +72,12 @@ class Puzzle:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Puzzle:
+        """The puzzle of a row with ``numbers`` (or ``nums``, TinyZero's and the common Hub sets' name) and
+        ``target``."""
         try:
-            return cls(data["numbers"], data["target"])
+            return cls(data["numbers"] if "numbers" in data else data["nums"], data["target"])
         except (KeyError, TypeError) as exc:
-            raise PuzzleError(f"expected a mapping with 'numbers' and 'target', got {data!r}") from exc
+            raise PuzzleError(f"expected a mapping with 'numbers' (or 'nums') and 'target', got {data!r}") from exc
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), separators=(",", ":"))

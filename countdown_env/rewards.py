@@ -4,8 +4,9 @@
 reasoning block followed by one answer block (:func:`~countdown_env.answers.has_valid_format`).
 
 :func:`countdown_reward` and the callables from :func:`make_reward_function` follow TRL's reward-function
-signature, ``f(prompts, completions, **columns) -> list[float]``: they read the dataset columns ``numbers`` and
-``target`` (one entry per completion, as TRL passes them) and accept completions as plain strings or as chat
+signature, ``f(prompts, completions, **columns) -> list[float]``: they read the dataset columns ``numbers`` (or
+``nums``, TinyZero's and the common Hub Countdown sets' name) and ``target`` (one entry per completion, as TRL
+passes them) and accept completions as plain strings or as chat
 messages (``[{"role": "assistant", "content": "..."}]``). Nothing here imports TRL.
 """
 
@@ -103,9 +104,11 @@ def score_completion(completion: Any, puzzle: Puzzle, config: RewardConfig | Non
     return ScoredCompletion(reward=reward, verification=verification, format_ok=format_ok)
 
 
-def _rewards(config: RewardConfig, completions, numbers, target) -> list[float]:
+def _rewards(config: RewardConfig, completions, numbers, target, nums=None) -> list[float]:
+    if numbers is None:
+        numbers = nums
     if numbers is None or target is None:
-        raise ValueError("the reward function needs the dataset columns 'numbers' and 'target'")
+        raise ValueError("the reward function needs the dataset columns 'numbers' (or 'nums') and 'target'")
     if not (len(completions) == len(numbers) == len(target)):
         raise ValueError(
             f"got {len(completions)} completions but {len(numbers)} 'numbers' and {len(target)} 'target' entries"
@@ -116,12 +119,13 @@ def _rewards(config: RewardConfig, completions, numbers, target) -> list[float]:
     return rewards
 
 
-def countdown_reward(prompts, completions, numbers=None, target=None, **kwargs) -> list[float]:
+def countdown_reward(prompts, completions, numbers=None, target=None, nums=None, **kwargs) -> list[float]:
     """TRL reward function with the default :class:`RewardConfig`: 1.0 for a correct answer, else 0.0.
 
-    Extra keyword arguments that TRL passes (``completion_ids``, ``trainer_state``, other columns) are ignored.
+    ``nums`` is an alias of ``numbers``. Extra keyword arguments that TRL passes (``completion_ids``,
+    ``trainer_state``, other columns) are ignored.
     """
-    return _rewards(DEFAULT_CONFIG, completions, numbers, target)
+    return _rewards(DEFAULT_CONFIG, completions, numbers, target, nums)
 
 
 def make_reward_function(
@@ -132,8 +136,8 @@ def make_reward_function(
     if not isinstance(config, RewardConfig):
         raise TypeError(f"config must be a RewardConfig, got {type(config).__name__}")
 
-    def reward_function(prompts, completions, numbers=None, target=None, **kwargs) -> list[float]:
-        return _rewards(config, completions, numbers, target)
+    def reward_function(prompts, completions, numbers=None, target=None, nums=None, **kwargs) -> list[float]:
+        return _rewards(config, completions, numbers, target, nums)
 
     reward_function.__name__ = name
     reward_function.__qualname__ = name

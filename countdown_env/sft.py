@@ -131,6 +131,28 @@ def build_sft_dataset(n_numbers: int | Iterable[int] = (3,), size: int = 2000, *
     return Dataset.from_list(build_sft_records(n_numbers, size, **kwargs), features=sft_features())
 
 
+def write_sft_folder(records: list[dict[str, Any]], out_dir, settings: dict[str, Any] | None = None) -> str:
+    """The SFT folder layout, the same as a split folder's: ``sft.jsonl``, a ``DatasetDict`` ``{"train": ...}``
+    saved at the folder root (``datasets.load_from_disk(DIR)["train"]``) and a dataset card (``README.md``, so that
+    ``datasets.load_dataset(DIR)["train"]`` reads the jsonl). ``settings`` (the build arguments) go into the card.
+    Returns the jsonl's sha256. Refuses an existing non-empty folder (build into a fresh one)."""
+    from pathlib import Path
+
+    from datasets import DatasetDict
+
+    from .dataset_card import write_card
+    from .splits import records_to_dataset, write_jsonl
+
+    out = Path(out_dir)
+    if out.is_dir() and any(out.iterdir()):
+        raise FileExistsError(f"{out} exists and is not empty (give a fresh folder)")
+    out.mkdir(parents=True, exist_ok=True)
+    DatasetDict({"train": records_to_dataset(records, sft_features())}).save_to_disk(str(out))
+    digest = write_jsonl(records, out / "sft.jsonl")
+    write_card(out, settings, {"train": len(records)}, kind="sft", files={"train": "sft.jsonl"})
+    return digest
+
+
 __all__ = [
     "SFT_COLUMNS",
     "STYLES",
@@ -139,4 +161,5 @@ __all__ = [
     "build_sft_dataset",
     "build_sft_records",
     "sft_features",
+    "write_sft_folder",
 ]

@@ -65,14 +65,30 @@ class PuzzleSource:
             yield index, self.task.puzzle(index)
             index += 1
 
+    def reference_solution(self, index: int) -> str:
+        """One correct expression for puzzle ``index``: the generator's witness (the random expression its target
+        came from; no solution counting), else the solver's; ``""`` for an unsolvable puzzle."""
+        from countdown_env.solver import solve
+
+        generator = self.task.generator(self.task.n_numbers_at(index))
+        puzzle, solution, _ = generator._draw(index)
+        if solution is None:
+            solution = solve(
+                puzzle,
+                operators=self.task.operators,
+                use_all_numbers=self.task.use_all_numbers,
+                integer_intermediates=self.task.integer_intermediates,
+            )
+        return solution or ""
+
     def rows(self, count: int, start: int = 0) -> list[dict]:
-        """Dataset rows in the classic `verifiers` layout: ``prompt`` (chat messages), ``answer`` (empty: any
-        correct expression counts, the verifier needs no reference) and ``info`` (``numbers``, ``target``,
-        ``index``)."""
+        """Dataset rows in the classic `verifiers` layout: ``prompt`` (chat messages), ``answer`` (a reference
+        solution, :meth:`reference_solution`; any correct expression scores, the reference is for display and
+        for tools that expect the column filled) and ``info`` (``numbers``, ``target``, ``index``)."""
         return [
             {
                 "prompt": self.messages(puzzle),
-                "answer": "",
+                "answer": self.reference_solution(index),
                 "info": {"numbers": list(puzzle.numbers), "target": puzzle.target, "index": index},
             }
             for index, puzzle in self.puzzles(count, start)

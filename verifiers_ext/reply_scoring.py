@@ -51,10 +51,11 @@ def reply_text(completion: Any) -> str:
 
 
 def puzzle_from_info(info: Any) -> Puzzle:
-    """The puzzle of a dataset row's ``info`` (``numbers``, ``target``); a clear error when they are missing."""
-    if not isinstance(info, Mapping) or "numbers" not in info or "target" not in info:
-        raise ValueError(f"the row's info must hold 'numbers' and 'target', got {info!r}")
-    return Puzzle(tuple(info["numbers"]), info["target"])
+    """The puzzle of a dataset row's ``info`` (``numbers`` or ``nums``, ``target``); a clear error when they are
+    missing."""
+    if not isinstance(info, Mapping) or not ("numbers" in info or "nums" in info) or "target" not in info:
+        raise ValueError(f"the row's info must hold 'numbers' (or 'nums') and 'target', got {info!r}")
+    return Puzzle.from_dict(info)
 
 
 def score_reply(completion: Any, puzzle: Puzzle, config: RewardConfig) -> ScoredCompletion:

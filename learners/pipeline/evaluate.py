@@ -221,9 +221,17 @@ def load_rows(path: str | Path, limit: int | None = None) -> list[dict[str, Any]
         from countdown_env.splits import read_jsonl
 
         rows = read_jsonl(path)
+    rows = [_numbers_alias(r) for r in rows]
     if not rows or "numbers" not in rows[0] or "target" not in rows[0]:
-        raise ValueError(f"{path} has no rows with 'numbers' and 'target'")
+        raise ValueError(f"{path} has no rows with 'numbers' (or 'nums') and 'target'")
     return rows[:limit] if limit else rows
+
+
+def _numbers_alias(row: dict[str, Any]) -> dict[str, Any]:
+    """A row with ``nums`` (TinyZero's and the common Hub sets' name) gets it as ``numbers``."""
+    if "numbers" not in row and "nums" in row:
+        row = {"numbers": row["nums"], **{k: v for k, v in row.items() if k != "nums"}}
+    return row
 
 
 def prompt_token_ids(tokenizer, task, puzzles) -> list[list[int]]:

@@ -151,7 +151,7 @@ def build_warm_start(out: str | Path, recipe: WarmStartRecipe = RECIPE, *, log=p
     shutil.rmtree(work, ignore_errors=True)
     task = tiny_task()
     start = time.perf_counter()
-    exclude = [(tuple(sorted(r["numbers"])), r["target"]) for r in load_eval_set(EVAL_SET)]
+    exclude = [(tuple(sorted(r["numbers"])), r["target"]) for r in load_eval_set(EVAL_SET, as_dataset=False)]
     exclude += [(tuple(sorted(p.numbers)), p.target) for p in group_puzzles(task, 64)]
     records = sft_records(recipe, task, exclude)
     log(f"{len(records)} SFT traces ({time.perf_counter() - start:.0f} s)")
@@ -238,7 +238,8 @@ def measure_warm_start(
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     tokenizer = load_tokenizer(model_dir)
     task = model_task(model_dir) or tiny_task()
-    rows = load_eval_set(EVAL_SET)[:eval_limit] if eval_limit else load_eval_set(EVAL_SET)
+    rows = load_eval_set(EVAL_SET, as_dataset=False)
+    rows = rows[:eval_limit] if eval_limit else rows
     backend = HFBackend(model, tokenizer, batch_size=64, device="cpu")
     common = dict(task=task, max_new_tokens=max_new_tokens, seed=0)
     sampled = evaluate(backend, tokenizer, rows, samples=4, temperature=0.8, **common)["overall"]
