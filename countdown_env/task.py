@@ -11,7 +11,12 @@ A task is four things, written once and serialisable (``to_dict`` / ``from_dict`
   alike, so a puzzle is always asked and graded under the rules it was generated for;
 - the prompt template (``"default"``, ``"tinyzero"``, ``"compact"``; :data:`countdown_env.prompts.TEMPLATES`);
 - reward settings: the answer/reasoning tags come from the template, plus ``format_bonus``:
-  ``reward = 1[correct] + format_bonus * 1[format ok]`` (:func:`countdown_env.rewards.score_completion`).
+  ``reward = 1[correct] + format_bonus * 1[format ok]`` (:func:`countdown_env.rewards.score_completion`);
+- turns: ``max_turns`` answers per episode (default 1: the first answer ends it). A wrong or malformed answer
+  before the last turn is answered with a feedback message built from the verifier's verdict in the
+  ``feedback`` template (:mod:`countdown_env.feedback`: the value reached, the numbers misused, why it could not
+  be read; never a solution), and the episode's reward is ``turn_discount ** (t - 1) * score`` of the answer
+  that ended it at turn ``t`` (:meth:`CountdownTask.turn_reward`).
 
 Puzzle ``i`` of a task is ``task.generator(task.n_numbers_at(i))[i]``: for an int ``n_numbers`` exactly
 ``PuzzleGenerator(n, ..., seed=seed)[i]``; for mixed counts the count of index ``i`` is drawn from its own
@@ -37,6 +42,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .feedback import FeedbackTemplate, get_feedback_template
+from .feedback import feedback_text as _feedback_text
 from .prompts import PromptTemplate, chat_messages, get_template
 from .prompts import format_completion as _format_completion
 from .prompts import prompt_text as _prompt_text
@@ -45,6 +52,7 @@ from .rewards import RewardConfig, ScoredCompletion, make_reward_function, score
 
 if TYPE_CHECKING:
     from .generator import GeneratedPuzzle, PuzzleGenerator
+    from .verifier import Verification
 
 TASK_FILE = "countdown_task.json"
 """The file :meth:`CountdownTask.save` writes in a folder (a checkpoint, a split)."""
@@ -56,6 +64,9 @@ generator's ``default_rng([seed, index])`` stream."""
 TARGET_MODES = ("expression", "uniform")
 
 NumberCounts = int | tuple[int, int] | tuple[tuple[int, float], ...]
+
+MAX_TURNS = 64
+"""Largest ``max_turns`` a task accepts (a bound on the token MDP's observation length)."""
 
 
 def _is_int(value: Any) -> bool:
@@ -136,6 +147,9 @@ class CountdownTask:
     integer_intermediates: bool = False
     template: str = "default"
     format_bonus: float = 0.0
+    max_turns: int = 1
+    turn_discount: float = 1.0
+    feedback: str = "default"
 
     def __post_init__(self) -> None:
         from .solver import MAX_COUNT_NUMBERS, MAX_SOLVE_NUMBERS, check_operators
@@ -170,6 +184,17 @@ class CountdownTask:
         get_template(self.template)  # one-line ValueError naming the known templates
         RewardConfig(format_bonus=self.format_bonus)  # one-line ValueError for a non-finite bonus
         set_field(self, "format_bonus", float(self.format_bonus))
+        max_turns = _integral(self.max_turns)
+        if not _is_int(max_turns) or not 1 <= max_turns <= MAX_TURNS:
+            raise ValueError(f"max_turns must be an integer in [1, {MAX_TURNS}], got {self.max_turns!r}")
+        set_field(self, "max_turns", int(max_turns))
+        discount = self.turn_discount
+        if isinstance(discount, bool) or not isinstance(discount, (int, float)) or not 0 < discount <= 1:
+            raise ValueError(f"turn_discount must be a number in (0, 1], got {discount!r}")
+        set_field(self, "turn_discount", float(discount))
+        if not isinstance(self.feedback, str):
+            raise ValueError(f"feedback must be a feedback template name, got {type(self.feedback).__name__}")
+        get_feedback_template(self.feedback)  # one-line ValueError naming the known feedback templates
         set_field(self, "_generators", {})  # count -> PuzzleGenerator, built on first use
 
     # -- number counts --------------------------------------------------------------------------------------
@@ -261,6 +286,29 @@ class CountdownTask:
         """A TRL reward function ``f(prompts, completions, numbers, target, **kw) -> list[float]`` scoring with
         this task's tags, rules and bonus; its ``__name__`` is ``"countdown_reward"``."""
         return make_reward_function(self.reward_config, name="countdown_reward")
+
+    # -- turns ----------------------------------------------------------------------------------------------
+    @property
+    def feedback_template(self) -> FeedbackTemplate:
+        return get_feedback_template(self.feedback)
+
+    def feedback_text(self, verification: Verification, puzzle: Puzzle, turn: int) -> str:
+        """The message answering a failed ``turn`` (1-based, ``turn < max_turns``): the verifier's verdict in the
+        task's feedback template and the attempts left. Built from the verdict only: never a solution."""
+        if not 1 <= turn < self.max_turns:
+            raise ValueError(f"feedback follows a turn in [1, {self.max_turns - 1}], got {turn}")
+        return _feedback_text(
+            verification,
+            puzzle,
+            self.feedback_template,
+            turns_left=self.max_turns - turn,
+            answer_tag=self.prompt_template.answer_tag,
+        )
+
+    def turn_reward(self, reward: float, turn: int) -> float:
+        """The episode reward when the answer of ``turn`` (1-based) ended it with score ``reward``:
+        ``turn_discount ** (turn - 1) * reward`` (exactly ``reward`` at turn 1)."""
+        return float(reward) if turn == 1 else float(reward) * self.turn_discount ** (turn - 1)
 
     # -- serialisation --------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

@@ -46,6 +46,10 @@ class Trajectory:
         format_ok: whether the completion follows the template's tag format.
         truncated: True when the episode hit ``max_new_tokens`` without an EOS/stop id.
         logprobs: optional per-token log-probabilities aligned with ``completion_ids`` (float64).
+        env_mask: optional 0/1 int64 mask aligned with ``completion_ids``: 1 on the policy's ids, 0 on ids the
+            environment inserted (feedback between turns); ``None`` means every id is the policy's.
+        turns: how many answers (turns) the episode took; ``completion_text``, ``verification`` and
+            ``format_ok`` are those of the last one when ``turns > 1``.
 
     Arrays are read-only. Equality compares every field (arrays element-wise).
     """
@@ -59,6 +63,8 @@ class Trajectory:
     format_ok: bool
     truncated: bool
     logprobs: np.ndarray | None = None
+    env_mask: np.ndarray | None = None
+    turns: int = 1
 
     @property
     def token_rewards(self) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""``Countdown-v0``: the Countdown puzzle as a one-step, text-level Gymnasium environment."""
+"""``Countdown-v0``: the Countdown puzzle as a text-level Gymnasium environment (one answer per step; one step per
+episode unless the task allows several turns)."""
 
 from __future__ import annotations
 
@@ -46,9 +47,14 @@ class CountdownEnv(gym.Env[str, str]):
     ## Description
 
     Given numbers and a target, write an expression with ``+ - * /`` and parentheses that equals the target,
-    each number used at most once (exactly once with ``use_all_numbers=True``). Each episode is one puzzle and
-    one step: the agent reads the prompt and answers once. The answer is read from the last
-    ``<solution>…</solution>`` block (the template's answer tag) and checked by the safe verifier.
+    each number used at most once (exactly once with ``use_all_numbers=True``). Each episode is one puzzle; each
+    step is one answer. The answer is read from the last ``<solution>…</solution>`` block (the template's answer
+    tag) and checked by the safe verifier.
+
+    With ``task.max_turns = 1`` (the default) the episode is one step. With ``max_turns = N > 1`` a wrong or
+    malformed answer before turn ``N`` does not end the episode: the next observation is a feedback message built
+    from the verifier's verdict (``task.feedback_text``: the value the answer reached, the numbers it misused, why
+    it could not be read, and the attempts left; never a solution), and the agent answers again.
 
     ## Action Space
 
@@ -60,13 +66,18 @@ class CountdownEnv(gym.Env[str, str]):
 
     ``Text(65536)`` over printable ASCII plus the template's characters: the whole prompt as one plain string
     (system turn, blank line, user turn; see :func:`countdown_env.prompts.prompt_text`). The chat form is in
-    ``info["messages"]``. The observation after the step is the same prompt.
+    ``info["messages"]``. After a failed turn that does not end the episode the observation is the feedback
+    message, and ``info["messages"]`` is the whole conversation so far (prompt, each answer as an assistant turn,
+    each feedback as a user turn), ready for ``apply_chat_template``. The observation after the episode's last
+    step is the prompt again.
 
     ## Rewards
 
     ``task.score`` (:func:`countdown_env.rewards.score_completion` with the task's tags and rules): 1.0 for a
     correct answer, else 0.0, plus ``format_bonus`` when the response follows the template's tag format. Rewards
     come only from there, so this env and a trainer's reward function (``task.reward_function()``) agree.
+    Over several turns, the step that ends the episode at turn ``t`` (a correct answer, or the last turn) earns
+    ``task.turn_reward(score, t) = turn_discount ** (t - 1) * score``; the steps before it earn 0.0.
 
     ## Starting State
 
@@ -77,9 +88,10 @@ class CountdownEnv(gym.Env[str, str]):
 
     ## Episode End
 
-    Every episode terminates after its one step (``terminated=True``, never truncated). Stepping again before
-    ``reset`` raises ``RuntimeError``. Step ``info``: ``verification`` (a
-    :class:`~countdown_env.verifier.Verification`), ``format_ok``, ``puzzle``, ``index``.
+    An episode terminates at a correct answer or after ``task.max_turns`` answers (default 1: after its one
+    step); it is never truncated. Stepping again before ``reset`` raises ``RuntimeError``. Step ``info``:
+    ``verification`` (a :class:`~countdown_env.verifier.Verification`), ``format_ok``, ``puzzle``, ``index``,
+    ``turn`` (1-based), and after a failed turn that continues, ``feedback`` and ``messages``.
 
     ## Arguments
 
@@ -89,6 +101,8 @@ class CountdownEnv(gym.Env[str, str]):
     - ``template``: ``"default"`` (``<reasoning>``/``<solution>``), ``"tinyzero"`` (``<think>``/``<answer>``) or
       ``"compact"`` (numbers and target only, the default's tags).
     - ``format_bonus``: added to the reward when the format is right (default 0.0).
+    - ``max_turns``, ``turn_discount``, ``feedback``: answers per episode, the per-turn reward discount and the
+      feedback template (see Description and Rewards).
     - ``use_all_numbers``, ``integer_intermediates``: the rules; they set the prompt, the verifier and the
       generator alike.
     - generator settings (``n_numbers`` — an int, a ``(lo, hi)`` range or weights —, ``value_range``,
@@ -134,13 +148,16 @@ class CountdownEnv(gym.Env[str, str]):
         self.reward_config = self.task.reward_config
         self.use_all_numbers = self.task.use_all_numbers
         self.render_mode = render_mode
-        charset = text_charset(self.template.system, self.template.user)
+        feedback = self.task.feedback_template
+        charset = text_charset(self.template.system, self.template.user, *vars(feedback).values())
         self.observation_space = PromptText(MAX_PROMPT_CHARS, min_length=1, charset=charset)
         self.action_space = spaces.Text(int(max_response_chars), min_length=0, charset=text_charset())
         self._puzzle: Puzzle | None = None
         self._index: int | None = None
         self._prompt: str = ""
         self._response: str | None = None
+        self._messages: list[dict[str, str]] = []
+        self._turn = 0
         self._done = True
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
@@ -148,27 +165,42 @@ class CountdownEnv(gym.Env[str, str]):
         self._puzzle, self._index = self.source.select(self.np_random, options)
         self._prompt = self.task.prompt_text(self._puzzle)
         self._response = None
+        self._turn = 0
         self._done = False
-        messages = self.task.messages(self._puzzle)
+        self._messages = self.task.messages(self._puzzle)
+        messages = [dict(m) for m in self._messages]
         return self._prompt, {"puzzle": self._puzzle, "index": self._index, "messages": messages}
 
     def step(self, action: str | Sequence[Mapping[str, str]]) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self._puzzle is None:
             raise RuntimeError("Countdown-v0: call reset() before step()")
         if self._done:
-            raise RuntimeError("Countdown-v0: the episode has terminated (one step per puzzle); call reset()")
+            raise RuntimeError("Countdown-v0: the episode has terminated; call reset()")
         self._response = response_text(action)
         scored = self.task.score(self._response, self._puzzle)
-        self._done = True
+        self._turn += 1
         info = {
             "verification": scored.verification,
             "format_ok": bool(scored.format_ok),
             "puzzle": self._puzzle,
             "index": self._index,
+            "turn": self._turn,
         }
-        return self._prompt, float(scored.reward), True, False, info
+        if scored.verification.correct or self._turn >= self.task.max_turns:
+            self._done = True
+            return self._prompt, self.task.turn_reward(scored.reward, self._turn), True, False, info
+        feedback = self.task.feedback_text(scored.verification, self._puzzle, self._turn)
+        self._messages += [{"role": "assistant", "content": self._response}, {"role": "user", "content": feedback}]
+        info["feedback"] = feedback
+        info["messages"] = [dict(m) for m in self._messages]
+        return feedback, 0.0, False, False, info
 
     def render(self) -> str | None:
         if self.render_mode != "ansi":
             return None
-        return self._prompt if self._response is None else f"{self._prompt}\n\n{self._response}"
+        if self._response is None:
+            return self._prompt
+        turns = [m["content"] for m in self._messages[len(self.task.messages(self._puzzle)) :]]
+        if self._done:
+            turns.append(self._response)
+        return "\n\n".join([self._prompt, *turns])

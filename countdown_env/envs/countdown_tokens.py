@@ -14,7 +14,7 @@ from ..task import CountdownTask
 from ..trajectory import TRUNCATION_REWARDS, Trajectory, score_trajectories, stop_id_set
 from .puzzle_source import episode_task
 from .shared_observations import TokenSequence
-from .tokenizer_adapter import encode_text, render_chat, uses_chat_template, vocab_size_of
+from .tokenizer_adapter import encode_text, feedback_suffix_text, render_chat, uses_chat_template, vocab_size_of
 
 PROMPT_CACHE_SIZE = 4096
 """Tokenized prompts kept per env (GRPO groups reset to the same puzzle many times)."""
@@ -22,6 +22,9 @@ PROMPT_CACHE_SIZE = 4096
 MAX_PROMPT_TOKENS = 4096
 """Default bound on a prompt's token count (Countdown prompts are a few hundred tokens); with ``max_new_tokens``
 it bounds the observation length, which async vector envs need to share observations in memory."""
+
+MAX_FEEDBACK_TOKENS = 256
+"""Default bound on the ids of one feedback insertion (multi-turn tasks)."""
 
 
 class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
@@ -36,6 +39,13 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
     :func:`countdown_env.trajectory.score_trajectories`, the same function a trainer's reward uses. Decoded
     text is never re-tokenized.
 
+    Several turns (``task.max_turns = N > 1``): when a turn ends (EOS/stop id) with a wrong or malformed answer
+    before turn ``N``, the env scores that turn and appends the feedback ids itself (the verifier's verdict,
+    ``task.feedback_text``, rendered as a user turn by the chat template and followed by the next assistant
+    turn's opening, or between blank lines without a template), and the policy continues from there. Each turn
+    has its own ``max_new_tokens`` budget. The feedback ids are environment tokens, not actions: the final
+    trajectory's ``env_mask`` is 0 on them (TRL's ``env_mask``/``tool_mask`` convention).
+
     ## Action Space
 
     ``Discrete(vocab_size)`` (int64): one token id per step. ``step`` also takes a chunk: a 1-D integer array,
@@ -47,7 +57,8 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
 
     ## Observation Space
 
-    ``TokenSequence(vocab_size, max_length=max_prompt_tokens + max_new_tokens)``, a
+    ``TokenSequence(vocab_size, max_length=max_prompt_tokens + max_turns * max_new_tokens
+    + (max_turns - 1) * max_feedback_tokens)``, a
     ``Sequence(Discrete(vocab_size), stack=True)`` of bounded length: a 1-D int64 array of the token ids so far
     (prompt, then completion). A new array each step by default; with ``copy_observations=False`` a read-only view
     of the episode's buffer (zero copy, still valid after later steps since each episode gets a fresh buffer), which
@@ -60,7 +71,9 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
     ``format_bonus`` for the right format); a truncated episode gets 0.0 (``truncation_reward="zero"``) or its
     score (``"score"``). The per-token reward vector (the reward on the last token) is
     ``info["trajectory"].token_rewards``; it is not an ``info`` entry of its own because Gymnasium's vector envs
-    batch ``info`` arrays into one fixed shape, and completions differ in length.
+    batch ``info`` arrays into one fixed shape, and completions differ in length. Over several turns the last
+    step's reward is ``task.turn_reward(score, t)`` for the turn ``t`` that ended the episode (the discount
+    ``turn_discount ** (t - 1)``, also on a truncated turn's score).
 
     ## Starting State
 
@@ -73,11 +86,15 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
 
     - Termination: the appended id is the tokenizer's ``eos_token_id`` (int or list) or one of ``stop_ids``.
       That id is part of the completion ids, not of the decoded text.
-    - Truncation: ``max_new_tokens`` ids appended without an EOS/stop id.
+    - Truncation: ``max_new_tokens`` ids appended in one turn without an EOS/stop id (this ends the episode
+      whatever turns are left).
+    - Several turns: termination needs a correct answer or the last turn's EOS/stop id.
 
-    Final ``info``: ``prompt_length``, ``completion`` (decoded text), ``verification``, ``format_ok``,
-    ``trajectory`` (the :class:`~countdown_env.trajectory.Trajectory`), ``puzzle``,
-    ``index``, ``ignored_tokens``. Intermediate steps return an empty ``info``.
+    Final ``info``: ``prompt_length``, ``completion`` (decoded text of the last turn), ``verification``,
+    ``format_ok`` (both of the last turn), ``trajectory`` (the :class:`~countdown_env.trajectory.Trajectory`),
+    ``puzzle``, ``index``, ``ignored_tokens``, ``turn``. A step that ends a failed turn and continues returns
+    ``info`` with ``turn``, ``verification``, ``feedback`` (text) and ``feedback_length`` (ids appended); other
+    intermediate steps return an empty ``info``.
 
     ## Arguments
 
@@ -92,6 +109,7 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
     - ``use_chat_template``: True/False to force, None (default) to use it when available.
     - ``copy_observations``: see Observation Space (default True).
     - ``max_prompt_tokens``: the longest prompt allowed (default 4096; a longer one raises ``ValueError`` at reset).
+    - ``max_feedback_tokens``: the longest feedback insertion allowed (default 256; longer raises ``ValueError``).
     - ``task`` or its fields as keywords, ``generator``, ``puzzles``: as ``Countdown-v0``.
     - ``render_mode``: None or ``"ansi"`` (``render()`` decodes the whole sequence so far).
 
@@ -120,6 +138,7 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
         use_chat_template: bool | None = None,
         copy_observations: bool = True,
         max_prompt_tokens: int = MAX_PROMPT_TOKENS,
+        max_feedback_tokens: int = MAX_FEEDBACK_TOKENS,
         task: CountdownTask | None = None,
         generator: Any = None,
         puzzles: Sequence[Puzzle | Mapping[str, Any]] | None = None,
@@ -136,6 +155,12 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
             raise ValueError(f"max_prompt_tokens must be a positive integer, got {max_prompt_tokens!r}")
         if max_prompt_tokens < 1:
             raise ValueError(f"max_prompt_tokens must be a positive integer, got {max_prompt_tokens!r}")
+        if (
+            isinstance(max_feedback_tokens, bool)
+            or not isinstance(max_feedback_tokens, (int, np.integer))
+            or max_feedback_tokens < 1
+        ):
+            raise ValueError(f"max_feedback_tokens must be a positive integer, got {max_feedback_tokens!r}")
         if truncation_reward not in TRUNCATION_REWARDS:
             raise ValueError(f"truncation_reward must be one of {TRUNCATION_REWARDS}, got {truncation_reward!r}")
         self.tokenizer = tokenizer
@@ -152,14 +177,21 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
         self.copy_observations = bool(copy_observations)
 
         self.max_prompt_tokens = int(max_prompt_tokens)
+        self.max_feedback_tokens = int(max_feedback_tokens)
         self.task, self.source = episode_task(task, generator, puzzles, task_fields, "CountdownTokens-v0")
+        self.max_turns = self.task.max_turns
         self.template = self.task.prompt_template
         self.reward_config = self.task.reward_config
         self.use_all_numbers = self.task.use_all_numbers
         self.render_mode = render_mode
 
         self.action_space = spaces.Discrete(self.vocab_size)
-        self.observation_space = TokenSequence(self.vocab_size, self.max_prompt_tokens + self.max_new_tokens)
+        self.max_length = (
+            self.max_prompt_tokens
+            + self.max_turns * self.max_new_tokens
+            + (self.max_turns - 1) * self.max_feedback_tokens
+        )
+        self.observation_space = TokenSequence(self.vocab_size, self.max_length)
 
         self._prompt_cache: dict[Puzzle, np.ndarray] = {}
         self._buffer: np.ndarray | None = None
@@ -169,6 +201,11 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
         self._done = True
         self._puzzle: Puzzle | None = None
         self._index: int | None = None
+        # Several turns: the current turn (1-based), where it started, which ids the env inserted, ids ignored.
+        self._turn = 1
+        self._turn_start = 0
+        self._env_mask: np.ndarray | None = None
+        self._ignored = 0
 
     # -- prompt -------------------------------------------------------------------------------------------------
     def prompt_ids(self, puzzle: Puzzle) -> np.ndarray:
@@ -201,9 +238,14 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
         self._prompt_length = len(prompt)
         self._end = self._prompt_length + self.max_new_tokens
         # A fresh buffer per episode: views handed out for an earlier episode stay valid.
-        self._buffer = np.empty(self._end, dtype=np.int64)
+        size = self._end if self.max_turns == 1 else self._prompt_length + self.max_length - self.max_prompt_tokens
+        self._buffer = np.empty(size, dtype=np.int64)
         self._buffer[: self._prompt_length] = prompt
         self._length = self._prompt_length
+        self._turn = 1
+        self._turn_start = self._prompt_length
+        self._env_mask = None if self.max_turns == 1 else np.ones(size, dtype=np.int64)
+        self._ignored = 0
         self._done = False
         info = {
             "puzzle": self._puzzle,
@@ -221,6 +263,11 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
         if isinstance(action, (int, np.integer)) and not isinstance(action, (bool, np.bool_)):
             return self._append_one(int(action))
         return self._append_chunk(self._as_chunk(action))
+
+    @property
+    def tokens_left_in_turn(self) -> int:
+        """Ids the current turn may still append before it is truncated (0 once the episode ended)."""
+        return 0 if self._done else self._end - self._length
 
     def render(self) -> str | None:
         if self.render_mode != "ansi" or self._buffer is None:
@@ -288,6 +335,8 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
         return self._observation(), 0.0, False, False, {}
 
     def _finish(self, terminated: bool, truncated: bool, ignored: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        if self.max_turns > 1:
+            return self._end_turn(terminated, truncated, ignored)
         self._done = True
         trajectory: Trajectory = score_trajectories(
             [self._puzzle],
@@ -308,5 +357,75 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
             "puzzle": self._puzzle,
             "index": self._index,
             "ignored_tokens": ignored,
+        }
+        return self._observation(), trajectory.reward, terminated, truncated, info
+
+    # -- several turns ------------------------------------------------------------------------------------------
+    def _end_turn(self, terminated: bool, truncated: bool, ignored: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        """A turn ended: finish the episode (correct, last turn or truncated) or append the feedback and go on."""
+        self._ignored += ignored
+        turn: Trajectory = score_trajectories(
+            [self._puzzle],
+            [self._buffer[self._turn_start : self._length]],
+            self.tokenizer,
+            reward_config=self.reward_config,
+            max_new_tokens=self.max_new_tokens,
+            stop_ids=list(self.stop_ids),
+            truncation_reward=self.truncation_reward,
+        )[0]
+        if truncated or turn.verification.correct or self._turn >= self.max_turns:
+            return self._finish_turns(turn, terminated, truncated)
+        feedback = self.task.feedback_text(turn.verification, self._puzzle, self._turn)
+        text = feedback_suffix_text(self.tokenizer, feedback, self.use_chat_template)
+        ids = encode_text(self.tokenizer, text)
+        if len(ids) > self.max_feedback_tokens:
+            raise ValueError(f"the feedback has {len(ids)} tokens, max_feedback_tokens is {self.max_feedback_tokens}")
+        if len(ids) and int(ids.max()) >= self.vocab_size:
+            raise ValueError(f"the tokenizer encoded the feedback to id {int(ids.max())} >= vocab_size")
+        start = self._length
+        self._buffer[start : start + len(ids)] = ids
+        self._env_mask[start : start + len(ids)] = 0
+        self._length += len(ids)
+        info = {
+            "turn": self._turn,
+            "verification": turn.verification,
+            "feedback": feedback,
+            "feedback_length": len(ids),
+        }
+        self._turn += 1
+        self._turn_start = self._length
+        self._end = self._length + self.max_new_tokens
+        return self._observation(), 0.0, False, False, info
+
+    def _finish_turns(self, last: Trajectory, terminated: bool, truncated: bool) -> tuple:
+        self._done = True
+        completion = self._buffer[self._prompt_length : self._length].copy()
+        mask = self._env_mask[self._prompt_length : self._length].copy()
+        completion.flags.writeable = False
+        mask.flags.writeable = False
+        prompt = self._buffer[: self._prompt_length].copy()
+        prompt.flags.writeable = False
+        trajectory = Trajectory(
+            puzzle=self._puzzle,
+            prompt_ids=prompt,
+            completion_ids=completion,
+            completion_text=last.completion_text,
+            reward=self.task.turn_reward(last.reward, self._turn),
+            verification=last.verification,
+            format_ok=last.format_ok,
+            truncated=last.truncated,
+            env_mask=mask,
+            turns=self._turn,
+        )
+        info = {
+            "prompt_length": self._prompt_length,
+            "completion": trajectory.completion_text,
+            "verification": trajectory.verification,
+            "format_ok": trajectory.format_ok,
+            "trajectory": trajectory,
+            "puzzle": self._puzzle,
+            "index": self._index,
+            "ignored_tokens": self._ignored,
+            "turn": self._turn,
         }
         return self._observation(), trajectory.reward, terminated, truncated, info

@@ -70,3 +70,25 @@ def render_chat(tokenizer: Any, messages: list[dict[str, str]]) -> str:
     if not isinstance(rendered, str):
         raise TypeError(f"apply_chat_template(tokenize=False) must return str, got {type(rendered).__name__}")
     return rendered
+
+
+def feedback_suffix_text(tokenizer: Any, feedback: str, use_chat_template: bool) -> str:
+    """The text the env inserts after an assistant turn's end-of-turn id to ask again with ``feedback``.
+
+    With a chat template: what the template renders between the end of an assistant turn (its last end-of-turn
+    marker, the tokenizer's ``eos_token``) and the next assistant turn's opening, with ``feedback`` as the user
+    turn in between (as TRL computes a tool response's suffix). Without one: the feedback between blank lines.
+    """
+    if not use_chat_template:
+        return f"\n\n{feedback}\n\n"
+    turn = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]
+    prefix = tokenizer.apply_chat_template(turn, tokenize=False)
+    full = tokenizer.apply_chat_template(
+        [*turn, {"role": "user", "content": feedback}], tokenize=False, add_generation_prompt=True
+    )
+    eos = getattr(tokenizer, "eos_token", None)
+    if isinstance(eos, str) and eos and eos in prefix:
+        prefix = prefix[: prefix.rindex(eos) + len(eos)]
+    if not (isinstance(prefix, str) and isinstance(full, str) and full.startswith(prefix)):
+        raise ValueError("the chat template does not render an earlier assistant turn as a prefix of the next turn")
+    return full[len(prefix) :]
