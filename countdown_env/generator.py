@@ -27,6 +27,14 @@ draw), exact distribution.
 ``require_solvable=False`` draws a uniform target and does not check it (``solution`` is then ``None``).
 ``min_solutions``/``max_solutions`` redraw until ``count_solutions`` (same options) lies in range (slower).
 
+Settings that cannot be met fail fast with :class:`UnsatisfiableSettings` (a ``ValueError`` naming the setting):
+a target range beyond any value the numbers can reach is refused at once (``|value| <= 2**(n-1) * high**n`` for
+``n`` numbers of at most ``high``); otherwise, on first use, a probe on its own random stream (it does not change
+any puzzle) draws a fixed number of candidates, scaled by the cost of one ``solve``/``count_solutions`` at this
+size so that the probe takes about a second at most, and refuses settings that none of them meets (a setting met
+by none of the probe's draws is unreachable or too rare to be practical). The search for one puzzle is bounded by
+attempts too (:data:`_MAX_DRAWS` number draws).
+
 Difficulty labels (``difficulty_label``) come from the number of distinct solutions (``solver.count_solutions``;
 see there for what counts as distinct) with thresholds per ``n_numbers`` in ``DIFFICULTY_THRESHOLDS``.
 """
@@ -61,6 +69,33 @@ numbers the 6-number thresholds apply."""
 _TRIES_PER_NUMBERS = 32
 _UNIFORM_TRIES_PER_NUMBERS = 64
 _MAX_DRAWS = 2_000  # then the options are declared unsatisfiable (clear error, no hang)
+
+PROBE_STREAM = 0x70726F6265
+"""Second word of the probe's seed (``default_rng([seed, PROBE_STREAM])``): never a puzzle index's stream."""
+
+_SOLVE_MS = {1: 0.1, 2: 0.5, 3: 0.6, 4: 1.0, 5: 1.5, 6: 13.0, 7: 200.0, 8: 2000.0}
+_COUNT_MS = {1: 0.1, 2: 0.3, 3: 0.8, 4: 3.0, 5: 20.0, 6: 60.0}
+"""Measured worst-case milliseconds of one solve (target out of reach) and one count (numbers 1..100), one core;
+they size the probe, deterministically (a budget of attempts, not of time)."""
+
+_PROBE_MS = 800.0
+
+
+class UnsatisfiableSettings(ValueError):
+    """Generator settings that no puzzle (or none in a practical number of draws) can meet."""
+
+
+def reach_bound(n_numbers: int, high: int, operators: str = "+-*/") -> int:
+    """An upper bound on ``|value|`` of any expression over at most ``n_numbers`` numbers of at most ``high``:
+    ``n * high`` with ``+ -`` only, else ``2**(n-1) * high**n`` (numerator and denominator of every subexpression
+    over k numbers are at most ``2**(k-1)`` times their product)."""
+    if not set(operators) & {"*", "/"}:
+        return n_numbers * high
+    return 2 ** (n_numbers - 1) * max(high, 1) ** n_numbers
+
+
+def _probe_attempts(table: dict[int, float], n: int, least: int) -> int:
+    return max(least, int(_PROBE_MS / table.get(n, max(table.values()))))
 
 
 def difficulty_label(num_solutions: int, n_numbers: int) -> str:
@@ -156,15 +191,17 @@ class PuzzleGenerator:
         self._check_index(start)
         return [self._draw(i)[0] for i in range(start, start + n)]
 
-    def record(self, index: int) -> GeneratedPuzzle:
-        """``gen[index]`` with a solution, its solution count and difficulty label."""
+    def record(self, index: int, count: bool = True) -> GeneratedPuzzle:
+        """``gen[index]`` with a solution, its solution count and difficulty label (``count=False``: without the
+        count and label, unless the settings' own solution-count filter computed them)."""
         index = self._check_index(index)
         if self._mixed:
-            return self.task.record(index)
+            return self.task.generator(self.task.n_numbers_at(index)).record(index, count=count)
+        want_count = count
         puzzle, solution, count = self._draw(index)
         if self.require_solvable and solution is None:
             solution = self._solve(puzzle)
-        if count is None and self.n_numbers <= solver.MAX_COUNT_NUMBERS:
+        if want_count and count is None and self.n_numbers <= solver.MAX_COUNT_NUMBERS:
             count = self._count(puzzle)
         if solution is None and count:
             solution = self._solve(puzzle)
@@ -193,21 +230,99 @@ class PuzzleGenerator:
     def _count(self, puzzle: Puzzle) -> int:
         return solver.count_solutions(puzzle, **self._options())
 
+    def _count_bounds(self) -> tuple[int, float]:
+        low = self.min_solutions if self.min_solutions is not None else 0
+        high = self.max_solutions if self.max_solutions is not None else math.inf
+        return low, high
+
+    def _settings(self, *names: str) -> str:
+        return ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+
+    def check_satisfiable(self) -> None:
+        """Raise :class:`UnsatisfiableSettings` (naming the setting) when the settings cannot be met: at once for a
+        target range out of reach, else when none of a fixed number of probe draws (about a second at most) meets
+        them. Runs once, on the first draw; the probe has its own random stream."""
+        counting = self.min_solutions is not None or self.max_solutions is not None
+        if getattr(self, "_checked", False) or self._mixed or not (self.require_solvable or counting):
+            self._checked = True
+            return
+        rng = np.random.default_rng([self.seed, PROBE_STREAM])
+        n = self.n_numbers
+        if self.require_solvable:
+            self._check_targets(rng)
+        if self.min_solutions is not None or self.max_solutions is not None:
+            low, high = self._count_bounds()
+            attempts = _probe_attempts(_COUNT_MS, n, 8)
+            seen = []
+            for _ in range(attempts):
+                puzzle, _ = self._draw_candidate(rng)
+                count = self._count(puzzle)
+                if low <= count <= high:
+                    break
+                seen.append(count)
+            else:
+                raise UnsatisfiableSettings(
+                    f"{self._settings('min_solutions', 'max_solutions')} is met by none of {attempts} probe puzzles "
+                    f"(their solution counts: {min(seen)}..{max(seen)}; n_numbers={n}, value_range="
+                    f"{self.value_range}, target_range={self.target_range}): unreachable or too rare"
+                )
+        self._checked = True
+
+    def _check_targets(self, rng: np.random.Generator) -> None:
+        n, (_, v_hi), (t_lo, t_hi) = self.n_numbers, self.value_range, self.target_range
+        bound = reach_bound(n, v_hi, self.operators)
+        if t_lo > bound:
+            raise UnsatisfiableSettings(
+                f"target_range={self.target_range} cannot be reached: {n} numbers of at most {v_hi} "
+                f"(value_range={self.value_range}, operators {self.operators!r}) make values of at most {bound}"
+            )
+        candidates: list[Puzzle] = []
+        if self.target_mode == "uniform":
+            attempts = _probe_attempts(_SOLVE_MS, n, 4)
+            for _ in range(attempts):
+                puzzle = Puzzle(self._draw_numbers(rng), int(rng.integers(t_lo, t_hi + 1)))
+                if self._solve(puzzle) is not None:
+                    candidates.append(puzzle)
+                    break
+        else:
+            attempts = 256 * _TRIES_PER_NUMBERS
+            for _ in range(256):
+                numbers = self._draw_numbers(rng)
+                for _ in range(_TRIES_PER_NUMBERS):
+                    found = _random_expression(
+                        numbers, rng, self._op_list, self.use_all_numbers, self.integer_intermediates, t_lo, t_hi
+                    )
+                    if found is not None:
+                        candidates.append(Puzzle(numbers, found[0]))
+                        break
+                if candidates:
+                    break
+        if not candidates:
+            rules = ("use_all_numbers", "integer_intermediates", "operators")
+            raise UnsatisfiableSettings(
+                f"target_range={self.target_range} is not met by any of {attempts} probe puzzles "
+                f"({self._settings('target_mode', 'n_numbers', 'value_range', *rules)}): widen target_range or "
+                "value_range"
+            )
+
     def _draw(self, index: int) -> tuple[Puzzle, str | None, int | None]:
         if self._mixed:
             return self.task.generator(self.task.n_numbers_at(index))._draw(index)
+        self.check_satisfiable()
         rng = np.random.default_rng([self.seed, index])
         counting = self.min_solutions is not None or self.max_solutions is not None
+        low, high = self._count_bounds()
         for _ in range(_MAX_DRAWS):
             puzzle, solution = self._draw_candidate(rng)
             if not counting:
                 return puzzle, solution, None
             count = self._count(puzzle)
-            low = self.min_solutions if self.min_solutions is not None else 0
-            high = self.max_solutions if self.max_solutions is not None else math.inf
             if low <= count <= high:
                 return puzzle, solution, count
-        raise RuntimeError(f"no puzzle met the constraints in {_MAX_DRAWS} draws: {self!r}")
+        raise UnsatisfiableSettings(
+            f"no puzzle {index} met {self._settings('min_solutions', 'max_solutions')} in {_MAX_DRAWS} draws: "
+            "too rare for these settings"
+        )
 
     def _draw_numbers(self, rng: np.random.Generator) -> tuple[int, ...]:
         lo, hi = self.value_range
@@ -232,7 +347,9 @@ class PuzzleGenerator:
                 )
                 if found is not None:
                     return Puzzle(numbers, found[0]), solver.tree_to_infix(found[1])
-        raise RuntimeError(f"no solvable puzzle found in {_MAX_DRAWS} draws: {self!r}")
+        raise UnsatisfiableSettings(
+            f"no puzzle met {self._settings('target_range', 'target_mode', 'value_range')} in {_MAX_DRAWS} draws"
+        )
 
 
 def _random_expression(numbers, rng: np.random.Generator, ops: list[str], use_all: bool, integer: bool, t_lo, t_hi):

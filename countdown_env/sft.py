@@ -131,25 +131,26 @@ def build_sft_dataset(n_numbers: int | Iterable[int] = (3,), size: int = 2000, *
     return Dataset.from_list(build_sft_records(n_numbers, size, **kwargs), features=sft_features())
 
 
-def write_sft_folder(records: list[dict[str, Any]], out_dir, settings: dict[str, Any] | None = None) -> str:
+def write_sft_folder(
+    records: list[dict[str, Any]], out_dir, settings: dict[str, Any] | None = None, *, overwrite: bool = False
+) -> str:
     """The SFT folder layout, the same as a split folder's: ``sft.jsonl``, a ``DatasetDict`` ``{"train": ...}``
     saved at the folder root (``datasets.load_from_disk(DIR)["train"]``) and a dataset card (``README.md``, so that
     ``datasets.load_dataset(DIR)["train"]`` reads the jsonl). ``settings`` (the build arguments) go into the card.
-    Returns the jsonl's sha256. Refuses an existing non-empty folder (build into a fresh one)."""
+    Returns the jsonl's sha256. Written atomically (built beside ``out_dir``, then renamed); an existing non-empty
+    folder is refused unless ``overwrite`` (then replaced whole)."""
     from pathlib import Path
 
     from datasets import DatasetDict
 
+    from .atomic import atomic_dir
     from .dataset_card import write_card
     from .splits import records_to_dataset, write_jsonl
 
-    out = Path(out_dir)
-    if out.is_dir() and any(out.iterdir()):
-        raise FileExistsError(f"{out} exists and is not empty (give a fresh folder)")
-    out.mkdir(parents=True, exist_ok=True)
-    DatasetDict({"train": records_to_dataset(records, sft_features())}).save_to_disk(str(out))
-    digest = write_jsonl(records, out / "sft.jsonl")
-    write_card(out, settings, {"train": len(records)}, kind="sft", files={"train": "sft.jsonl"})
+    with atomic_dir(Path(out_dir), overwrite=overwrite) as out:
+        DatasetDict({"train": records_to_dataset(records, sft_features())}).save_to_disk(str(out))
+        digest = write_jsonl(records, out / "sft.jsonl")
+        write_card(out, settings, {"train": len(records)}, kind="sft", files={"train": "sft.jsonl"})
     return digest
 
 

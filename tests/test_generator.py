@@ -142,7 +142,11 @@ def test_infinite_stream_protocol():
 
 def test_unsatisfiable_options_raise_quickly():
     gen = PuzzleGenerator(n_numbers=1, value_range=(1, 3), target_range=(50, 60), seed=0)
-    with pytest.raises(RuntimeError, match="draws"):
+    with pytest.raises(ValueError, match=r"target_range=\(50, 60\) cannot be reached"):
+        gen[0]
+    # reachable by the bound, but not by these numbers (2 * 2 * 2 = 8 is the most): the probe says so
+    gen = PuzzleGenerator(n_numbers=3, value_range=(1, 2), target_range=(9, 9), seed=0)
+    with pytest.raises(ValueError, match="target_range=.*probe puzzles"):
         gen[0]
 
 

@@ -4,13 +4,21 @@ Each subcommand is a module (this package's ``demo``, ``splits``, ``sft``, ``cle
 modules) registered here by module path, imported only when chosen, so that ``countdown --help`` stays fast and
 the environment package never imports torch. A subcommand module provides ``add_arguments(parser)`` and
 ``run(args) -> int``.
+
+Errors: a subcommand raises (``ValueError``, ``OSError``, ``RuntimeError``, ``ImportError``) for anything the user
+can fix; :func:`main` prints ``countdown <command>: error: <message>`` on stderr and returns 2, without a traceback
+(``COUNTDOWN_DEBUG=1`` re-raises, showing it). Argument errors are argparse's, in the same form.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+
+USER_ERRORS = (ValueError, OSError, RuntimeError, ImportError)
+"""Exceptions a subcommand raises for a user error: one line on stderr, exit status 2."""
 
 # name -> (module, one-line help). Add a subcommand with one line here.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -20,6 +28,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "clean-sft": ("countdown_env.cli.clean", "clean external Countdown SFT data (contrastive shaping post's filters)"),
     "train": ("learners.pipeline.train", "train a registered learner (GRPO presets, ...) from a YAML preset"),
     "eval": ("learners.pipeline.evaluate", "pass@1/pass@k with CIs of a checkpoint on a split; JSON report"),
+    "merge-splits": ("countdown_env.cli.merge", "merge the shard folders of build-splits --shard K/N into one split"),
     "compare": ("learners.pipeline.compare", "run learners side by side from one warm start: CSV, summary, curves"),
     "demo-train": ("learners.pipeline.demo", "the main job on CPU: splits, SFT, GRPO, eval before/after, PNG"),
 }
@@ -47,7 +56,28 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"countdown {name}", description=help_text)
     module.add_arguments(parser)
     args = parser.parse_args(rest)
-    return int(module.run(args) or 0)
+    try:
+        return int(module.run(args) or 0)
+    except USER_ERRORS as exc:
+        if os.environ.get("COUNTDOWN_DEBUG", "") not in ("", "0"):
+            raise
+        print(f"countdown {name}: error: {error_message(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"countdown {name}: interrupted", file=sys.stderr)
+        return 130
+
+
+def error_message(exc: BaseException) -> str:
+    """One line for a user error (the exception's text; its type when the text is empty or unhelpful)."""
+    text = " ".join(str(exc).split())
+    if isinstance(exc, FileNotFoundError) and exc.filename and exc.strerror:
+        text = f"{exc.strerror}: {exc.filename}"
+    elif isinstance(exc, ImportError) and exc.name:
+        text = f"{text} (a missing optional dependency: pip install -e '.[train]' or the package named)"
+    elif isinstance(exc, UnicodeDecodeError):
+        text = f"not UTF-8 text (byte {exc.start}: {exc.reason})"
+    return text or type(exc).__name__
 
 
 if __name__ == "__main__":

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -14,21 +13,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "response, response_ws, chosen, completion, output, answer)")  # fmt: skip
     parser.add_argument("--template", default="default")
     parser.add_argument("--allow-empty-reasoning", action="store_true")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing non-empty output")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..cleaning import clean_file
 
-    try:
-        report = clean_file(
-            args.input,
-            args.out,
-            response_field=args.response_field,
-            template=args.template,
-            require_reasoning=not args.allow_empty_reasoning,
-        )
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"countdown clean-sft: {exc}", file=sys.stderr)
-        return 2
+    report = clean_file(
+        args.input,
+        args.out,
+        response_field=args.response_field,
+        template=args.template,
+        require_reasoning=not args.allow_empty_reasoning,
+        overwrite=args.overwrite,
+    )
     print(report.summary())
     return 0

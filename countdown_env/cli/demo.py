@@ -96,27 +96,21 @@ def _ms(seconds: float) -> str:
 
 def run(args: argparse.Namespace) -> int:
     if args.count < 1:
-        print("countdown demo: --count must be >= 1", file=sys.stderr)
-        return 2
+        raise ValueError("--count must be >= 1")
     options = {"use_all_numbers": args.use_all_numbers, "integer_intermediates": args.integer_intermediates}
     if not 0.0 <= args.solvable_share <= 1.0:
-        print("countdown demo: --solvable-share must be in [0, 1]", file=sys.stderr)
-        return 2
+        raise ValueError("--solvable-share must be in [0, 1]")
     n_solvable = round(args.count * args.solvable_share)
-    try:
-        task = CountdownTask(
-            n_numbers=args.n_numbers,
-            value_range=tuple(args.value_range),
-            target_range=tuple(args.target_range),
-            operators=args.operators,
-            seed=args.seed,
-            **options,
-        )
-        free = replace(task, require_solvable=False, seed=args.seed + 1)
-        puzzles = task.generator().generate(n_solvable) + free.generator().generate(args.count - n_solvable)
-    except (ValueError, RuntimeError) as exc:
-        print(f"countdown demo: {exc}", file=sys.stderr)
-        return 2
+    task = CountdownTask(
+        n_numbers=args.n_numbers,
+        value_range=tuple(args.value_range),
+        target_range=tuple(args.target_range),
+        operators=args.operators,
+        seed=args.seed,
+        **options,
+    )
+    free = replace(task, require_solvable=False, seed=args.seed + 1)
+    puzzles = task.generator().generate(n_solvable) + free.generator().generate(args.count - n_solvable)
     progress = _Progress(len(puzzles), enabled=not args.no_progress)
     solve_times, answers = [], []
     for puzzle in puzzles:

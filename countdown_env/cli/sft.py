@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from .options import add_exclude_argument, add_range_arguments, excluded_keys
 
@@ -18,13 +17,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--template", default="default", help="prompt template name (default, tinyzero, compact)")
     parser.add_argument("--use-all-numbers", action="store_true")
     add_exclude_argument(parser, help="puzzles to keep out")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing non-empty --out")
     parser.add_argument("--no-progress", action="store_true")
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..atomic import check_output
     from ..sft import build_sft_records
     from ..splits import write_jsonl
 
+    out = check_output(args.out, args.exclude, overwrite=args.overwrite)
     records = build_sft_records(
         tuple(args.n_numbers),
         args.size,
@@ -37,14 +39,14 @@ def run(args: argparse.Namespace) -> int:
         exclude=excluded_keys(args.exclude),
         progress=False if args.no_progress else None,
     )
-    out = Path(args.out)
     target = out if out.suffix == ".jsonl" else out / "sft.jsonl"
-    digest = write_jsonl(records, target)
-    if out.suffix != ".jsonl":
-        from ..sft import sft_features
-        from ..splits import records_to_dataset
+    if out.suffix == ".jsonl":
+        digest = write_jsonl(records, target)
+    else:  # the split folders' layout: DatasetDict {"train"} at the root, sft.jsonl, README.md card
+        from ..sft import write_sft_folder
 
-        records_to_dataset(records, sft_features()).save_to_disk(str(out / "hf"))
+        settings = {k: v for k, v in vars(args).items() if k not in ("out", "exclude", "no_progress", "overwrite")}
+        digest = write_sft_folder(records, out, {**settings, "exclude": list(args.exclude)}, overwrite=args.overwrite)
     lengths = sorted(len(r["completion"][0]["content"]) for r in records)
     print(f"wrote {len(records)} SFT rows to {target} (sha256 {digest})")
     print(f"  completion chars: min {lengths[0]}, median {lengths[len(lengths) // 2]}, max {lengths[-1]}")

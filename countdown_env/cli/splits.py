@@ -1,4 +1,9 @@
-"""``countdown build-splits``: reproducible train/eval splits (jsonl + ``save_to_disk``) in one folder."""
+"""``countdown build-splits``: reproducible train/eval splits (jsonl + ``save_to_disk``) in one folder.
+
+``--num-proc N`` computes the rows on N processes; ``--shard K/N`` computes every N-th row (one command per machine
+or scheduler task) into a shard folder that ``countdown merge-splits`` combines. Either gives the bytes of a
+one-process build. The folder is written atomically; an existing non-empty ``--out`` needs ``--overwrite``.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,8 @@ from .options import add_exclude_argument, add_range_arguments, excluded_keys
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="output folder (created); gets {train,eval}.jsonl, HF copy")
-    parser.add_argument("--n-numbers", type=int, nargs="+", default=[3, 4, 5], help="number counts (1..6)")
+    parser.add_argument("--n-numbers", type=int, nargs="+", default=[3, 4, 5], help="number counts (1..6; 8 with "
+                        "--no-counts)")  # fmt: skip
     parser.add_argument("--train", type=int, default=50_000, help="train rows in total, shared across counts")
     parser.add_argument("--eval", type=int, default=512, help="eval rows in total, shared across counts")
     parser.add_argument("--seed", type=int, default=0)
@@ -22,13 +28,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-solutions", type=int, default=None)
     parser.add_argument("--template", default="default", help="prompt template name (default, tinyzero, compact)")
     add_exclude_argument(parser, help="keep the puzzles of this jsonl (numbers, target) out of both splits; repeatable")
+    parser.add_argument("--no-counts", action="store_true", help="skip solution counts (no num_solutions/difficulty "
+                        "columns; much faster for 5-6 numbers; allows up to 8 numbers)")  # fmt: skip
+    parser.add_argument("--num-proc", type=int, default=1, help="processes computing rows (same bytes as 1)")
+    parser.add_argument("--shard", metavar="K/N", help="compute shard K of N (0-based) into --out; combine the N "
+                        "shard folders with countdown merge-splits")  # fmt: skip
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing non-empty --out")
     parser.add_argument("--jsonl-only", action="store_true", help="skip the HF save_to_disk copy")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..splits import SplitSpec, build_split_records, write_splits
+    from ..atomic import check_output
+    from ..splits import SplitSpec, build_shard, build_split_records, parse_shard, write_shard, write_splits
 
+    # every check before any work: the output, the inputs, the settings (and the generator's probe, at first draw)
+    check_output(args.out, args.exclude, overwrite=args.overwrite)
+    shard = parse_shard(args.shard) if args.shard else None
+    if args.num_proc < 1:
+        raise ValueError(f"--num-proc must be >= 1, got {args.num_proc}")
     spec = SplitSpec(
         n_numbers=tuple(args.n_numbers),
         train_size=args.train,
@@ -42,16 +60,33 @@ def run(args: argparse.Namespace) -> int:
         max_solutions=args.max_solutions,
         template=args.template,
         exclude=frozenset(excluded_keys(args.exclude)),
+        counts=not args.no_counts,
     )
+    for n in spec.n_numbers:  # unsatisfiable settings fail here, in about a second, before the build
+        spec.stream_task(n, "eval").generator().check_satisfiable()
+    progress = False if args.no_progress else None
     start = time.perf_counter()
-    records = build_split_records(spec, progress=False if args.no_progress else None)
+    if shard is not None:
+        info, rows = build_shard(spec, *shard, num_proc=args.num_proc, progress=progress)
+        write_shard(info, rows, args.out, overwrite=args.overwrite)
+        built = time.perf_counter() - start
+        print(f"built shard {shard[0]}/{shard[1]}: {len(rows)} rows in {built:.1f} s -> {args.out}")
+        return 0
+    records = build_split_records(spec, progress=progress, num_proc=args.num_proc)
     built = time.perf_counter() - start
-    hashes = write_splits(records, args.out, spec=spec, save_to_disk=not args.jsonl_only)
+    hashes = write_splits(records, args.out, spec=spec, save_to_disk=not args.jsonl_only, overwrite=args.overwrite)
+    print_summary(records, hashes, built, args.out)
+    return 0
+
+
+def print_summary(records: dict, hashes: dict, seconds: float | None, out: str) -> None:
     total = sum(len(rows) for rows in records.values())
-    print(f"built {total} puzzles in {built:.1f} s ({total / max(built, 1e-9):.0f} puzzles/s) -> {args.out}")
+    timing = f" in {seconds:.1f} s ({total / max(seconds, 1e-9):.0f} puzzles/s)" if seconds is not None else ""
+    print(f"built {total} puzzles{timing} -> {out}")
     for name, rows in records.items():
         by_n = Counter(r["n_numbers"] for r in rows)
-        by_difficulty = Counter(r["difficulty"] for r in rows)
-        print(f"  {name}: {len(rows)} rows, by n {dict(sorted(by_n.items()))}, by difficulty {dict(by_difficulty)}")
+        line = f"  {name}: {len(rows)} rows, by n {dict(sorted(by_n.items()))}"
+        if rows and "difficulty" in rows[0]:
+            line += f", by difficulty {dict(Counter(r['difficulty'] for r in rows))}"
+        print(line)
         print(f"    {name}.jsonl sha256 {hashes[name]}")
-    return 0
