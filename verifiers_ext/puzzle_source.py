@@ -66,20 +66,11 @@ class PuzzleSource:
             index += 1
 
     def reference_solution(self, index: int) -> str:
-        """One correct expression for puzzle ``index``: the generator's witness (the random expression its target
-        came from; no solution counting), else the solver's; ``""`` for an unsolvable puzzle."""
-        from countdown_env.solver import solve
+        """One correct expression for puzzle ``index`` (:func:`countdown_env.procedural.reference_solution`: the
+        generator's witness, no solution counting); ``""`` for an unsolvable puzzle."""
+        from countdown_env.procedural import reference_solution
 
-        generator = self.task.generator(self.task.n_numbers_at(index))
-        puzzle, solution, _ = generator._draw(index)
-        if solution is None:
-            solution = solve(
-                puzzle,
-                operators=self.task.operators,
-                use_all_numbers=self.task.use_all_numbers,
-                integer_intermediates=self.task.integer_intermediates,
-            )
-        return solution or ""
+        return reference_solution(self.task, index)
 
     def rows(self, count: int, start: int = 0) -> list[dict]:
         """Dataset rows in the classic `verifiers` layout: ``prompt`` (chat messages), ``answer`` (a reference
