@@ -323,18 +323,18 @@ class CountdownTask:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"unknown CountdownTask keys {unknown}; known: {sorted(known)}")
+            import difflib
+
+            hints = [difflib.get_close_matches(str(k), sorted(known), n=1, cutoff=0.6) for k in unknown]
+            hint = "".join(f" (did you mean {h[0]!r} for {k!r}?)" for k, h in zip(unknown, hints, strict=True) if h)
+            raise ValueError(f"unknown CountdownTask keys {unknown}{hint}; known: {sorted(known)}")
         return cls(**data)
 
     def save(self, directory: str | os.PathLike) -> Path:
         """Write ``directory/countdown_task.json`` atomically (temporary file, then ``os.replace``)."""
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / TASK_FILE
-        tmp = path.with_name(f".{TASK_FILE}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-        return path
+        from .atomic import write_text
+
+        return write_text(Path(directory) / TASK_FILE, json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
 
     @classmethod
     def load(cls, directory: str | os.PathLike) -> CountdownTask | None:

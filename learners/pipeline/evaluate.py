@@ -207,9 +207,12 @@ class VLLMBackend:
 # ------------------------------------------------------------------------------------------------ running
 def load_rows(path: str | Path, limit: int | None = None) -> list[dict[str, Any]]:
     """Rows with ``numbers`` and ``target`` from a jsonl file (e.g. a split) or a ``save_to_disk`` folder."""
+    from countdown_env.splits import verify_split
+
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no split at {path}")
+    verify_split(path)  # one clear line when the files do not match their manifest.json
     if path.is_dir():
         from datasets import load_from_disk
 
@@ -345,10 +348,12 @@ def evaluate_model_dir(
 ) -> dict[str, Any]:
     """Load a checkpoint folder and :func:`evaluate` it on the rows of ``split`` under :func:`eval_task`."""
     from .tiny import load_tokenizer
+    from .train import check_model
 
+    check_model(model_dir)  # a missing path or a broken folder fails at once (no Hub retries)
+    rows = load_rows(split, limit)
     tokenizer = load_tokenizer(model_dir)
     task = eval_task(model_dir, split, template)
-    rows = load_rows(split, limit)
     if backend == "hf":
         from transformers import AutoModelForCausalLM
 
@@ -431,29 +436,24 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import sys
-
+    # user errors (ValueError, OSError, RuntimeError) reach countdown_env.cli.main: one line, exit status 2
     ks = sorted({1, args.samples, *(args.k or [])})
-    try:
-        if any(k > args.samples for k in ks):
-            raise ValueError(f"every --k must be <= --samples ({args.samples})")
-        report = evaluate_model_dir(
-            args.model,
-            args.split,
-            backend=args.backend,
-            limit=args.limit,
-            batch_size=args.batch_size,
-            template=args.template,
-            samples=args.samples,
-            temperature=args.temperature,
-            max_new_tokens=args.max_new_tokens,
-            seed=args.seed,
-            ks=ks,
-            keep_completions=args.examples,
-        )
-    except (ValueError, FileNotFoundError, RuntimeError, OSError) as exc:
-        print(f"countdown eval: error: {exc}", file=sys.stderr)
-        return 2
+    if any(k > args.samples for k in ks):
+        raise ValueError(f"every --k must be <= --samples ({args.samples})")
+    report = evaluate_model_dir(
+        args.model,
+        args.split,
+        backend=args.backend,
+        limit=args.limit,
+        batch_size=args.batch_size,
+        template=args.template,
+        samples=args.samples,
+        temperature=args.temperature,
+        max_new_tokens=args.max_new_tokens,
+        seed=args.seed,
+        ks=ks,
+        keep_completions=args.examples,
+    )
     out = Path(args.out) if args.out else Path(args.model) / "eval_report.json"
     write_report(report, out)
     print(format_report(report))

@@ -9,6 +9,8 @@ A preset (``learners/pipeline/configs/*.yaml``; ``--config NAME`` finds the pack
     # ... or split files:   data: {train: path/to/train.jsonl, eval: path/to/eval.jsonl}
     eval: {every: 50, samples: 4, temperature: 0.8, max_new_tokens: 128, limit: 64}   # every: 0 = off
     trainer: {learning_rate: 2e-5, max_steps: 200, ...}   # the learner's config (GRPOConfig fields + its own)
+    curriculum: {n_numbers: [3, 4], difficulty: [easy, medium, hard], threshold: 0.6, patience: 2}   # optional:
+      # train prompts from countdown_env.procedural.CountdownCurriculum, raised when train accuracy passes threshold
 
 Without a ``task`` section the task recorded with the model (``countdown_task.json``) is used, else
 ``CountdownTask()``. The task is recorded in every checkpoint and in ``final/`` so that ``countdown eval`` and
@@ -26,7 +28,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -70,22 +71,143 @@ def find_config(name_or_path: str | Path) -> Path:
     raise FileNotFoundError(f"no config {str(name_or_path)!r}; give a YAML path or one of {choices}")
 
 
-SECTIONS = ("model", "tiny", "task", "data", "eval", "trainer")
+SECTIONS = ("model", "tiny", "task", "data", "eval", "trainer", "curriculum")
 MOVED_SECTIONS = {"template": "task.template", "reward": "task (format_bonus, use_all_numbers, ...)"}
 
 
 def load_config(name_or_path: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
-    """Read a preset and apply ``section.key=value`` overrides; unknown sections are refused."""
-    config = parse_yaml(find_config(name_or_path).read_text()) or {}
+    """Read a preset and apply ``section.key=value`` overrides; unknown sections are refused (with a "did you
+    mean"), a YAML syntax error is one line naming the file and line."""
+    path = find_config(name_or_path)
+    config = _parse_yaml_file(path) or {}
     if not isinstance(config, dict):
-        raise ValueError(f"{name_or_path}: the YAML must be a mapping of sections")
+        raise ValueError(f"{path}: the YAML must be a mapping of sections")
     config = apply_overrides(config, overrides or [])
     for section in config:
         if section in MOVED_SECTIONS:
             raise ValueError(f"the {section!r} section moved into the task: use {MOVED_SECTIONS[section]}")
-        if section not in SECTIONS:
-            raise ValueError(f"unknown config section {section!r}; known: {list(SECTIONS)}")
+    refuse_unknown("config section", set(config), SECTIONS)
     return config
+
+
+def _parse_yaml_file(path: Path):
+    import yaml
+
+    try:
+        return parse_yaml(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ValueError(f"{where}: YAML syntax error: {problem}") from None
+
+
+def refuse_unknown(what: str, given, known) -> None:
+    """A ``ValueError`` naming the unknown keys, each with a "did you mean" suggestion (difflib), and the known ones."""
+    import difflib
+
+    unknown = sorted(set(given) - set(known), key=str)
+    if not unknown:
+        return
+    parts = []
+    for key in unknown:
+        close = difflib.get_close_matches(str(key), [str(k) for k in known], n=1, cutoff=0.6)
+        parts.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    plural = "s" if len(unknown) > 1 else ""
+    raise ValueError(f"unknown {what}{plural} {', '.join(parts)}; known: {', '.join(map(str, sorted(known)))}")
+
+
+EVAL_KEYS = ("every", "samples", "temperature", "max_new_tokens", "limit", "seed", "batch_size")
+MODEL_FILES = {
+    "config.json": ("config.json",),
+    "tokenizer (tokenizer.json or tokenizer_config.json)": ("tokenizer.json", "tokenizer_config.json"),
+    "weights (model.safetensors or pytorch_model.bin)": (
+        "model.safetensors",
+        "model.safetensors.index.json",
+        "pytorch_model.bin",
+        "pytorch_model.bin.index.json",
+    ),
+}
+
+
+def _looks_like_path(name: str) -> bool:
+    """A model string meant as a local path: absolute, ``./``/``../``/``~``, more than one ``/``, a backslash, or a
+    first component that exists here (``runs/x``). Hub ids are ``name`` or ``org/name``."""
+    if name.startswith((".", "/", "~")) or "\\" in name or name.count("/") > 1 or name.endswith("/"):
+        return True
+    return "/" in name and Path(name.split("/")[0]).exists()
+
+
+def check_model(model: Any, *, allow_hub: bool = True) -> None:
+    """Fail at once, with one line, for a ``--model`` that cannot load: a path-like string that does not exist (no
+    Hub retry), a folder that misses what a model needs (named), or, offline, a Hub id absent from the local cache.
+    ``"tiny"`` (built offline) is always fine."""
+    import json as _json
+    import os
+
+    if model == "tiny":
+        return
+    if not isinstance(model, (str, Path)) or not str(model).strip():
+        raise ValueError(f"model must be 'tiny', a model folder or a Hub id, got {model!r}")
+    name = str(model)
+    folder = Path(name).expanduser()
+    if folder.exists():
+        if not folder.is_dir():
+            raise ValueError(f"model {name} is a file, not a model folder")
+        present = {p.name for p in folder.iterdir()}
+        missing = [what for what, files in MODEL_FILES.items() if not present & set(files)]
+        if missing:
+            empty = " (the folder is empty)" if not present else ""
+            raise ValueError(f"model folder {name} is missing {', '.join(missing)}{empty}")
+        try:
+            _json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            raise ValueError(f"model folder {name}: config.json is not valid JSON") from None
+        return
+    if _looks_like_path(name) or not allow_hub:
+        raise FileNotFoundError(f"model folder {name} does not exist")
+    if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0"):
+        try:
+            from huggingface_hub import try_to_load_from_cache
+        except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
+            return
+        if not isinstance(try_to_load_from_cache(name, "config.json"), str):
+            raise FileNotFoundError(f"model {name!r} is not a local folder and not in the Hugging Face cache (offline)")
+
+
+def validate_config(learner: str, config: dict[str, Any]) -> None:
+    """Every check that needs no data and no model weights, before any work: sections, keys at every level (with a
+    "did you mean"), the task's values, data files (and their manifests), the model string or folder."""
+    import inspect
+
+    from countdown_env.splits import verify_split
+    from countdown_env.task import CountdownTask
+
+    from ..core.registry import get_learner
+    from .tiny import build_tiny_model
+
+    refuse_unknown("config section", set(config), SECTIONS)
+    for section in ("tiny", "task", "data", "eval", "trainer"):
+        value = config.get(section)
+        if value is not None and not isinstance(value, dict):
+            raise ValueError(f"config section {section!r} must be a mapping of keys, got {type(value).__name__}")
+    tiny_keys = [k for k in inspect.signature(build_tiny_model).parameters if k != "out_dir"]
+    refuse_unknown("tiny key", config.get("tiny") or {}, tiny_keys)
+    if config.get("task") is not None:
+        refuse_unknown("task key", config["task"], CountdownTask.__dataclass_fields__)
+        CountdownTask.from_dict(config["task"])
+    data = config.get("data") or {}
+    refuse_unknown("data key", data, DATA_KEYS)
+    for key in ("train", "eval"):
+        if data.get(key):
+            if not Path(str(data[key])).is_file():
+                raise FileNotFoundError(f"data.{key}: no such file {data[key]}")
+            verify_split(data[key])
+    refuse_unknown("eval key", config.get("eval") or {}, EVAL_KEYS)
+    config_class, _ = get_learner(learner).load()
+    refuse_unknown(f"trainer key ({config_class.__name__} option)", config.get("trainer") or {},
+                   config_class.__dataclass_fields__)  # fmt: skip
+    check_model(config.get("model", "tiny"))
 
 
 def apply_overrides(config: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
@@ -113,11 +235,9 @@ DATA_KEYS = ("train", "eval", "train_size", "eval_size")
 def load_data(data: dict[str, Any], task, work_dir: Path) -> tuple[list[dict], list[dict]]:
     """``(train_rows, eval_rows)`` (dicts with ``numbers``/``target``): split files, or a split of ``task``'s
     puzzles built now (``train_size``/``eval_size``; eval disjoint from train) and written to ``work_dir``."""
-    from countdown_env.splits import read_jsonl
+    from countdown_env.splits import read_split_rows
 
-    unknown = sorted(set(data) - set(DATA_KEYS))
-    if unknown:
-        raise ValueError(f"unknown data keys {unknown}; known: {list(DATA_KEYS)}")
+    refuse_unknown("data key", data, DATA_KEYS)
     if "train_size" in data:
         if "train" in data or "eval" in data:
             raise ValueError("give data.train/data.eval files or data.train_size/eval_size, not both")
@@ -130,8 +250,8 @@ def load_data(data: dict[str, Any], task, work_dir: Path) -> tuple[list[dict], l
         return built.get("train", []), built.get("eval", [])
     if "train" not in data:
         raise ValueError("the config needs data.train (a jsonl split) or data.train_size (a split of the task)")
-    train_rows = read_jsonl(data["train"])
-    eval_rows = read_jsonl(data["eval"]) if data.get("eval") else []
+    train_rows = read_split_rows(data["train"])  # checked against a manifest.json beside it, if any
+    eval_rows = read_split_rows(data["eval"]) if data.get("eval") else []
     return train_rows, eval_rows
 
 
@@ -225,6 +345,7 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
     from .data import model_task, prompt_dataset
     from .tiny import build_tiny_model, load_tokenizer
 
+    validate_config(learner, config)  # everything checkable without data or weights, before any work
     out = Path(output_dir)
     spec = get_learner(learner)
     model = config.get("model", "tiny")
@@ -236,8 +357,9 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
         task = CountdownTask.from_dict(config["task"])
     else:
         task = model_task(model) or CountdownTask()
+    curriculum = _curriculum(config)  # `curriculum:` section: levels raised on train accuracy (procedural.py)
     train_rows, eval_rows = load_data(config.get("data") or {}, task, out / "data")
-    if not train_rows:
+    if not train_rows and curriculum is None:
         raise ValueError("no training puzzles")
 
     trainer_args = dict(config.get("trainer") or {})
@@ -248,19 +370,35 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
             )
         trainer_args.update(CPU_SETTINGS)
     trainer_args.setdefault("report_to", "none")
+    if curriculum is not None:
+        trainer_args["shuffle_dataset"] = False  # no shuffle buffer reading ahead at the old level
     args = spec.make_config(output_dir=str(out), **trainer_args)
     _, trainer_class = spec.load()
     callbacks = make_callbacks(eval_rows, config.get("eval") or {}, task, tokenizer)
     trainer = trainer_class(
         model=str(model),
         args=args,
-        train_dataset=prompt_dataset(rows_to_puzzles(train_rows), task),
+        train_dataset=curriculum.train_dataset(task)
+        if curriculum is not None
+        else prompt_dataset(rows_to_puzzles(train_rows), task),
         processing_class=tokenizer,
         task=task,
-        callbacks=list(callbacks),
+        callbacks=list(callbacks) + ([curriculum.callback()] if curriculum is not None else []),
     )
+    trainer.curriculum = curriculum
     callbacks[0].trainer = trainer
     return trainer
+
+
+def _curriculum(config: dict[str, Any]):
+    """The :class:`~countdown_env.procedural.CountdownCurriculum` of the ``curriculum:`` section, or ``None``. With
+    one, training prompts come from the curriculum's level (``data`` gives the eval rows only)."""
+    section = config.get("curriculum")
+    if not section:
+        return None
+    from countdown_env.procedural import CountdownCurriculum
+
+    return CountdownCurriculum.from_dict(section)
 
 
 def latest_checkpoint(output_dir: str | Path) -> str | None:
@@ -289,6 +427,8 @@ def train(learner: str, config: dict[str, Any], output_dir: str | Path, resume: 
         trainer.task.save(final)
         history = trainer.state.log_history
         (out / "log_history.json").write_text(json.dumps(history, indent=1) + "\n")
+        if getattr(trainer, "curriculum", None) is not None:
+            summary["curriculum"] = trainer.curriculum.to_dict()
         summary["plot"] = str(plot_training(history, out / "training.png", title=f"{learner} on Countdown"))
         evals = [e for e in history if "eval/pass@1" in e]
         if evals:
@@ -322,11 +462,8 @@ def run(args: argparse.Namespace) -> int:
         overrides.append(f"trainer.max_steps={args.max_steps}")
     if args.report_to:
         overrides.append(f"trainer.report_to={args.report_to}")
-    try:
-        config = load_config(args.config, overrides)
-        summary = train(args.learner, config, args.output_dir, resume=args.resume)
-    except (ValueError, FileNotFoundError, RuntimeError, TypeError) as exc:
-        print(f"countdown train: error: {exc}", file=sys.stderr)
-        return 2
+    # user errors (ValueError, OSError, RuntimeError) reach countdown_env.cli.main: one line, exit status 2
+    config = load_config(args.config, overrides)
+    summary = train(args.learner, config, args.output_dir, resume=args.resume)
     print(json.dumps(summary, indent=2))
     return 0
