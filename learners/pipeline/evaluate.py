@@ -92,7 +92,9 @@ class HFBackend:
 
     name = "hf"
 
-    def __init__(self, model, tokenizer, *, batch_size: int = 64, device: str | None = None):
+    def __init__(
+        self, model, tokenizer, *, batch_size: int = 64, device: str | None = None, progress: bool | None = False
+    ):
         import torch
 
         self.torch = torch
@@ -101,6 +103,7 @@ class HFBackend:
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.model.to(self.device).eval()
         self.batch_size = batch_size
+        self.progress = progress  # a tqdm bar over completions (None: when stderr is a terminal)
 
     def generate(
         self, prompt_ids: Sequence[Sequence[int]], *, samples: int, temperature: float, max_new_tokens: int, seed: int
@@ -112,6 +115,9 @@ class HFBackend:
         eos = self.tokenizer.eos_token_id
         torch.manual_seed(seed)
         outputs: list[list[int]] = []
+        from countdown_env.progress import progress_bar
+
+        bar = progress_bar(len(rows), "sampling", self.progress, unit="completion", leave=False)
         for start in range(0, len(rows), self.batch_size):
             chunk = rows[start : start + self.batch_size]
             width = max(len(r) for r in chunk)
@@ -133,6 +139,8 @@ class HFBackend:
                 )
             for row in generated[:, width:].tolist():
                 outputs.append(_cut_after(row, eos, pad))
+            bar.update(len(chunk))
+        bar.close()
         return [outputs[i * samples : (i + 1) * samples] for i in range(len(prompt_ids))]
 
 
@@ -180,7 +188,16 @@ class VLLMBackend:
 
     name = "vllm"
 
-    def __init__(self, model_dir: str, tokenizer, *, gpu_memory_utilization: float = 0.85, dtype: str = "auto"):
+    def __init__(
+        self,
+        model_dir: str,
+        tokenizer,
+        *,
+        gpu_memory_utilization: float = 0.85,
+        dtype: str = "auto",
+        progress: bool | None = False,
+    ):
+        self.progress = progress  # vLLM's own bar over prompts (None: when stderr is a terminal)
         try:
             from vllm import LLM, SamplingParams
         except ImportError as exc:  # pragma: no cover - exercised only where vllm is missing
@@ -200,7 +217,7 @@ class VLLMBackend:
             seed=seed,
             stop_token_ids=[self.tokenizer.eos_token_id],
         )
-        outputs = self.llm.generate(prompts, self.SamplingParams(**params), use_tqdm=False)
+        outputs = self.llm.generate(prompts, self.SamplingParams(**params), use_tqdm=_show(self.progress))
         return [[list(o.token_ids) for o in out.outputs] for out in outputs]
 
 
@@ -261,7 +278,8 @@ def evaluate(
     keep_completions: int = 0,
     per_puzzle: bool = False,
 ) -> dict[str, Any]:
-    """Sample, score and summarise; returns the JSON-ready report (``by_n_numbers``, ``overall``, ``task``).
+    """Sample, score and summarise; returns the JSON-ready report (``by_n_numbers``, ``by_difficulty`` for rows
+    with a ``difficulty``, ``overall``, ``template``, ``task``).
 
     ``per_puzzle=True`` adds ``puzzles``: ``{numbers, target, correct, lengths}`` per row, in input order (for
     comparisons of two models paired by puzzle).
@@ -295,6 +313,7 @@ def evaluate(
         flat_puzzles, flat_ids, tokenizer, reward_config=task.reward_config, max_new_tokens=max_new_tokens
     )
     results: dict[int, list[PuzzleResult]] = {}
+    by_difficulty: dict[str, list[PuzzleResult]] = {}
     in_order: list[PuzzleResult] = []
     for i, puzzle in enumerate(puzzles):
         own = trajectories[i * samples : (i + 1) * samples]
@@ -308,6 +327,8 @@ def evaluate(
             completions=[t.completion_text for t in own[:keep_completions]],
         )
         results.setdefault(puzzle.n_numbers, []).append(result)
+        if rows[i].get("difficulty"):
+            by_difficulty.setdefault(str(rows[i]["difficulty"]), []).append(result)
         in_order.append(result)
     every = [r for group in results.values() for r in group]
     generated_tokens = sum(len(c) for c in flat_ids)
@@ -321,6 +342,9 @@ def evaluate(
         "backend": getattr(backend, "name", type(backend).__name__),
         "overall": summarize(every, ks, seed=seed),
         "by_n_numbers": {str(n): summarize(group, ks, seed=seed) for n, group in sorted(results.items())},
+        "by_difficulty": {
+            name: summarize(by_difficulty[name], ks, seed=seed) for name in _difficulty_order(by_difficulty)
+        },
         "generation_seconds": gen_seconds,
         "generated_tokens_per_second": generated_tokens / gen_seconds if gen_seconds > 0 else None,
     }
@@ -344,9 +368,14 @@ def evaluate_model_dir(
     limit: int | None = None,
     batch_size: int = 64,
     template: str | None = None,
+    progress: bool | None = False,
     **kwargs: Any,
 ) -> dict[str, Any]:
-    """Load a checkpoint folder and :func:`evaluate` it on the rows of ``split`` under :func:`eval_task`."""
+    """Load a checkpoint folder and :func:`evaluate` it on the rows of ``split`` under :func:`eval_task`.
+
+    The report states the prompt template (``template``), where it came from (``template_source``) and whether the
+    split's own ``prompt`` column agreed with it (``split_prompts``: ``"none"``, ``"same"`` or ``"different"``;
+    prompts are always rendered from the task, so a different column was ignored)."""
     from .tiny import load_tokenizer
     from .train import check_model
 
@@ -357,14 +386,53 @@ def evaluate_model_dir(
     if backend == "hf":
         from transformers import AutoModelForCausalLM
 
-        engine = HFBackend(AutoModelForCausalLM.from_pretrained(model_dir), tokenizer, batch_size=batch_size)
+        model = AutoModelForCausalLM.from_pretrained(model_dir)
+        engine = HFBackend(model, tokenizer, batch_size=batch_size, progress=progress)
     elif backend == "vllm":
-        engine = VLLMBackend(str(model_dir), tokenizer)
+        engine = VLLMBackend(str(model_dir), tokenizer, progress=progress)
     else:
         raise ValueError(f"unknown backend {backend!r}; choose 'hf' or 'vllm'")
     report = evaluate(engine, tokenizer, rows, task=task, **kwargs)
     report.update(model=str(model_dir), split=str(split))
+    report.update(template_source=template_source(model_dir, split, template), split_prompts=split_prompts(rows, task))
     return report
+
+
+def template_source(model_dir: str | Path, split: str | Path, template: str | None = None) -> str:
+    """Where :func:`eval_task`'s template comes from, in words."""
+    from .data import model_task
+
+    if template is not None:
+        return "--template"
+    if model_task(model_dir) is not None:
+        return "the checkpoint's task (countdown_task.json)"
+    if split_task(split) is not None:
+        return "the split's manifest.json"
+    return "the default task"
+
+
+def split_prompts(rows: Sequence[dict[str, Any]], task) -> str:
+    """``"none"`` (rows without ``prompt``), ``"same"`` (every row's prompt is the task's) or ``"different"``."""
+    from countdown_env import Puzzle
+
+    with_prompt = [r for r in rows if r.get("prompt")]
+    if not with_prompt:
+        return "none"
+    same = all(r["prompt"] == task.messages(Puzzle.from_dict(r)) for r in with_prompt)
+    return "same" if same else "different"
+
+
+def _show(progress: bool | None) -> bool:
+    from countdown_env.progress import wanted
+
+    return wanted(progress)
+
+
+DIFFICULTY_ORDER = ("easy", "medium", "hard", "unsolvable")
+
+
+def _difficulty_order(groups: dict[str, Any]) -> list[str]:
+    return sorted(groups, key=lambda d: (DIFFICULTY_ORDER.index(d) if d in DIFFICULTY_ORDER else 99, d))
 
 
 def split_task(split: str | Path):
@@ -397,20 +465,71 @@ def write_report(report: dict[str, Any], path: str | Path) -> Path:
     return path
 
 
+def _groups(report: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(kind, name, stats)`` rows: each number count, each difficulty, then all puzzles (empty groups skipped)."""
+    rows = [("n_numbers", name, stats) for name, stats in report["by_n_numbers"].items()]
+    rows += [("difficulty", name, stats) for name, stats in (report.get("by_difficulty") or {}).items()]
+    rows.append(("all", "all", report["overall"]))
+    return [(kind, name, stats) for kind, name, stats in rows if stats.get("n_puzzles")]
+
+
+def _pass_keys(stats: dict[str, Any]) -> list[str]:
+    return [key for key in stats if key.startswith("pass@") and not key.endswith("ci95")]
+
+
 def format_report(report: dict[str, Any]) -> str:
-    """A few human-readable lines: pass@k with CIs per n_numbers and overall."""
+    """A few human-readable lines: pass@k with CIs per n_numbers, per difficulty (when the rows carry one) and
+    overall."""
     lines = []
-    for name, stats in [*report["by_n_numbers"].items(), ("all", report["overall"])]:
-        if not stats.get("n_puzzles"):
-            continue
-        parts = [f"n_numbers={name:>3}  puzzles={stats['n_puzzles']:>4}"]
-        for key, value in stats.items():
-            if key.startswith("pass@") and not key.endswith("ci95"):
-                low, high = stats[f"{key}_ci95"]
-                parts.append(f"{key}={value:.3f} [{low:.3f}, {high:.3f}]")
+    for kind, name, stats in _groups(report):
+        label = "all" if kind == "all" else f"{kind}={name}"
+        parts = [f"{label:<18} puzzles={stats['n_puzzles']:>4}"]
+        for key in _pass_keys(stats):
+            low, high = stats[f"{key}_ci95"]
+            parts.append(f"{key}={stats[key]:.3f} [{low:.3f}, {high:.3f}]")
         parts.append(f"format={stats['format_rate']:.2f} trunc={stats['truncation_rate']:.2f}")
         lines.append("  ".join(parts))
     return "\n".join(lines)
+
+
+def format_markdown(report: dict[str, Any]) -> str:
+    """The report as a Markdown table (one row per number count, difficulty and overall), with a line stating the
+    model, split, sampling and prompt template: ready to paste into a README."""
+    groups = _groups(report)
+    keys = _pass_keys(report["overall"])
+    head = ["group", "puzzles", *[f"{k} (95 % CI)" for k in keys], "format", "truncated", "mean tokens"]
+    lines = [
+        f"`{report.get('model', '?')}` on `{report.get('split', '?')}`: {report['samples']} samples per puzzle at "
+        f"T={report['temperature']}, up to {report['max_new_tokens']} new tokens, prompt template "
+        f"`{report.get('template')}` ({report.get('template_source', 'as given')}).",
+        "",
+        "| " + " | ".join(head) + " |",
+        "| " + " | ".join(["---"] + ["---:"] * (len(head) - 1)) + " |",
+    ]
+    for kind, name, stats in groups:
+        label = "**all**" if kind == "all" else (f"{name} numbers" if kind == "n_numbers" else name)
+        cells = [label, str(stats["n_puzzles"])]
+        for key in keys:
+            if key in stats:
+                low, high = stats[f"{key}_ci95"]
+                cells.append(f"{stats[key]:.3f} [{low:.3f}, {high:.3f}]")
+            else:
+                cells.append("")
+        cells += [f"{stats['format_rate']:.2f}", f"{stats['truncation_rate']:.2f}",
+                  f"{stats['mean_completion_tokens']:.1f}"]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def template_line(report: dict[str, Any]) -> str:
+    """One line: the prompt template used, its source, and what happened to the split's own prompts."""
+    line = f"prompt template: {report.get('template')} (from {report.get('template_source', 'the task given')})"
+    prompts = report.get("split_prompts")
+    if prompts == "different":
+        line += "; the split's prompt column differs and was not used (prompts rendered from the task)"
+    elif prompts == "same":
+        line += "; the split's prompt column agrees"
+    return line
 
 
 # -------------------------------------------------------------------------------------------------- CLI
@@ -433,6 +552,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--batch-size", type=int, default=64, help="rows per HF generate call")
     parser.add_argument("--out", help="JSON report path (default: MODEL/eval_report.json)")
     parser.add_argument("--examples", type=int, default=0, help="keep this many completions per puzzle in the JSON")
+    parser.add_argument(
+        "--markdown", action="store_true", help="print the results as a Markdown table (README-ready) on stdout"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (shown when stderr is a terminal)")
 
 
 def run(args) -> int:
@@ -453,9 +576,11 @@ def run(args) -> int:
         seed=args.seed,
         ks=ks,
         keep_completions=args.examples,
+        progress=False if args.no_progress else None,
     )
     out = Path(args.out) if args.out else Path(args.model) / "eval_report.json"
     write_report(report, out)
-    print(format_report(report))
+    print(template_line(report))
+    print(format_markdown(report) if args.markdown else format_report(report))
     print(f"report: {out}")
     return 0
