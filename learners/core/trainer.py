@@ -84,7 +84,8 @@ class Rollout:
         num_generations: the group size G (N is a multiple of it).
         process_slice: this process's rows within the N global rows.
         inputs: this process's dataset rows (dicts), as TRL passed them.
-        puzzles: the ``Puzzle`` of each local row when the dataset has ``numbers``/``target``, else ``None``.
+        puzzles: the ``Puzzle`` of each local row when the dataset has ``numbers``/``target`` (or, with
+            ``environment_factory``, when every rollout's environment has a ``puzzle``), else ``None``.
         trajectories: the env's ``Trajectory`` of each local row when the env reward ran, else ``None``.
         mode: ``"train"`` or ``"eval"``.
     """
@@ -242,7 +243,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
             num_generations=self.num_generations if mode == "train" else self.num_generations_eval,
             process_slice=slice(index * len(inputs), (index + 1) * len(inputs)),
             inputs=list(inputs),
-            puzzles=puzzles_from_inputs(inputs),
+            puzzles=puzzles_from_inputs(inputs) or self._environment_puzzles(len(inputs)),
             trajectories=self._rollout_trajectories,
             mode=mode,
         )
@@ -274,6 +275,14 @@ class CountdownGRPOTrainer(GRPOTrainer):
             steps = self.current_gradient_accumulation_steps if self.model.training else 1
             loss = loss + penalty / steps
         return loss
+
+    def _environment_puzzles(self, rows: int) -> list[Any] | None:
+        """The ``puzzle`` of each rollout's environment (``environment_factory`` without a puzzle dataset)."""
+        environments = getattr(self, "environments", None)
+        if not environments or len(environments) != rows:
+            return None
+        puzzles = [getattr(env, "puzzle", None) for env in environments]
+        return puzzles if all(p is not None for p in puzzles) else None
 
     # ------------------------------------------------------------------------------------- helpers
     def gather_rows(self, tensor: torch.Tensor, pad_value: float = 0) -> torch.Tensor:
