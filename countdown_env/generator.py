@@ -74,7 +74,7 @@ PROBE_STREAM = 0x70726F6265
 """Second word of the probe's seed (``default_rng([seed, PROBE_STREAM])``): never a puzzle index's stream."""
 
 _SOLVE_MS = {1: 0.1, 2: 0.5, 3: 0.6, 4: 1.0, 5: 1.5, 6: 13.0, 7: 200.0, 8: 2000.0}
-_COUNT_MS = {1: 0.1, 2: 0.3, 3: 0.8, 4: 3.0, 5: 20.0, 6: 60.0}
+_COUNT_MS = {1: 0.1, 2: 0.3, 3: 0.8, 4: 3.0, 5: 20.0, 6: 250.0}
 """Measured worst-case milliseconds of one solve (target out of reach) and one count (numbers 1..100), one core;
 they size the probe, deterministically (a budget of attempts, not of time)."""
 
@@ -252,7 +252,7 @@ class PuzzleGenerator:
             self._check_targets(rng)
         if self.min_solutions is not None or self.max_solutions is not None:
             low, high = self._count_bounds()
-            attempts = _probe_attempts(_COUNT_MS, n, 8)
+            attempts = _probe_attempts(_COUNT_MS, n, 4)
             seen = []
             for _ in range(attempts):
                 puzzle, _ = self._draw_candidate(rng)

@@ -117,8 +117,10 @@ class SplitSpec:
         largest = MAX_N_NUMBERS if counts else MAX_N_NUMBERS_NO_COUNTS
         for n in ns:
             if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= largest:
-                hint = "" if not counts or n in range(1, MAX_N_NUMBERS_NO_COUNTS + 1) else (
+                hint = (
                     f"; up to {MAX_N_NUMBERS_NO_COUNTS} without solution counts (--no-counts)"
+                    if counts and n in range(MAX_N_NUMBERS + 1, MAX_N_NUMBERS_NO_COUNTS + 1)
+                    else ""
                 )
                 raise SplitError(f"each n_numbers must be an integer in 1..{largest}, got {n!r}{hint}")
         for name, size in (("train_size", train_size), ("eval_size", eval_size)):

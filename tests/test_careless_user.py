@@ -1,0 +1,341 @@
+"""The ``countdown`` command used as a careless user would (issue 15): outputs that are inputs, reruns into full
+folders, kills mid-build, damaged splits, settings that cannot be met, typos in configs, missing models, odd
+bytes in external data. Each case runs the real command in a subprocess (``python -m countdown_env.cli``) unless
+it needs the slow training imports, and checks the exit status, the one-line error and that no data was lost."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "COUNTDOWN_DEBUG": "", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+SMALL = ["--n-numbers", "3", "--train", "12", "--eval", "4", "--value-range", "1", "20", "--target-range", "10", "200"]
+
+
+def countdown(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "countdown_env.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env or ENV,
+        cwd=ROOT,
+        timeout=timeout,
+    )
+
+
+def assert_user_error(result: subprocess.CompletedProcess, command: str, *needles: str) -> str:
+    """Exit status 2, one ``countdown COMMAND: error: ...`` line on stderr, no traceback; returns the line."""
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines and lines[-1].startswith(f"countdown {command}: error: "), result.stderr
+    for needle in needles:
+        assert needle in lines[-1], (needle, lines[-1])
+    return lines[-1]
+
+
+def tree_digest(folder: Path) -> dict[str, str]:
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+# --------------------------------------------------------------------------------------------- 1. no data loss
+def test_clean_sft_never_eats_its_input(tmp_path):
+    data = tmp_path / "data.jsonl"
+    row = {"numbers": [3, 4], "target": 7, "response": "<think>add</think><answer>3 + 4</answer>"}
+    data.write_text(json.dumps(row) + "\n")
+    before = data.read_bytes()
+    assert_user_error(countdown("clean-sft", data, data), "clean-sft", "is (or contains) the input")
+    assert data.read_bytes() == before
+    # a folder output holding the input
+    folder = tmp_path / "dir"
+    folder.mkdir()
+    inside = folder / "sft.jsonl"
+    inside.write_bytes(before)
+    assert_user_error(countdown("clean-sft", inside, folder), "clean-sft", "input")
+    assert inside.read_bytes() == before
+    # a binary input: the existing output is left as it was
+    out = tmp_path / "out.jsonl"
+    assert countdown("clean-sft", data, out).returncode == 0
+    kept = out.read_bytes()
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b"\xff\xfe\x00garbage\n")
+    assert_user_error(countdown("clean-sft", binary, out, "--overwrite"), "clean-sft", "not UTF-8")
+    assert out.read_bytes() == kept
+    assert_user_error(countdown("clean-sft", data, out), "clean-sft", "--overwrite")
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary leftovers
+
+
+def test_rebuild_needs_overwrite_and_replaces_the_folder_whole(tmp_path):
+    out = tmp_path / "splits"
+    assert countdown("build-splits", *SMALL, "--jsonl-only", "--no-progress", "--out", out).returncode == 0
+    first = tree_digest(out)
+    again = countdown("build-splits", *SMALL, "--seed", "1", "--jsonl-only", "--no-progress", "--out", out)
+    assert_user_error(again, "build-splits", "not empty", "--overwrite")
+    assert tree_digest(out) == first
+    rebuilt = ["--n-numbers", "3", "--train", "0", "--eval", "4", "--seed", "1", "--value-range", "1", "20"]
+    result = countdown("build-splits", *rebuilt, "--target-range", "10", "200", "--jsonl-only", "--no-progress",
+                       "--out", out, "--overwrite")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert not (out / "train.jsonl").exists()  # the old seed-0 train split went with the old folder
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["spec"]["seed"] == 1 and "train.jsonl" not in manifest["files"]
+
+
+def test_split_outputs_refuse_their_inputs(tmp_path):
+    out = tmp_path / "splits"
+    assert countdown("build-splits", *SMALL, "--jsonl-only", "--no-progress", "--out", out).returncode == 0
+    result = countdown("build-splits", *SMALL, "--exclude", out / "eval.jsonl", "--out", out, "--overwrite")
+    assert_user_error(result, "build-splits", "input")
+    assert_user_error(countdown("merge-splits", out, "--out", out, "--overwrite"), "merge-splits", "input")
+
+
+def test_damaged_split_fails_with_one_line_on_load(tmp_path):
+    from countdown_env.splits import SplitIntegrityError, read_split_rows
+
+    out = tmp_path / "splits"
+    assert countdown("build-splits", *SMALL, "--no-progress", "--out", out).returncode == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert {"train.jsonl", "eval.jsonl", "dataset_dict.json"} <= set(manifest["files"])
+    assert any(name.endswith(".arrow") for name in manifest["files"])
+    assert len(read_split_rows(out)) == 4
+    eval_file = out / "eval.jsonl"
+    eval_file.write_bytes(eval_file.read_bytes().replace(b'"target":', b'"target": ', 1))
+    with pytest.raises(SplitIntegrityError, match="eval.jsonl does not match"):
+        read_split_rows(out)
+    with pytest.raises(SplitIntegrityError, match="eval.jsonl does not match"):
+        read_split_rows(eval_file)
+    # countdown eval checks the split before loading any model weights: a stub folder is enough here
+    model = tmp_path / "model"
+    model.mkdir()
+    for name in ("config.json", "tokenizer.json", "model.safetensors"):
+        (model / name).write_text("{}")
+    assert_user_error(countdown("eval", "--model", model, "--split", out), "eval", "manifest.json")
+
+
+@pytest.mark.slow
+def test_kill_9_leaves_the_old_or_the_complete_new_split(tmp_path):
+    """SIGKILL a rebuild (--overwrite) at 24 random moments: the folder is then the old build or the new one,
+    whole (its manifest verifies and names the seed), never a mix."""
+    from countdown_env.splits import verify_split
+
+    out = tmp_path / "splits"
+    args = ["build-splits", "--n-numbers", "3", "4", "--train", "40", "--eval", "8", "--no-progress", "--out", out]
+    assert countdown(*args, "--seed", "0").returncode == 0
+    old = tree_digest(out)
+    start = time.perf_counter()
+    assert countdown(*args, "--seed", "1", "--overwrite").returncode == 0
+    new = tree_digest(out)
+    span = time.perf_counter() - start
+    assert countdown(*args, "--seed", "0", "--overwrite").returncode == 0 and tree_digest(out) == old
+    rng = random.Random(15)
+    outcomes = {"old": 0, "new": 0, "absent": 0}
+    for trial in range(24):
+        seed = "1" if tree_digest(out) == old else "0"
+        before = tree_digest(out)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "countdown_env.cli", *map(str, args), "--seed", seed, "--overwrite"],
+            env=ENV, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        time.sleep(rng.uniform(0.05, span * 1.1))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if not out.exists():
+            outcomes["absent"] += 1
+            assert countdown(*args, "--seed", "0").returncode == 0  # a later run writes it afresh
+            continue
+        after = tree_digest(out)
+        assert after in (old, new), f"trial {trial}: a mixed folder"
+        assert verify_split(out) is not None
+        outcomes["old" if after == before else "new"] += 1
+    assert sum(outcomes.values()) == 24
+
+
+# --------------------------------------------------------------------------------- 2. parallel and sharded builds
+def test_num_proc_and_shards_give_the_one_process_bytes(tmp_path):
+    args = ["--n-numbers", "3", "4", "--train", "30", "--eval", "6", "--seed", "3", "--no-progress"]
+    one, two, merged = tmp_path / "one", tmp_path / "two", tmp_path / "merged"
+    assert countdown("build-splits", *args, "--out", one).returncode == 0
+    assert countdown("build-splits", *args, "--num-proc", "2", "--out", two).returncode == 0
+    shards = [tmp_path / f"shard{k}" for k in range(3)]
+    for k, shard in enumerate(shards):
+        assert countdown("build-splits", *args, "--shard", f"{k}/3", "--out", shard).returncode == 0
+    assert_user_error(countdown("merge-splits", *shards[:2], "--out", merged), "merge-splits", "missing shards 2/3")
+    assert countdown("merge-splits", *reversed(shards), "--out", merged).returncode == 0
+    assert tree_digest(one) == tree_digest(two) == tree_digest(merged)
+    assert_user_error(countdown("build-splits", *args, "--shard", "3/3", "--out", tmp_path / "x"), "build-splits",
+                      "K/N")  # fmt: skip
+
+
+def test_no_counts_skips_the_difficulty_and_allows_eight_numbers(tmp_path):
+    out = tmp_path / "eight"
+    result = countdown("build-splits", "--n-numbers", "8", "--train", "2", "--eval", "2", "--no-counts",
+                       "--jsonl-only", "--no-progress", "--out", out)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    row = json.loads((out / "eval.jsonl").read_text().splitlines()[0])
+    assert row["n_numbers"] == 8 and "difficulty" not in row and "num_solutions" not in row
+    assert_user_error(countdown("build-splits", "--n-numbers", "7", "--out", tmp_path / "x"), "build-splits",
+                      "--no-counts")  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------- 4. fail fast
+@pytest.mark.parametrize("n", [3, 6])
+def test_impossible_uniform_targets_fail_within_two_seconds(n):
+    from countdown_env.generator import PuzzleGenerator, UnsatisfiableSettings
+
+    # 2 * 2 * 2 = 8 is the most three numbers in 1..2 make; six make 64, never a prime above it
+    target = (9, 9) if n == 3 else (67, 67)
+    gen = PuzzleGenerator(n_numbers=n, value_range=(1, 2), target_range=target, target_mode="uniform", seed=0)
+    start = time.perf_counter()
+    with pytest.raises(UnsatisfiableSettings, match="target_range"):
+        gen[0]
+    assert time.perf_counter() - start < 2.0
+
+
+def test_unreachable_min_solutions_fails_within_two_seconds():
+    from countdown_env.generator import PuzzleGenerator, UnsatisfiableSettings
+
+    gen = PuzzleGenerator(n_numbers=6, min_solutions=1_000_000, seed=0)
+    start = time.perf_counter()
+    with pytest.raises(UnsatisfiableSettings, match="min_solutions=1000000"):
+        gen[0]
+    assert time.perf_counter() - start < 2.5  # the probe's budget (about 1 s) on a loaded 2-core box
+
+
+def test_build_splits_with_unreachable_settings_fails_fast(tmp_path):
+    start = time.perf_counter()
+    result = countdown("build-splits", "--n-numbers", "4", "--min-solutions", "1000000", "--out", tmp_path / "x")
+    assert_user_error(result, "build-splits", "min_solutions=1000000")
+    assert time.perf_counter() - start < 6.0  # includes interpreter start-up
+    assert not (tmp_path / "x").exists()
+
+
+def test_bad_numbers_are_refused_everywhere_with_one_message():
+    from countdown_env.generator import PuzzleGenerator
+    from countdown_env.splits import SplitSpec
+    from countdown_env.task import CountdownTask
+
+    for build in (CountdownTask, PuzzleGenerator, SplitSpec):
+        with pytest.raises(ValueError, match=r"value_range must be a pair \(low, high\) of integers, got \(1.5, 10\)"):
+            build(value_range=(1.5, 10))
+        with pytest.raises(ValueError, match="seed must be a non-negative integer, got -1"):
+            build(seed=-1)
+
+
+@pytest.mark.parametrize("command", [["build-splits", *SMALL, "--out", "{tmp}/x"], ["build-sft", "--size", "2",
+                                     "--out", "{tmp}/x.jsonl"], ["demo", "--count", "2"]])  # fmt: skip
+def test_negative_seed_is_refused_by_every_command(command, tmp_path):
+    result = countdown(*[c.format(tmp=tmp_path) for c in command], "--seed", "-1")
+    assert_user_error(result, command[0], "seed must be a non-negative integer, got -1")
+
+
+# ------------------------------------------------------------------------------------------- 6. one error style
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["build-splits", "--train", "-1", "--out", "{tmp}/x"], "train_size must be a non-negative integer"),
+        (["build-splits", "--n-numbers", "7", "--out", "{tmp}/x"], "n_numbers"),
+        (["build-sft", "--style", "wrong", "--out", "{tmp}/x.jsonl"], "wrong"),
+        (["clean-sft", "{tmp}/missing.jsonl", "{tmp}/x.jsonl"], "missing.jsonl"),
+        (["merge-splits", "{tmp}/nothing", "--out", "{tmp}/y"], "not a shard folder"),
+    ],
+)
+def test_user_errors_are_one_line(args, needle, tmp_path):
+    assert_user_error(countdown(*[a.format(tmp=tmp_path) for a in args]), args[0], needle)
+
+
+def test_countdown_debug_shows_the_traceback(tmp_path):
+    result = countdown("build-splits", "--train", "-1", "--out", tmp_path / "x", env={**ENV, "COUNTDOWN_DEBUG": "1"})
+    assert result.returncode != 0 and "Traceback" in result.stderr and "SplitError" in result.stderr
+
+
+# ---------------------------------------------------------------------------------- 5. config validation (train)
+def write_config(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("modle: tiny\n", "did you mean 'model'"),
+        ("trainr: {max_steps: 1}\n", "did you mean 'trainer'"),
+        ("model: tiny\ntrainer: {max_steps: 1\n", "c.yaml:3:1: YAML syntax error"),  # file and line
+    ],
+)
+def test_train_config_typos_fail_before_any_work(tmp_path, text, needle):
+    config = write_config(tmp_path / "c.yaml", text)
+    start = time.perf_counter()
+    result = countdown("train", "--config", config, "--output-dir", tmp_path / "run")
+    line = assert_user_error(result, "train", needle)
+    assert str(config) in line or "did you mean" in line
+    assert time.perf_counter() - start < 15 and not (tmp_path / "run").exists()
+
+
+def test_train_key_typos_and_models_fail_before_data(tmp_path, capsys):
+    from countdown_env.cli import main
+
+    base = ["train", "--config", "cpu-tiny", "--output-dir", str(tmp_path / "run")]
+    cases = [
+        (["--set", "trainer.learnig_rate=1e-5"], "did you mean 'learning_rate'"),
+        (["--set", "task.n_number=3"], "did you mean 'n_numbers'"),
+        (["--set", "data.train_sise=10"], "did you mean 'train_size'"),
+        (["--set", "eval.evry=5"], "did you mean 'every'"),
+        (["--model", "does/not/exist"], "does not exist"),
+        (["--model", str(tmp_path / "empty")], "missing config.json"),
+    ]
+    (tmp_path / "empty").mkdir()
+    for extra, needle in cases:
+        start = time.perf_counter()
+        assert main(base + extra) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("countdown train: error: ") and needle in err, (extra, err)
+        assert time.perf_counter() - start < 20, extra  # the first case pays TRL's import; none builds data
+        assert not (tmp_path / "run" / "data").exists()
+
+
+def test_eval_model_that_does_not_exist_fails_at_once(tmp_path):
+    split = tmp_path / "s.jsonl"
+    split.write_text('{"numbers": [3, 4], "target": 7}\n')
+    start = time.perf_counter()
+    assert_user_error(countdown("eval", "--model", "does/not/exist", "--split", split), "eval", "does not exist")
+    (tmp_path / "empty").mkdir()
+    assert_user_error(countdown("eval", "--model", tmp_path / "empty", "--split", split), "eval", "missing config.json")
+    assert time.perf_counter() - start < 20
+
+
+# --------------------------------------------------------------------------------------------- 7. cleaning
+def test_cleaning_is_linear_and_drops_rows_whose_digits_would_change():
+    from countdown_env.cleaning import CHANGED_DIGITS, clean_row
+
+    megabyte = "<think>" + "why " * 215_000 + "<answer>" * 20_000 + "</think>\n<answer>3 + 4</answer>"
+    assert len(megabyte) > 1_000_000
+    row = {"numbers": [3, 4], "target": 7, "response": megabyte}
+    best = min(_timed(clean_row, row) for _ in range(3))
+    assert clean_row(row)[1] == "ok" and best < 0.05
+    opens = {"numbers": [3, 4], "target": 7, "response": "<answer>" * 130_000}  # 1 MB of unclosed tags
+    assert clean_row(opens)[1] == "no_answer" and min(_timed(clean_row, opens) for _ in range(3)) < 0.05
+    for answer in ("5² + 3", "1$2 + 3", "①② * 3", "`5`2 + 3"):
+        fused = {"numbers": [52, 3], "target": 55, "response": f"<think>t</think><answer>{answer}</answer>"}
+        assert clean_row(fused) == (None, CHANGED_DIGITS), answer
+    fine = {"numbers": [52, 3], "target": 55, "response": "<think>t</think><answer>$52 + 3$</answer>"}
+    assert clean_row(fine)[1] == "ok"
+
+
+def _timed(fn, *args) -> float:
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
