@@ -1,15 +1,19 @@
-"""Split and SFT build throughput: puzzles/s with solution counts for n = 3..6, traces/s per style.
+"""Split and SFT build throughput: puzzles/s with solution counts for n = 3..6, traces/s per style, and the
+speed-up of ``num_proc=2`` over one process on the same build.
 
 Baseline in the same run: drawing the same puzzles without a solution count (``PuzzleGenerator[i]``), so the
-ratio shows what counting costs. Wall-clock and CPU-time rates are both printed (a shared box inflates the
-first). Usage: ``python benchmarks/bench_splits.py [--scale 1.0]``.
+ratio shows what counting costs; ``count_solutions`` alone per number count (ms per puzzle). Wall-clock and
+CPU-time rates are both printed (a shared box inflates the first).
+Usage: ``python benchmarks/bench_splits.py [--scale 1.0] [--only parallel]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
+from countdown_env.distinct_solutions import count_solutions
 from countdown_env.generator import PuzzleGenerator
 from countdown_env.sft import build_sft_records
 from countdown_env.splits import SplitSpec, build_split_records, stream_seed
@@ -33,6 +37,39 @@ def bench_splits(scale: float) -> None:
         gen.generate(rows)
         draw = rows / (time.perf_counter() - start)
         print(f"{n:>2} {len(built):>5} {full:>10.1f} {per_cpu:>10.1f} {draw:>12.1f} {draw / full:>6.1f}x")
+
+
+def bench_counting(scale: float) -> None:
+    print("\ncount_solutions per number count (numbers 1..100, targets 10..1000, CPU ms per puzzle)")
+    print(f"{'n':>2} {'puzzles':>7} {'median':>8} {'p90':>8} {'puzzles/CPU-s':>14}")
+    for n, rows in {3: 200, 4: 100, 5: 40, 6: 12}.items():
+        puzzles = PuzzleGenerator(n_numbers=n, seed=11).generate(max(3, int(rows * scale)))
+        times = []
+        for puzzle in puzzles:
+            start = time.process_time()
+            count_solutions(puzzle)
+            times.append(time.process_time() - start)
+        times.sort()
+        p90 = times[min(len(times) - 1, int(0.9 * len(times)))]
+        print(f"{n:>2} {len(times):>7} {1e3 * statistics.median(times):>8.2f} {1e3 * p90:>8.2f} "
+              f"{len(times) / sum(times):>14.1f}")  # fmt: skip
+
+
+def bench_parallel(scale: float) -> None:
+    """The same build (4 and 5 numbers) on 1 and 2 processes: wall-clock speed-up."""
+    spec = SplitSpec(n_numbers=(4, 5), train_size=max(8, int(240 * scale)), eval_size=8, seed=0)
+    print(f"\nbuild_split_records, n_numbers (4, 5), {spec.train_size + spec.eval_size} rows: num_proc 1 vs 2 (wall)")
+    timings = {}
+    for num_proc in (1, 2):
+        start = time.perf_counter()
+        rows = build_split_records(spec, progress=False, num_proc=num_proc)
+        timings[num_proc] = time.perf_counter() - start
+        print(f"  num_proc={num_proc}: {timings[num_proc]:.2f} s")
+        if num_proc == 1:
+            reference = rows
+        else:
+            assert rows == reference, "num_proc=2 must give the rows of one process"
+    print(f"  speed-up {timings[1] / timings[2]:.2f}x (same rows)")
 
 
 def bench_traces(scale: float) -> None:
@@ -64,6 +101,9 @@ def bench_traces(scale: float) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the row counts")
+    parser.add_argument("--only", choices=("splits", "counting", "parallel", "traces"), help="run one part")
     args = parser.parse_args()
-    bench_splits(args.scale)
-    bench_traces(args.scale)
+    parts = {"splits": bench_splits, "counting": bench_counting, "parallel": bench_parallel, "traces": bench_traces}
+    for name, part in parts.items():
+        if args.only in (None, name):
+            part(args.scale)
