@@ -228,6 +228,7 @@ class CompareSettings:
     quick: bool = False
     eval_batch_size: int = 128
     keep_checkpoints: bool = False
+    rollouts: str = "dataset"  # learners.pipeline.rollouts.ROUTES: dataset, env (token-MDP episodes), tools
 
     # fields that may change between a run and its --resume
     RESUMABLE = ("learners", "seeds", "eval_batch_size", "keep_checkpoints")
@@ -249,6 +250,10 @@ class CompareSettings:
         if self.eval_limit is not None and self.eval_limit < 1:
             raise ValueError("--eval-limit must be >= 1")
         parse_overrides(self.overrides, self.learners)
+        from .rollouts import ROUTES
+
+        if self.rollouts not in ROUTES:
+            raise ValueError(f"--rollouts must be one of {list(ROUTES)}, got {self.rollouts!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -267,6 +272,8 @@ class CompareSettings:
             parts += ["--set", item]
         if self.quick:
             parts.append("--quick")
+        if self.rollouts != "dataset":
+            parts += ["--rollouts", self.rollouts]
         return shlex.join(parts)
 
 
@@ -596,12 +603,16 @@ def train_one(learner: str, seed: int, settings: CompareSettings, shared: dict[s
     config = spec.make_config(**learner_trainer_kwargs(settings, learner, seed, run_dir))
     _, trainer_class = spec.load()
     train_rows = shared["train_rows"](seed)
+    from .rollouts import route_kwargs
+
+    routed = route_kwargs(settings.rollouts, shared["task"], shared["tokenizer"], train_rows, config)
     trainer = instrumented(trainer_class)(
         model=str(shared["model"]),
         args=config,
         train_dataset=prompt_dataset(train_rows, shared["task"]),
         processing_class=shared["tokenizer"],
         task=shared["task"],
+        **routed,
     )
     trainer.compare_tally = tally
     trainer.remove_callback(PrinterCallback)
@@ -1122,6 +1133,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-generations", type=int, help=f"group size (default {FULL['num_generations']})")
     parser.add_argument("--eval-batch-size", type=int, default=128, help="rows per HF generate call in evals")
     parser.add_argument("--keep-checkpoints", action="store_true", help="keep TRL checkpoints of finished runs")
+    parser.add_argument(
+        "--rollouts",
+        choices=("dataset", "env", "tools"),
+        default="dataset",
+        help="dataset (TRL generates), env (CountdownTokens-v0 episodes via rollout_func), tools (check tool)",
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> CompareSettings:
@@ -1138,6 +1155,7 @@ def settings_from_args(args: argparse.Namespace) -> CompareSettings:
         quick=bool(args.quick),
         eval_batch_size=args.eval_batch_size,
         keep_checkpoints=bool(args.keep_checkpoints),
+        rollouts=getattr(args, "rollouts", "dataset"),
         **sizes,
     )
 

@@ -313,3 +313,37 @@ def env_episode_reward(prompts, completions, env_reward=None, **kwargs) -> list[
     if env_reward is None:
         raise ValueError("env_episode_reward needs the env_reward column that EnvRollouts returns")
     return [float(r) for r in env_reward]
+
+
+# ---------------------------------------------------------------------------------------------- the routes
+ROUTES = ("dataset", "env", "tools")
+"""How a learner gets its completions and rewards (``countdown train --rollouts``, ``countdown compare --rollouts``):
+
+- ``dataset``: TRL generates from the prompt dataset, the trainer scores with the env's scorer (the default);
+- ``env``: :class:`EnvRollouts` plays ``CountdownTokens-v0`` episodes (several turns with feedback when the task's
+  ``max_turns > 1``), the reward is the episode's return;
+- ``tools``: ``environment_factory`` with :class:`countdown_env.trl_env.CountdownEnvironment` (the ``check`` tool
+  during generation, ``get_reward`` from the verifier).
+"""
+
+
+def route_kwargs(route: str, task: CountdownTask, tokenizer, puzzles: Sequence[Puzzle], args) -> dict[str, Any]:
+    """The extra trainer keyword arguments of a route (``reward_funcs`` and the rollout hook); ``{}`` for
+    ``dataset``. The dataset stays the dataset route's (``prompt_dataset(puzzles, task)``): ``env`` maps its
+    prompts to ``puzzles``, ``tools`` pins each rollout's puzzle from its ``numbers``/``target``. For ``tools`` a
+    ChatML tokenizer whose template cannot render tool calls (the tiny model's) gets the tool template."""
+    if route == "dataset":
+        return {}
+    if route == "env":
+        return {"rollout_func": EnvRollouts(task, tokenizer, puzzles), "reward_funcs": [env_episode_reward]}
+    if route == "tools":
+        from trl.chat_template_utils import supports_tool_calling
+
+        from countdown_env.trl_env import CountdownEnvironment, record_final_answers, use_tool_chat_template
+
+        if not supports_tool_calling(tokenizer):
+            use_tool_chat_template(tokenizer)
+        rows = args.per_device_train_batch_size * args.steps_per_generation
+        factory = CountdownEnvironment.factory(task, num_generations=args.num_generations, rows_per_process=rows)
+        return {"environment_factory": factory, "reward_funcs": [record_final_answers]}
+    raise ValueError(f"unknown rollouts route {route!r}; choose one of {list(ROUTES)}")

@@ -11,6 +11,8 @@ A preset (``learners/pipeline/configs/*.yaml``; ``--config NAME`` finds the pack
     trainer: {learning_rate: 2e-5, max_steps: 200, ...}   # the learner's config (GRPOConfig fields + its own)
     curriculum: {n_numbers: [3, 4], difficulty: [easy, medium, hard], threshold: 0.6, patience: 2}   # optional:
       # train prompts from countdown_env.procedural.CountdownCurriculum, raised when train accuracy passes threshold
+    rollouts: dataset   # or env (CountdownTokens-v0 episodes through a rollout_func; several turns with feedback
+      # when task.max_turns > 1) or tools (environment_factory with the check tool); --rollouts X on the command line
 
 Without a ``task`` section the task recorded with the model (``countdown_task.json``) is used, else
 ``CountdownTask()``. The task is recorded in every checkpoint and in ``final/`` so that ``countdown eval`` and
@@ -71,7 +73,7 @@ def find_config(name_or_path: str | Path) -> Path:
     raise FileNotFoundError(f"no config {str(name_or_path)!r}; give a YAML path or one of {choices}")
 
 
-SECTIONS = ("model", "tiny", "task", "data", "eval", "trainer", "curriculum")
+SECTIONS = ("model", "tiny", "task", "data", "eval", "trainer", "curriculum", "rollouts")
 MOVED_SECTIONS = {"template": "task.template", "reward": "task (format_bonus, use_all_numbers, ...)"}
 
 
@@ -208,6 +210,19 @@ def validate_config(learner: str, config: dict[str, Any]) -> None:
     refuse_unknown(f"trainer key ({config_class.__name__} option)", config.get("trainer") or {},
                    config_class.__dataclass_fields__)  # fmt: skip
     check_model(config.get("model", "tiny"))
+    _check_rollouts(config)
+
+
+def _check_rollouts(config: dict[str, Any]) -> str:
+    """The ``rollouts:`` route (``dataset`` by default; see :data:`learners.pipeline.rollouts.ROUTES`)."""
+    from .rollouts import ROUTES
+
+    route = config.get("rollouts") or "dataset"
+    if route not in ROUTES:
+        raise ValueError(f"rollouts must be one of {list(ROUTES)}, got {route!r}")
+    if route == "env" and config.get("curriculum"):
+        raise ValueError("rollouts: env maps the dataset's prompts to its puzzles; it does not combine with curriculum")
+    return route
 
 
 def apply_overrides(config: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
@@ -374,15 +389,18 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
         trainer_args["shuffle_dataset"] = False  # no shuffle buffer reading ahead at the old level
     args = spec.make_config(output_dir=str(out), **trainer_args)
     _, trainer_class = spec.load()
+    from .rollouts import route_kwargs
+
+    train_puzzles = rows_to_puzzles(train_rows)
+    routed = route_kwargs(_check_rollouts(config), task, tokenizer, train_puzzles, args)
     callbacks = make_callbacks(eval_rows, config.get("eval") or {}, task, tokenizer)
     trainer = trainer_class(
         model=str(model),
         args=args,
-        train_dataset=curriculum.train_dataset(task)
-        if curriculum is not None
-        else prompt_dataset(rows_to_puzzles(train_rows), task),
+        train_dataset=curriculum.train_dataset(task) if curriculum is not None else prompt_dataset(train_puzzles, task),
         processing_class=tokenizer,
         task=task,
+        **routed,
         callbacks=list(callbacks) + ([curriculum.callback()] if curriculum is not None else []),
     )
     trainer.curriculum = curriculum
@@ -448,6 +466,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="shortcut for --set model=PATH")
     parser.add_argument("--max-steps", type=int, help="shortcut for --set trainer.max_steps=N")
     parser.add_argument("--report-to", help="shortcut for --set trainer.report_to=X (e.g. tensorboard)")
+    parser.add_argument(
+        "--rollouts",
+        choices=("dataset", "env", "tools"),
+        help="shortcut for --set rollouts=X: dataset (TRL generates, env scorer), env (CountdownTokens-v0 episodes "
+        "via rollout_func), tools (environment_factory with the check tool)",
+    )
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE")
     parser.add_argument(
         "--resume", nargs="?", const=True, default=None, help="resume from the newest checkpoint (or PATH)"
@@ -462,6 +486,8 @@ def run(args: argparse.Namespace) -> int:
         overrides.append(f"trainer.max_steps={args.max_steps}")
     if args.report_to:
         overrides.append(f"trainer.report_to={args.report_to}")
+    if getattr(args, "rollouts", None):
+        overrides.append(f"rollouts={args.rollouts}")
     # user errors (ValueError, OSError, RuntimeError) reach countdown_env.cli.main: one line, exit status 2
     config = load_config(args.config, overrides)
     summary = train(args.learner, config, args.output_dir, resume=args.resume)
