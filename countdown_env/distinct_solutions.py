@@ -140,8 +140,12 @@ class _Counter:
                 if kind == "+":
                     if not negative_only:
                         out[value] += count
-                    if "-" in self.ops:
-                        out[-value] += count
+                        if "-" in self.ops:
+                            out[-value] += count
+                    elif "-" in self.ops and value == 0:
+                        # a chain of subtracted terms only is <= 0, and 0 only when every term is: the only value
+                        # its tables are asked for (a node's value is >= 0), so the others are never built
+                        out[0] += count
                 else:
                     if not negative_only:
                         out[value] += count
