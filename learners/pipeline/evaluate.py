@@ -556,6 +556,13 @@ def add_arguments(parser) -> None:
         "--markdown", action="store_true", help="print the results as a Markdown table (README-ready) on stdout"
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (shown when stderr is a terminal)")
+    parser.add_argument(
+        "--max-turns",
+        type=int,
+        default=1,
+        help="N > 1: multi-turn episodes (wrong answers get the verifier's feedback); prints pass@1 within 1..N turns",
+    )
+    parser.add_argument("--feedback", choices=("default", "compact"), help="feedback template for --max-turns")
 
 
 def run(args) -> int:
@@ -563,6 +570,8 @@ def run(args) -> int:
     ks = sorted({1, args.samples, *(args.k or [])})
     if any(k > args.samples for k in ks):
         raise ValueError(f"every --k must be <= --samples ({args.samples})")
+    if getattr(args, "max_turns", 1) != 1:
+        return _run_turns(args)
     report = evaluate_model_dir(
         args.model,
         args.split,
@@ -582,5 +591,33 @@ def run(args) -> int:
     write_report(report, out)
     print(template_line(report))
     print(format_markdown(report) if args.markdown else format_report(report))
+    print(f"report: {out}")
+    return 0
+
+
+def _run_turns(args) -> int:
+    """``--max-turns N``: the multi-turn eval (:mod:`learners.pipeline.turns_eval`)."""
+    from .turns_eval import evaluate_turns_model_dir, format_turns
+
+    if args.max_turns < 1:
+        raise ValueError("--max-turns must be >= 1")
+    if args.backend != "hf":
+        raise ValueError("--max-turns runs with --backend hf (generate, give feedback, generate again)")
+    report = evaluate_turns_model_dir(
+        args.model,
+        args.split,
+        max_turns=args.max_turns,
+        limit=args.limit,
+        batch_size=args.batch_size,
+        template=args.template,
+        feedback=args.feedback,
+        samples=args.samples,
+        temperature=args.temperature,
+        max_new_tokens=args.max_new_tokens,
+        seed=args.seed,
+    )
+    out = Path(args.out) if args.out else Path(args.model) / "eval_turns_report.json"
+    write_report(report, out)
+    print(format_turns(report))
     print(f"report: {out}")
     return 0
