@@ -138,19 +138,27 @@ def test_clear_errors(tiny_model_dir, toy_puzzles, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_demo_pipeline_quick(tmp_path):
+    """The demo's --quick chain from a warm start rebuilt with the shrunk recipe (the shipped one is tested in
+    test_warm_start): warm start, data, eval, RL with evals, eval, summary and plot."""
     from learners.pipeline.demo import QUICK, run_demo
 
     settings = {**QUICK, "max_new_tokens": 12}  # the --quick settings, shorter completions
-    summary = run_demo(tmp_path / "demo", **settings)
+    summary = run_demo(tmp_path / "demo", from_scratch=True, **settings)
     out = tmp_path / "demo"
     for name in ("summary.md", "summary.json", "training.png", "eval_before.json", "eval_after.json"):
         assert (out / name).is_file(), name
-    assert summary["before"]["n_puzzles"] == summary["after"]["n_puzzles"] == settings["eval_size"]
+    assert (out / "warm-start" / "eval_report.json").is_file() and (out / "warm-start" / "recipe.json").is_file()
+    assert summary["before"]["n_puzzles"] == summary["after"]["n_puzzles"] == settings["eval_limit"]
     text = (out / "summary.md").read_text()
     assert "pass@1" in text and "training.png" in text
     history = json.loads((out / "grpo" / "log_history.json").read_text())
-    expected_evals = list(range(0, settings["grpo_steps"] + 1, settings["eval_every"]))
+    expected_evals = list(range(0, settings["rl_steps"] + 1, settings["eval_every"]))
     assert [e["step"] for e in history if "eval/pass@1" in e] == expected_evals
+    train_rows = [json.loads(line) for line in (out / "data" / "train.jsonl").read_text().splitlines()]
+    from countdown_env.eval_sets import load_eval_set
+
+    held_out = {(tuple(sorted(r["numbers"])), r["target"]) for r in load_eval_set("tiny_n3", as_dataset=False)}
+    assert not held_out & {(tuple(sorted(r["numbers"])), r["target"]) for r in train_rows}
 
 
 @pytest.mark.slow

@@ -1,70 +1,67 @@
-"""``countdown demo-train`` (``make demo``): the whole pipeline on a CPU in minutes, with fixed step counts.
+"""``countdown demo-train`` (``make demo``): RL of the shipped warm start on a CPU in minutes, fixed step counts.
 
-1. build small train/eval splits of 3-number puzzles (numbers 1-20, targets 10-200; eval disjoint from train);
-2. build the embedded tiny model and SFT it on solver-derived reasoning traces (assistant tokens only);
-3. evaluate the SFT model on the eval split (pass@1, pass@4 at T=0.8, 95 % CIs);
-4. run GRPO (``--learner``, default ``grpo``) from the SFT model with the ``cpu-tiny`` preset, evaluating
-   every ``--eval-every`` steps;
-5. evaluate the final policy the same way as in 3;
-6. write ``OUT/training.png`` (train reward and eval pass@1 against GRPO steps) and ``OUT/summary.md``.
+1. the warm start: the SFT'd tiny model shipped in the package (:mod:`learners.pipeline.warm_start`), or rebuilt
+   with its recipe under ``--from-scratch`` (about 20 more minutes);
+2. a training split of the warm start's task (3 numbers on 1..20, targets 10..200), disjoint from the committed
+   eval set ``datasets/tiny_n3.jsonl``;
+3. evaluate the warm start on tiny_n3 (pass@1, pass@4 at T=0.8, 95 % CIs over puzzles);
+4. RL (``--learner``, default :data:`LEARNER`) from it with the ``cpu-tiny`` preset and the settings below,
+   evaluating every ``--eval-every`` steps on a part of tiny_n3;
+5. evaluate the final policy as in 3;
+6. write ``OUT/training.png`` and ``OUT/summary.md`` (before/after table with CIs, settings, timings).
 
-Step counts are fixed (not wall time) so that every machine computes the same thing; the defaults were
-calibrated on these machines and measured: 7 min 52 s for the whole job on a lightly shared 2-core machine
-(SFT 311 s, GRPO with four evals 139 s). ``--quick`` shrinks
-everything to a smoke test of a few seconds.
+Step counts are fixed (not wall time) so that every machine computes the same thing (CPU training is still not
+bit-identical across machines). ``--quick`` shrinks everything to a smoke test of a few seconds.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+LEARNER = "grpo"
 DEFAULTS: dict[str, Any] = dict(
-    train_size=2000,
-    eval_size=128,
-    sft_size=8000,  # distinct puzzles: ~3 epochs in 400 x 64 (4000 overfit at ~6 epochs)
-    sft_steps=400,
-    sft_batch=64,
-    grpo_steps=150,
-    eval_every=50,
+    train_size=4000,
+    rl_steps=200,
+    eval_every=100,
+    eval_limit=512,
+    curve_eval_limit=128,
     samples=4,
-    max_new_tokens=128,
+    max_new_tokens=192,
+    learning_rate=2e-5,
 )
 QUICK: dict[str, Any] = dict(
     train_size=16,
-    eval_size=4,
-    sft_size=16,
-    sft_steps=2,
-    sft_batch=8,
-    grpo_steps=2,
+    rl_steps=2,
     eval_every=1,
+    eval_limit=4,
+    curve_eval_limit=4,
     samples=2,
     max_new_tokens=16,
+    learning_rate=2e-5,
 )
-
-def demo_task(seed: int = 0):
-    """The demo's task: 3-number puzzles on 1..20 with targets 10..200, the compact prompt (the tiny model's)."""
-    from countdown_env.task import CountdownTask
-
-    return CountdownTask(n_numbers=3, value_range=(1, 20), target_range=(10, 200), template="compact", seed=seed)
-
-# "direct" traces (one attempt, then a check) average ~125 tokens with the compact prompt, the sequence length
-# the tiny-model calibration was measured at; "short" ones (with dead ends) average ~160 and pad to ~240 per batch,
-# which doubles the SFT cost per step.
-SFT_STYLE = "direct"
+QUICK_RECIPE = dict(sft_size=16, steps=2, batch_size=8)
+"""``--quick --from-scratch``: the warm-start recipe shrunk to a smoke test."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..core.registry import LEARNERS
+
     parser.add_argument("--out", default="runs/demo", help="output folder")
-    parser.add_argument("--learner", default="grpo", help="registered learner for the RL stage")
+    parser.add_argument(
+        "--learner", default=LEARNER, choices=list(LEARNERS), help="registered learner for the RL stage"
+    )
     parser.add_argument("--quick", action="store_true", help="a few-second smoke test instead of the real demo")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--from-scratch", action="store_true", help="rebuild the warm start instead of the shipped one")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the training split and of RL")
     for key, value in DEFAULTS.items():
-        parser.add_argument(f"--{key.replace('_', '-')}", type=int, default=None, help=f"default {value}")
+        kind = float if isinstance(value, float) else int
+        parser.add_argument(f"--{key.replace('_', '-')}", type=kind, default=None, help=f"default {value}")
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -72,8 +69,8 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
     for key in DEFAULTS:
         value = getattr(args, key, None)
         if value is not None:
-            if value < 1:
-                raise ValueError(f"--{key.replace('_', '-')} must be >= 1")
+            if value <= 0:
+                raise ValueError(f"--{key.replace('_', '-')} must be > 0")
             settings[key] = value
     return settings
 
@@ -91,16 +88,19 @@ def _stage(name: str, timings: dict[str, float]):
     return Stage()
 
 
-def run_demo(out: str | Path, *, learner: str = "grpo", seed: int = 0, **overrides: Any) -> dict[str, Any]:
+def run_demo(
+    out: str | Path, *, learner: str = LEARNER, seed: int = 0, from_scratch: bool = False, **overrides: Any
+) -> dict[str, Any]:
     """Run the pipeline into ``out``; returns the summary (also written as ``summary.json``/``summary.md``)."""
-    from countdown_env.sft import build_sft_records
-    from countdown_env.splits import build_split_records, write_jsonl
+    from countdown_env.eval_sets import load_eval_set
+    from countdown_env.splits import SplitSpec, build_split_records, write_jsonl
 
+    from .data import model_task
     from .evaluate import HFBackend, evaluate, format_report, write_report
     from .plotting import plot_training
-    from .sft import run_sft
-    from .tiny import build_tiny_model, load_tokenizer
-    from .train import load_config, task_split_spec, train
+    from .tiny import load_tokenizer
+    from .train import load_config, train
+    from .warm_start import EVAL_SET, RECIPE, SHIPPED_DIR, WarmStartRecipe, build_warm_start, tiny_task
 
     settings = {**DEFAULTS, **overrides}
     out = Path(out)
@@ -108,42 +108,30 @@ def run_demo(out: str | Path, *, learner: str = "grpo", seed: int = 0, **overrid
     timings: dict[str, float] = {}
     total_start = time.perf_counter()
 
-    task = demo_task(seed)
-    with _stage("splits", timings):
-        splits = build_split_records(task_split_spec(task, settings["train_size"], settings["eval_size"]))
-        for name, rows in splits.items():
-            write_jsonl(rows, out / "data" / f"{name}.jsonl")
-        eval_rows = splits["eval"]
-        sft_records = build_sft_records(
-            (3,),
-            settings["sft_size"],
-            seed=seed + 1,
-            style=SFT_STYLE,
-            value_range=task.value_range,
-            target_range=task.target_range,
-            exclude=[(tuple(sorted(r["numbers"])), r["target"]) for r in eval_rows],
-        )
+    with _stage("warm start", timings):
+        if from_scratch:
+            quick = settings["rl_steps"] <= QUICK["rl_steps"]
+            recipe = WarmStartRecipe.from_dict({**RECIPE.to_dict(), **(QUICK_RECIPE if quick else {})})
+            measure = dict(eval_limit=settings["eval_limit"], groups=2, max_new_tokens=16) if quick else None
+            warm = build_warm_start(
+                out / "warm-start", recipe, measure=measure, log=lambda m: print(m, file=sys.stderr)
+            )
+        else:
+            warm = SHIPPED_DIR
+            if not (warm / "config.json").is_file():
+                raise FileNotFoundError(f"no shipped warm start at {warm}: run with --from-scratch")
+        task = model_task(warm) or tiny_task()
 
-    with _stage("sft", timings):
-        init = build_tiny_model(out / "init-model", seed=seed)
-        sft_dir = run_sft(
-            init,
-            sft_records,
-            out / "sft-model",
-            task=task,
-            max_steps=settings["sft_steps"],
-            per_device_train_batch_size=settings["sft_batch"],
-            seed=seed,
-            logging_steps=max(1, settings["sft_steps"] // 10),
-            disable_tqdm=False,
-        )
+    with _stage("data", timings):
+        eval_rows = load_eval_set(EVAL_SET, as_dataset=False)[: settings["eval_limit"]]
+        exclude = [(tuple(r["numbers"]), r["target"]) for r in load_eval_set(EVAL_SET, as_dataset=False)]
+        spec = SplitSpec(task=task, train_size=settings["train_size"], eval_size=0, exclude=exclude)
+        train_rows = build_split_records(spec)["train"]
+        write_jsonl(train_rows, out / "data" / "train.jsonl")
+        write_jsonl(eval_rows[: settings["curve_eval_limit"]], out / "data" / "eval.jsonl")
 
     eval_kwargs = dict(
-        task=task,
-        samples=settings["samples"],
-        temperature=0.8,
-        max_new_tokens=settings["max_new_tokens"],
-        seed=seed,
+        task=task, samples=settings["samples"], temperature=0.8, max_new_tokens=settings["max_new_tokens"]
     )
 
     def evaluate_dir(model_dir: Path, name: str) -> dict[str, Any]:
@@ -151,41 +139,47 @@ def run_demo(out: str | Path, *, learner: str = "grpo", seed: int = 0, **overrid
 
         tokenizer = load_tokenizer(model_dir)
         backend = HFBackend(AutoModelForCausalLM.from_pretrained(model_dir), tokenizer, batch_size=64, device="cpu")
-        report = evaluate(backend, tokenizer, eval_rows, keep_completions=2, **eval_kwargs)
-        report.update(model=str(model_dir), split=str(out / "data" / "eval.jsonl"))
+        report = evaluate(backend, tokenizer, eval_rows, keep_completions=2, seed=0, **eval_kwargs)
+        report.update(model=str(model_dir), split=EVAL_SET)
         write_report(report, out / f"eval_{name}.json")
         print(f"-- {name}\n{format_report(report)}", file=sys.stderr, flush=True)
         return report
 
     with _stage("eval before RL", timings):
-        before = evaluate_dir(sft_dir, "before")
+        before = evaluate_dir(warm, "before")
 
     with _stage(f"{learner} RL", timings):
+        steps = settings["rl_steps"]
         config = load_config(
             "cpu-tiny",
             [
-                f"model={sft_dir}",
+                f"model={warm}",
+                "task=" + json.dumps(task.to_dict()),
                 "data=" + json.dumps({name: str(out / "data" / f"{name}.jsonl") for name in ("train", "eval")}),
                 f"eval.every={settings['eval_every']}",
                 f"eval.samples={settings['samples']}",
                 f"eval.max_new_tokens={settings['max_new_tokens']}",
-                f"trainer.max_steps={settings['grpo_steps']}",
+                f"trainer.max_steps={steps}",
+                f"trainer.learning_rate={settings['learning_rate']}",
                 f"trainer.max_completion_length={settings['max_new_tokens']}",
-                f"trainer.save_steps={max(settings['grpo_steps'], 1)}",
+                f"trainer.save_steps={max(steps, 1)}",
                 f"trainer.seed={seed}",
-                f"trainer.logging_steps={max(1, min(10, settings['grpo_steps'] // 10))}",
+                f"trainer.logging_steps={max(1, min(10, steps // 10))}",
             ],
         )
         rl = train(learner, config, out / learner)
+        for checkpoint in (out / learner).glob("checkpoint-*"):
+            shutil.rmtree(checkpoint, ignore_errors=True)
 
     with _stage("eval after RL", timings):
         after = evaluate_dir(Path(rl["final"]), "after")
 
     history = json.loads((out / learner / "log_history.json").read_text())
-    plot = plot_training(history, out / "training.png", title=f"tiny model: SFT then {learner}")
+    plot = plot_training(history, out / "training.png", title=f"tiny model: warm start, then {learner}")
     timings["total"] = time.perf_counter() - total_start
     summary = {
         "learner": learner,
+        "warm_start": str(warm),
         "settings": settings,
         "seconds": {k: round(v, 1) for k, v in timings.items()},
         "before": before["overall"],
@@ -209,16 +203,17 @@ def markdown_summary(summary: dict[str, Any], before: dict[str, Any], after: dic
         return f"{stats[key]:.3f} [{low:.3f}, {high:.3f}]"
 
     lines = [
-        f"# Countdown demo: tiny model, SFT then {summary['learner']}",
+        f"# Countdown demo: the tiny model's warm start, then {summary['learner']}",
         "",
-        f"Eval: {before['overall']['n_puzzles']} held-out 3-number puzzles (numbers 1-20, targets 10-200), "
+        f"Eval: {before['overall']['n_puzzles']} puzzles of datasets/tiny_n3.jsonl (3 numbers on 1-20, targets "
+        "10-200; disjoint from the warm start's SFT data and the RL training split), "
         f"{k} samples each at T={before['temperature']}, up to {before['max_new_tokens']} new tokens; "
         "95 % bootstrap CIs over puzzles.",
         "",
         f"| model | pass@1 | pass@{k} | format | truncated |",
         "| --- | --- | --- | --- | --- |",
     ]
-    for name, report in (("after SFT", before), (f"after SFT + {summary['learner']}", after)):
+    for name, report in (("warm start", before), (f"warm start + {summary['learner']}", after)):
         o = report["overall"]
         lines.append(
             f"| {name} | {cell(o, 'pass@1')} | {cell(o, f'pass@{k}')} | {o['format_rate']:.2f} | "
@@ -227,8 +222,8 @@ def markdown_summary(summary: dict[str, Any], before: dict[str, Any], after: dic
     seconds = summary["seconds"]
     lines += [
         "",
-        f"SFT: {s['sft_steps']} steps x {s['sft_batch']} traces; {summary['learner']}: {s['grpo_steps']} steps x "
-        "2 prompts x 8 completions (cpu-tiny preset).",
+        f"{summary['learner']}: {s['rl_steps']} steps x 2 prompts x 8 completions at lr {s['learning_rate']} "
+        f"(cpu-tiny preset), {s['max_new_tokens']} new tokens; warm start: {summary['warm_start']}.",
         "",
         "Wall time (s): " + ", ".join(f"{k_}: {v}" for k_, v in seconds.items()),
         "",
@@ -239,12 +234,8 @@ def markdown_summary(summary: dict[str, Any], before: dict[str, Any], after: dic
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        settings = _settings(args)
-        summary = run_demo(args.out, learner=args.learner, seed=args.seed, **settings)
-    except (ValueError, FileNotFoundError, RuntimeError) as exc:
-        print(f"countdown demo-train: error: {exc}", file=sys.stderr)
-        return 2
+    settings = _settings(args)
+    summary = run_demo(args.out, learner=args.learner, seed=args.seed, from_scratch=args.from_scratch, **settings)
     print((Path(args.out) / "summary.md").read_text())
     print(json.dumps(summary["seconds"]))
     return 0

@@ -136,8 +136,11 @@ def group_puzzles(task, count: int):
     return [Puzzle.from_dict(r) for r in rows["train"]]
 
 
-def build_warm_start(out: str | Path, recipe: WarmStartRecipe = RECIPE, *, log=print) -> Path:
-    """SFT the tiny model with ``recipe`` into ``out`` (written beside it, then renamed); measure and report it."""
+def build_warm_start(
+    out: str | Path, recipe: WarmStartRecipe = RECIPE, *, measure: dict[str, Any] | None = None, log=print
+) -> Path:
+    """SFT the tiny model with ``recipe`` into ``out`` (written beside it, then renamed); measure and report it
+    (``measure``: keyword arguments of :func:`measure_warm_start`, e.g. a smaller ``eval_limit``)."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -185,7 +188,7 @@ def build_warm_start(out: str | Path, recipe: WarmStartRecipe = RECIPE, *, log=p
     for leftover in ("training_args.bin",):
         (model_dir / leftover).unlink(missing_ok=True)
     (model_dir / RECIPE_FILE).write_text(json.dumps(recipe.to_dict(), indent=2) + "\n")
-    report = measure_warm_start(model_dir, log=log)
+    report = measure_warm_start(model_dir, log=log, **(measure or {}))
     report["sft_minutes"] = round(sft_minutes, 2)
     (model_dir / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n")
     if out.exists():
