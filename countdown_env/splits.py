@@ -353,8 +353,8 @@ def build_split_records(
 ) -> dict[str, list[dict]]:
     """Rows (plain dicts with :data:`SPLIT_COLUMNS`) of every non-empty split, eval first; no HF import.
 
-    Pass a :class:`SplitSpec` or its fields as keywords. ``progress`` shows a tqdm bar on stderr (``None``: only
-    for builds of at least 5000 rows, and only when tqdm is installed). ``num_proc > 1`` computes the rows on a
+    Pass a :class:`SplitSpec` or its fields as keywords. ``progress`` shows a tqdm bar on stderr (``None``: when
+    stderr is a terminal, at any size; only when tqdm is installed). ``num_proc > 1`` computes the rows on a
     process pool (same rows).
     """
     if spec is None:
@@ -476,13 +476,12 @@ def merge_shards(shard_dirs: Iterable[str | os.PathLike]) -> tuple[dict[str, lis
 
 
 def _progress_bar(total: int, progress: bool | None):
-    if progress is False or (progress is None and total < 5000):
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, desc="building puzzles", unit="puzzle", mininterval=0.5)
+    """A tqdm bar over puzzles (:func:`countdown_env.progress.progress_bar`: ``None`` = when stderr is a terminal,
+    at any size), or ``None``."""
+    from .progress import NoBar, progress_bar
+
+    bar = progress_bar(total, "building puzzles", progress, unit="puzzle")
+    return None if isinstance(bar, NoBar) else bar
 
 
 def split_features(counts: bool = True):

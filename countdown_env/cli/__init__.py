@@ -31,11 +31,15 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "merge-splits": ("countdown_env.cli.merge", "merge the shard folders of build-splits --shard K/N into one split"),
     "compare": ("learners.pipeline.compare", "run learners side by side from one warm start: CSV, summary, curves"),
     "demo-train": ("learners.pipeline.demo", "the main job on CPU: splits, SFT, GRPO, eval before/after, PNG"),
+    "generate": ("countdown_env.cli.generate", "print puzzles of a task as JSON lines (numbers, target, a solution)"),
+    "solve": ("countdown_env.cli.solve", "solve one puzzle: a solution, --all of them or --count (exit 1: none)"),
+    "verify": ("countdown_env.cli.verify", "judge one answer: verdict and reason (exit 0 correct, 1 wrong)"),
 }
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="countdown", description="Countdown puzzles for RL of language models.")
+    parser.add_argument("--version", action="version", version=f"countdown {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_text) in SUBCOMMANDS.items():
         sub.add_parser(name, help=help_text, add_help=False)
@@ -46,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in SUBCOMMANDS:
         parser = build_parser()
+        if argv and argv[0] in ("--version", "-V"):
+            print(f"countdown {_version()}")
+            return 0
         if not argv or argv[0] in ("-h", "--help"):
             parser.print_help()
             return 0
@@ -53,9 +60,14 @@ def main(argv: list[str] | None = None) -> int:
     name, rest = argv[0], argv[1:]
     module_name, help_text = SUBCOMMANDS[name]
     module = importlib.import_module(module_name)
-    parser = argparse.ArgumentParser(prog=f"countdown {name}", description=help_text)
+    parser = argparse.ArgumentParser(
+        prog=f"countdown {name}", description=help_text, formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     module.add_arguments(parser)
-    args = parser.parse_args(rest)
+    try:
+        args = parser.parse_args(rest)
+    except SystemExit as exc:  # --help (0) or a usage error (2), already printed by argparse: return, not raise
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     try:
         return int(module.run(args) or 0)
     except USER_ERRORS as exc:
@@ -66,6 +78,18 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"countdown {name}: interrupted", file=sys.stderr)
         return 130
+
+
+def _version() -> str:
+    """The installed distribution's version (countdown-rl), else the package's ``__version__``."""
+    try:
+        from importlib.metadata import version
+
+        return version("countdown-rl")
+    except Exception:  # not installed (a bare checkout on sys.path)
+        from countdown_env import __version__
+
+        return __version__
 
 
 def error_message(exc: BaseException) -> str:

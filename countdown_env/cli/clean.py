@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import argparse
 
+from .options import add_template_argument
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", help="jsonl with numbers (or nums), target and a response")
     parser.add_argument("out", help="a .jsonl file, or a folder (gets sft.jsonl and report.json)")
     parser.add_argument("--response-field", default=None, help="the response column (default: first present of "
                         "response, response_ws, chosen, completion, output, answer)")  # fmt: skip
-    parser.add_argument("--template", default="default")
-    parser.add_argument("--allow-empty-reasoning", action="store_true")
+    add_template_argument(parser)
+    parser.add_argument("--allow-empty-reasoning", action="store_true", help="keep rows whose reasoning is empty")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing non-empty output")
 
 

@@ -22,10 +22,10 @@ from .options import add_range_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--count", type=int, default=200, help="number of puzzles (default 200)")
-    parser.add_argument("--n-numbers", type=int, default=4, help="numbers per puzzle (default 4)")
+    parser.add_argument("--count", type=int, default=200, help="number of puzzles")
+    parser.add_argument("--n-numbers", type=int, default=4, help="numbers per puzzle")
     add_range_arguments(parser, value_range=(1, 100), target_range=(10, 1000))
-    parser.add_argument("--operators", default="+-*/", help="allowed operators (default +-*/)")
+    parser.add_argument("--operators", default="+-*/", help="allowed operators")
     parser.add_argument("--use-all-numbers", action="store_true", help="every number exactly once")
     parser.add_argument("--integer-intermediates", action="store_true", help="every intermediate a positive integer")
     parser.add_argument(
@@ -33,10 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=0.5,
         help="share of puzzles generated solvable (with a witness); the rest get uniform targets, and the solver "
-        "proves most of those unsolvable (default 0.5)",
+        "proves most of those unsolvable",
     )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--no-progress", action="store_true", help="no progress line")
+    parser.add_argument("--seed", type=int, default=0, help="generator seed")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (shown when stderr is a terminal)")
 
 
 def wrong_answers(puzzle: Puzzle, solution: str, use_all_numbers: bool = False) -> list[tuple[str, str]]:

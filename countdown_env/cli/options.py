@@ -10,8 +10,24 @@ def add_range_arguments(
     parser: argparse.ArgumentParser, value_range: Sequence[int], target_range: Sequence[int]
 ) -> None:
     """``--value-range LOW HIGH`` (the numbers) and ``--target-range LOW HIGH`` with the given defaults."""
-    parser.add_argument("--value-range", type=int, nargs=2, default=value_range, metavar=("LOW", "HIGH"))
-    parser.add_argument("--target-range", type=int, nargs=2, default=target_range, metavar=("LOW", "HIGH"))
+    parser.add_argument(
+        "--value-range", type=int, nargs=2, default=value_range, metavar=("LOW", "HIGH"), help="the numbers' range"
+    )
+    parser.add_argument(
+        "--target-range", type=int, nargs=2, default=target_range, metavar=("LOW", "HIGH"), help="the targets' range"
+    )
+
+
+def add_template_argument(parser: argparse.ArgumentParser, default: str = "default") -> None:
+    """``--template NAME`` with the known templates as choices."""
+    from ..prompts import TEMPLATES
+
+    parser.add_argument(
+        "--template",
+        default=default,
+        choices=sorted(TEMPLATES),
+        help="prompt template: the prompt wording and the answer/reasoning tags",
+    )
 
 
 def add_exclude_argument(parser: argparse.ArgumentParser, help: str) -> None:

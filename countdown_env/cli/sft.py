@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import argparse
 
-from .options import add_exclude_argument, add_range_arguments, excluded_keys
+from ..traces import MIXED, STYLES
+from .options import add_exclude_argument, add_range_arguments, add_template_argument, excluded_keys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="a .jsonl file, or a folder (gets sft.jsonl and an HF copy)")
-    parser.add_argument("--n-numbers", type=int, nargs="+", default=[3])
+    parser.add_argument("--n-numbers", type=int, nargs="+", default=[3], help="number counts (rows shared evenly)")
     parser.add_argument("--size", type=int, default=2000, help="rows in total, shared across counts")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--style", default="short", help="direct, short, search, long or mixed")
+    parser.add_argument("--seed", type=int, default=0, help="build seed (the same seed gives the same rows)")
+    parser.add_argument(
+        "--style", default="short", choices=[*STYLES, MIXED], help="trace style (mixed: a style drawn per row)"
+    )
     add_range_arguments(parser, value_range=[1, 20], target_range=[10, 200])
-    parser.add_argument("--template", default="default", help="prompt template name (default, tinyzero, compact)")
-    parser.add_argument("--use-all-numbers", action="store_true")
+    add_template_argument(parser)
+    parser.add_argument("--use-all-numbers", action="store_true", help="every number exactly once")
     add_exclude_argument(parser, help="puzzles to keep out")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing non-empty --out")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (shown when stderr is a terminal)")
 
 
 def run(args: argparse.Namespace) -> int:

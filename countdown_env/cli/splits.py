@@ -11,7 +11,7 @@ import argparse
 import time
 from collections import Counter
 
-from .options import add_exclude_argument, add_range_arguments, excluded_keys
+from .options import add_exclude_argument, add_range_arguments, add_template_argument, excluded_keys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,13 +20,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "--no-counts)")  # fmt: skip
     parser.add_argument("--train", type=int, default=50_000, help="train rows in total, shared across counts")
     parser.add_argument("--eval", type=int, default=512, help="eval rows in total, shared across counts")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="build seed (the same seed gives the same bytes)")
     add_range_arguments(parser, value_range=[1, 100], target_range=[10, 1000])
     parser.add_argument("--use-all-numbers", action="store_true", help="every number exactly once")
     parser.add_argument("--integer-intermediates", action="store_true", help="every intermediate a whole number")
-    parser.add_argument("--min-solutions", type=int, default=None)
-    parser.add_argument("--max-solutions", type=int, default=None)
-    parser.add_argument("--template", default="default", help="prompt template name (default, tinyzero, compact)")
+    parser.add_argument("--min-solutions", type=int, default=None, help="keep puzzles with at least N solutions")
+    parser.add_argument("--max-solutions", type=int, default=None, help="keep puzzles with at most N solutions")
+    add_template_argument(parser)
     add_exclude_argument(parser, help="keep the puzzles of this jsonl (numbers, target) out of both splits; repeatable")
     parser.add_argument("--no-counts", action="store_true", help="skip solution counts (no num_solutions/difficulty "
                         "columns; much faster for 5-6 numbers; allows up to 8 numbers)")  # fmt: skip
@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "shard folders with countdown merge-splits")  # fmt: skip
     parser.add_argument("--overwrite", action="store_true", help="replace an existing non-empty --out")
     parser.add_argument("--jsonl-only", action="store_true", help="skip the HF save_to_disk copy")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (shown when stderr is a terminal)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1113,8 +1113,12 @@ def run_compare(settings: CompareSettings, out: str | Path, *, resume: bool = Fa
 
 # -------------------------------------------------------------------------------------------------- CLI
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--learners", nargs="+", default=list(DEFAULT_LEARNERS), help="registered learner names")
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    from ..core.registry import LEARNERS
+
+    parser.add_argument(
+        "--learners", nargs="+", default=list(DEFAULT_LEARNERS), choices=list(LEARNERS), help="registered learners"
+    )
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="seeds: one run per learner and seed")
     parser.add_argument("--steps", type=int, help=f"training steps per run (default {FULL['steps']})")
     parser.add_argument("--eval-every", type=int, help=f"eval and checkpoint period (default {FULL['eval_every']})")
     parser.add_argument("--out", default="runs/compare", help="output folder")

@@ -539,16 +539,16 @@ def add_arguments(parser) -> None:
     parser.add_argument("--split", required=True, help="jsonl split (numbers/target rows) or save_to_disk folder")
     parser.add_argument("--samples", type=int, default=4, help="completions per puzzle (n of pass@k)")
     parser.add_argument("--k", type=int, action="append", help="extra k for pass@k (default: 1 and --samples)")
-    parser.add_argument("--temperature", type=float, default=0.8)
-    parser.add_argument("--max-new-tokens", type=int, default=768)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--temperature", type=float, default=0.8, help="sampling temperature (0: greedy, --samples 1)")
+    parser.add_argument("--max-new-tokens", type=int, default=768, help="completion budget; longer counts as wrong")
+    parser.add_argument("--seed", type=int, default=0, help="sampling and bootstrap seed")
     parser.add_argument("--limit", type=int, help="evaluate only the first N puzzles")
     parser.add_argument(
         "--template",
         choices=("default", "tinyzero", "compact"),
         help="prompt template (default: the task recorded with the model, else the split's, else 'default')",
     )
-    parser.add_argument("--backend", choices=("hf", "vllm"), default="hf")
+    parser.add_argument("--backend", choices=("hf", "vllm"), default="hf", help="generation engine (vllm: GPU only)")
     parser.add_argument("--batch-size", type=int, default=64, help="rows per HF generate call")
     parser.add_argument("--out", help="JSON report path (default: MODEL/eval_report.json)")
     parser.add_argument("--examples", type=int, default=0, help="keep this many completions per puzzle in the JSON")

@@ -460,7 +460,14 @@ def train(learner: str, config: dict[str, Any], output_dir: str | Path, resume: 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..core.registry import LEARNERS
 
-    parser.add_argument("--learner", default="grpo", help=f"one of: {', '.join(LEARNERS)}")
+    def learner_name(name: str) -> str:
+        if name not in LEARNERS:
+            raise argparse.ArgumentTypeError(f"unknown learner {name!r}; choose one of {', '.join(LEARNERS)}")
+        return name
+
+    parser.add_argument(
+        "--learner", default="grpo", type=learner_name, choices=list(LEARNERS), help="registered learner"
+    )
     parser.add_argument("--config", default="cpu-tiny", help="YAML preset path or packaged name (cpu-tiny, ...)")
     parser.add_argument("--output-dir", default="runs/train", help="checkpoints, final model, logs, PNG")
     parser.add_argument("--model", help="shortcut for --set model=PATH")
@@ -472,7 +479,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="shortcut for --set rollouts=X: dataset (TRL generates, env scorer), env (CountdownTokens-v0 episodes "
         "via rollout_func), tools (environment_factory with the check tool)",
     )
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override any YAML entry (value parsed as YAML); repeatable",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (TRL's; trainer.disable_tqdm)")
     parser.add_argument(
         "--resume", nargs="?", const=True, default=None, help="resume from the newest checkpoint (or PATH)"
     )
@@ -486,6 +501,8 @@ def run(args: argparse.Namespace) -> int:
         overrides.append(f"trainer.max_steps={args.max_steps}")
     if args.report_to:
         overrides.append(f"trainer.report_to={args.report_to}")
+    if getattr(args, "no_progress", False):
+        overrides.append("trainer.disable_tqdm=true")
     if getattr(args, "rollouts", None):
         overrides.append(f"rollouts={args.rollouts}")
     # user errors (ValueError, OSError, RuntimeError) reach countdown_env.cli.main: one line, exit status 2
