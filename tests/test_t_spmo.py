@@ -491,3 +491,31 @@ def test_two_processes_build_one_trie_per_group(tiny_model_dir, tmp_path):
         assert torch.equal(got_mask, expected.loss_mask)
         # the trie spans the processes: every original row's first transition is measured against all 8 rows
         assert expected.parent_counts[:8, 0].tolist() == [8] * 8
+
+
+def test_replay_refuses_tool_or_environment_tokens(make_trainer, cpu_grpo_kwargs):
+    """Replayed rows restart from completion prefixes: a batch whose loss mask hides tool/feedback tokens is refused."""
+    from learners.core.trainer import Rollout
+
+    cpu_grpo_kwargs.update(replay_success=1, replay_failure=1)
+    trainer = _tspmo(make_trainer, cpu_grpo_kwargs)
+    mask = torch.ones(4, 5, dtype=torch.long)
+    tool = mask.clone()
+    tool[0, 2] = 0  # an environment token inside the first completion
+    batch = {
+        "prompt_ids": torch.ones(4, 3, dtype=torch.long),
+        "prompt_mask": torch.ones(4, 3, dtype=torch.long),
+        "completion_ids": torch.full((4, 5), 7),
+        "completion_mask": mask,
+        "tool_mask": tool,
+        "advantages": torch.zeros(4),
+    }
+    rollout = Rollout(
+        rewards=torch.tensor([1.0, 0.0, 1.0, 0.0]),
+        rewards_per_func=torch.zeros(4, 1),
+        num_generations=4,
+        process_slice=slice(0, 4),
+        inputs=[{}] * 4,
+    )
+    with pytest.raises(ValueError, match="replay"):
+        trainer.shape_batch(batch, rollout)

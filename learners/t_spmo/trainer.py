@@ -80,6 +80,12 @@ class TSPMOTrainer(CountdownGRPOTrainer):
         local_rows = [ids.new_tensor(range(rollout.process_slice.start, rollout.process_slice.stop))]
         replay_counts = None
         if self.replay_enabled and rollout.mode == "train":
+            if not torch.equal(self.loss_mask(batch), batch["completion_mask"]):
+                raise ValueError(
+                    "T-SPMO replay restarts from completion prefixes and cannot tell environment or tool tokens "
+                    "(masked out of the loss) from the model's own: use replay_success = replay_failure = 0 "
+                    "with tool or environment rollouts"
+                )
             replay = self._replay(batch, rollout, ids, mask, rewards)
             width = max(ids.size(1), replay["ids"].size(1))
             ids = torch.cat([_pad_right(ids, width, pad_id), _pad_right(replay["ids"], width, pad_id)])
