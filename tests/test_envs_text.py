@@ -179,5 +179,9 @@ def test_render_ansi():
     obs, _ = env.reset()
     assert env.render() == obs
     env.step(RIGHT)
-    assert env.render().endswith(RIGHT)
+    assert env.render().endswith(f"{RIGHT}\n\n[turn 1: correct (ok, value {PUZZLE.target})]")
+    wrong = make(puzzles=[PUZZLE], render_mode="ansi")
+    wrong.reset()
+    wrong.step("<reasoning>x</reasoning>\n<solution>3 + 7</solution>")
+    assert wrong.render().endswith("[turn 1: wrong (wrong_value, value 10)]")
     assert countdown_env.CountdownEnv is type(env.unwrapped)

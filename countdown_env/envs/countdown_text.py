@@ -111,7 +111,8 @@ class CountdownEnv(gym.Env[str, str]):
     - ``generator``: a ready index-addressable generator; or ``puzzles``: a fixed list to draw from (then only
       the template, bonus and rules apply).
     - ``max_response_chars``: the action space's length bound (default 4096).
-    - ``render_mode``: None or ``"ansi"`` (``render()`` returns the prompt and the last response).
+    - ``render_mode``: None or ``"ansi"`` (``render()`` returns the conversation so far and, after a step, the
+      verdict: ``[turn t: correct|wrong (reason, value v)]``).
 
     ## Vector Environments
 
@@ -156,6 +157,7 @@ class CountdownEnv(gym.Env[str, str]):
         self._index: int | None = None
         self._prompt: str = ""
         self._response: str | None = None
+        self._verdict: str = ""
         self._messages: list[dict[str, str]] = []
         self._turn = 0
         self._done = True
@@ -179,6 +181,9 @@ class CountdownEnv(gym.Env[str, str]):
         self._response = response_text(action)
         scored = self.task.score(self._response, self._puzzle)
         self._turn += 1
+        verdict = scored.verification
+        value = "" if verdict.value is None else f", value {verdict.value}"
+        self._verdict = f"[turn {self._turn}: {'correct' if verdict.correct else 'wrong'} ({verdict.reason}{value})]"
         info = {
             "verification": scored.verification,
             "format_ok": bool(scored.format_ok),
@@ -203,4 +208,4 @@ class CountdownEnv(gym.Env[str, str]):
         turns = [m["content"] for m in self._messages[len(self.task.messages(self._puzzle)) :]]
         if self._done:
             turns.append(self._response)
-        return "\n\n".join([self._prompt, *turns])
+        return "\n\n".join([self._prompt, *turns, self._verdict])
