@@ -11,6 +11,7 @@ import shutil
 import numpy as np
 import pytest
 
+from countdown_env.atomic import write_text
 from countdown_env.cli import main
 from learners.pipeline import compare
 from learners.pipeline.compare import (
@@ -22,6 +23,7 @@ from learners.pipeline.compare import (
     paired_bootstrap_diff,
     parse_overrides,
     read_rows,
+    runs,
 )
 
 HEADER = (
@@ -102,7 +104,7 @@ def test_summary_plot_and_run_files(quick_dir):
         assert json.loads((run / "DONE").read_text())["steps"] == 2
         lines = (run / "final_eval.jsonl").read_text().splitlines()
         assert len(lines) == 4 and len(json.loads(lines[0])["correct"]) == 4
-    assert not list(quick_dir.rglob(".*.tmp"))
+    assert not list(quick_dir.rglob(".*.tmp-*"))  # no temporary file of an atomic write left behind
 
 
 @pytest.mark.slow
@@ -232,7 +234,7 @@ def test_paired_bootstrap_hand_example(tmp_path):
 
 
 def test_default_warm_start_falls_back_loudly(tmp_path, monkeypatch):
-    monkeypatch.setattr(compare, "SHIPPED_WARM_START", tmp_path / "not-shipped")
+    monkeypatch.setattr(runs, "SHIPPED_WARM_START", tmp_path / "not-shipped")
     with pytest.warns(UserWarning, match="RANDOMLY INITIALISED"):
         path = compare.default_warm_start(tmp_path)
     assert (path / "config.json").is_file() and path == tmp_path / "init-model"
@@ -240,7 +242,7 @@ def test_default_warm_start_falls_back_loudly(tmp_path, monkeypatch):
 
 def test_csv_round_trip(tmp_path):
     row = {c: 1 for c in CSV_COLUMNS} | {"learner": "grpo", "train_reward": math.nan, "wall_seconds": 0.5}
-    path = compare.write_atomic(tmp_path / "r.csv", compare.rows_to_csv([row]))
+    path = write_text(tmp_path / "r.csv", compare.rows_to_csv([row]))
     with open(path) as handle:
         assert next(csv.reader(handle)) == list(CSV_COLUMNS)
     back = read_rows(path)[0]

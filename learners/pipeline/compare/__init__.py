@@ -1,0 +1,313 @@
+r"""``countdown compare``: registered learners side by side, from one warm start, on the same prompts and eval.
+
+::
+
+    countdown compare --learners grpo dr_grpo dapo prime_rl contrastive ps_ppo s_grpo t_spmo \
+        --seeds 0 1 2 --steps 200 --eval-every 50 --out runs/compare [--set grpo.learning_rate=1e-5] [--resume]
+
+Every run (one learner, one seed) starts from the same model folder (``--model``; default
+:func:`default_warm_start`), trains on the same prompts in the same order for a given seed (a split of the model's
+task built from the seed, disjoint from the eval set; TRL's sampler shuffles it with the seed), with the same
+group size, generation settings and learning rate (:data:`COMMON_TRAINER`), and is evaluated the same way:
+``datasets/tiny_n3.jsonl``, 4 samples per puzzle at T=0.8, at step 0, every ``--eval-every`` steps and at the
+end (the eval's sampling seed is the run's seed, and the eval does not disturb the training RNG). A learner's own
+settings are its registry defaults (``learners.core.registry``) unless ``--set LEARNER.key=value`` (or
+``all.key=value``) says otherwise.
+
+Output (``DIR``)
+----------------
+- ``results.csv``: one row per (learner, seed, eval step), columns :data:`CSV_COLUMNS`; the last four are
+  cumulative over the run's training steps (eval excluded):
+
+  - ``wall_seconds``: time inside the optimiser steps (``on_step_begin`` to ``on_step_end``: generation, scoring,
+    the learner's seams, forward/backward, optimiser), eval and checkpointing excluded;
+  - ``generated_tokens``: completion tokens sampled by TRL (the env's trajectory lengths, eos included);
+  - ``loss_tokens``: the non-zero entries of the loss mask (``completion_mask * tool_mask``) after the learner's
+    ``select_loss_tokens``, summed over every loss call — the tokens the update actually trained on;
+  - ``forward_tokens``: completion columns the loss's forward/backward actually ran (rows × padded width of each
+    micro-batch, times the base trainer's ``loss/forward_token_frac`` for learners that truncate to their loss
+    tokens: PS-PPO, T-SPMO, S-GRPO with ``truncate_after_last_selected``). Prompt tokens, TRL's no-grad old/ref
+    log-prob passes and learners' own extra passes (PS-PPO's proxy, T-SPMO's replay) are not counted; they
+    show in ``wall_seconds``.
+
+  ``train_reward`` is the mean env reward of the completions generated since the previous eval row (empty at
+  step 0); ``pass@1``/``pass@4``/``format_rate``/``mean_completion_tokens`` come from the eval.
+- ``summary.md``: the command and machine; per learner the final pass@1 and pass@4 (mean over seeds, 95 % CI:
+  Student t over the seeds' means, or the puzzle bootstrap for a single seed), the difference to ``grpo`` with
+  a paired bootstrap 95 % CI (paired by seed and puzzle: per seed, puzzles are resampled with replacement and the
+  per-puzzle differences averaged; the estimate is the mean over seeds), seconds per step and its ratio to
+  ``grpo``, tokens per step; ranked by pass@1; failed runs with their error.
+- ``curves.png``: pass@1 against step and against training wall-clock seconds, mean completion length and
+  cumulative forward/loss tokens against step; one line per learner (mean over seeds), band min-max over seeds.
+- ``runs/LEARNER-sSEED/``: ``rows.csv``, ``evals/step-N.jsonl`` (per-puzzle correctness of every eval),
+  ``final_eval.jsonl`` (the last one), ``log_history.json``, ``DONE`` (a JSON record) or ``ERROR`` (traceback),
+  and TRL checkpoints (every ``--eval-every`` steps; removed after ``DONE`` unless ``--keep-checkpoints``).
+
+A failing run is reported (``ERROR``, the summary) and the others go on; the command then exits with 1.
+``--resume`` skips runs with ``DONE``, continues the others from their newest checkpoint
+(``trainer.train(resume_from_checkpoint=...)``, counters restored from the checkpoint's ``compare_state.json``)
+and rewrites the results; without ``--resume`` or ``--overwrite`` a non-empty ``DIR`` is refused. Files are
+written atomically (temporary file, then ``os.replace``). ``--quick``: tiny sizes for tests.
+
+Runs are sequential, in one process (seed-major: every learner of seed 0 first), on one device; the token
+counters are this process's (no accelerate multi-process support here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shutil
+import sys
+import time
+import traceback
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+from countdown_env.atomic import write_text
+
+from ..warm_start import tiny_task
+from .curves import plot_curves
+from .progress import Progress
+from .results import CSV_COLUMNS, CUMULATIVE_COLUMNS, read_rows, rows_to_csv
+from .runs import default_warm_start, has_shipped_warm_start, run_name, train_one
+from .settings import DEFAULT_LEARNERS, EVAL_SET, FULL, QUICK, SETTINGS_FILE, CompareSettings, parse_overrides
+from .stats import mean_ci, paired_bootstrap_diff
+from .summary import learner_table, summary_markdown
+
+__all__ = [
+    "CSV_COLUMNS",
+    "CUMULATIVE_COLUMNS",
+    "CompareSettings",
+    "add_arguments",
+    "default_warm_start",
+    "learner_table",
+    "mean_ci",
+    "paired_bootstrap_diff",
+    "parse_overrides",
+    "read_rows",
+    "rows_to_csv",
+    "run",
+    "run_compare",
+]
+
+
+def quiet_libraries() -> None:
+    """No per-checkpoint progress bars or deprecation chatter from transformers between the progress lines."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    warnings.filterwarnings("ignore", message=r".*gradient_checkpointing.*deprecated", category=FutureWarning)
+    warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.*deprecated", category=FutureWarning)
+
+
+def _relevant(overrides: Sequence[str], learners: Sequence[str]) -> list[str]:
+    """The ``--set`` items that apply to ``learners`` (``all.*`` and theirs), in order."""
+    return [item for item in overrides if item.split(".", 1)[0] in ("all", *learners)]
+
+
+def prepare_dir(out: Path, settings: CompareSettings, *, resume: bool, overwrite: bool) -> None:
+    """Refuse a non-empty ``out`` unless resuming (same settings) or overwriting (a compare output only)."""
+    settings_path = out / SETTINGS_FILE
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file")
+    non_empty = out.is_dir() and any(out.iterdir())
+    if non_empty and resume:
+        if settings_path.is_file():
+            old = json.loads(settings_path.read_text())
+            new = settings.to_dict()
+            changed = [k for k in new if k not in CompareSettings.RESUMABLE and old.get(k) != new[k]]
+            if "overrides" in changed and _relevant(old.get("overrides", []), settings.learners) == _relevant(
+                settings.overrides, settings.learners
+            ):
+                changed.remove("overrides")
+            if changed:
+                raise ValueError(
+                    f"--resume: {out} was run with different {changed} "
+                    f"({', '.join(f'{k}={old.get(k)!r}' for k in changed)}); use a new --out or --overwrite"
+                )
+    elif non_empty and overwrite:
+        if not settings_path.is_file():
+            raise ValueError(
+                f"--overwrite: {out} has no {SETTINGS_FILE}; refusing to delete a folder compare did not write"
+            )
+        for child in out.iterdir():
+            shutil.rmtree(child) if child.is_dir() else child.unlink()
+    elif non_empty:
+        raise ValueError(f"{out} is not empty: pass --resume to continue it or --overwrite to start again")
+    out.mkdir(parents=True, exist_ok=True)
+    write_text(settings_path, json.dumps(settings.to_dict(), indent=2) + "\n")
+
+
+def train_split(task, size: int, seed: int, exclude) -> list:
+    """``size`` distinct training puzzles of ``task`` drawn with ``seed``, none of them in ``exclude``."""
+    from countdown_env import Puzzle
+    from countdown_env.splits import SplitSpec, build_split_records
+
+    spec = SplitSpec(task=dataclasses.replace(task, seed=seed), train_size=size, eval_size=0, exclude=exclude)
+    rows = build_split_records(spec, progress=False).get("train", [])
+    return [Puzzle.from_dict(r) for r in rows]
+
+
+def run_compare(settings: CompareSettings, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> dict:
+    """Run (or resume) the comparison into ``out``; returns ``{"failures": {...}, "finished": n, ...}``."""
+    from countdown_env.eval_sets import load_eval_set
+    from countdown_env.splits import write_jsonl
+
+    from ..data import model_task
+    from ..tiny import load_tokenizer
+
+    out = Path(out)
+    prepare_dir(out, settings, resume=resume, overwrite=overwrite)
+    random_model = settings.model is None and not has_shipped_warm_start()
+    model = Path(settings.model) if settings.model else default_warm_start(out)
+    if not (model / "config.json").is_file():
+        raise FileNotFoundError(f"--model {model}: no config.json (give a checkpoint folder)")
+    task = model_task(model) or tiny_task()
+    tokenizer = load_tokenizer(model)
+    eval_rows = load_eval_set(EVAL_SET, as_dataset=False)
+    if settings.eval_limit:
+        eval_rows = eval_rows[: settings.eval_limit]
+    exclude = [(tuple(r["numbers"]), r["target"]) for r in load_eval_set(EVAL_SET, as_dataset=False)]
+    train_cache: dict[int, list] = {}
+
+    def train_rows(seed: int):
+        if seed not in train_cache:
+            puzzles = train_split(task, settings.train_size, seed, exclude)
+            if not puzzles:
+                raise ValueError("no training puzzles")
+            path = out / "data" / f"train-s{seed}.jsonl"
+            if not path.is_file():
+                write_jsonl([{"numbers": list(p.numbers), "target": p.target} for p in puzzles], path)
+            train_cache[seed] = puzzles
+        return train_cache[seed]
+
+    all_rows: dict[tuple[str, int], list[dict]] = {}
+    runs = [(learner, seed) for seed in settings.seeds for learner in settings.learners]
+
+    def rewrite_results() -> None:
+        ordered = [row for key in runs for row in all_rows.get(key, [])]
+        write_text(out / "results.csv", rows_to_csv(ordered))
+
+    progress = Progress(len(runs))
+    shared = dict(
+        out=out,
+        model=model,
+        task=task,
+        tokenizer=tokenizer,
+        eval_rows=eval_rows,
+        train_rows=train_rows,
+        progress=progress,
+        rows=all_rows,
+        on_row=rewrite_results,
+        initial_evals={},
+    )
+    failures: dict[tuple[str, int], str] = {}
+    skipped = 0
+    quiet_libraries()
+    for learner, seed in runs:
+        run_dir = out / "runs" / run_name(learner, seed)
+        if resume and (run_dir / "DONE").is_file():
+            all_rows[(learner, seed)] = read_rows(run_dir / "rows.csv")
+            skipped += 1
+            progress.index += 1
+            print(f"[{progress.index}/{progress.total}] {learner} seed {seed}: done before, skipped", file=sys.stderr)
+            continue
+        started = time.perf_counter()
+        try:
+            record = train_one(learner, seed, settings, shared, resume)
+        except Exception:  # noqa: BLE001 - a failing run is reported and the others go on
+            error = traceback.format_exc()
+            failures[(learner, seed)] = error
+            write_text(run_dir / "ERROR", error)
+            if progress.index < runs.index((learner, seed)) + 1:
+                progress.index = runs.index((learner, seed)) + 1
+                progress.label = f"[{progress.index}/{progress.total}] {learner} seed {seed}"
+            progress.finish(f"FAILED: {error.strip().splitlines()[-1]}")
+        else:
+            progress.finish(
+                f"done: pass@1 {record['pass@1']:.3f}, {record['wall_seconds']:.1f} s training, "
+                f"{time.perf_counter() - started:.1f} s with evals"
+            )
+        rewrite_results()
+
+    rows = [row for key in runs for row in all_rows.get(key, [])]
+    rewrite_results()
+    info = dict(model=str(model), random_model=random_model, task=task.to_dict(), eval_puzzles=len(eval_rows))
+    write_text(out / "summary.md", summary_markdown(out, settings, rows, failures, info))
+    plot_curves(rows, out / "curves.png", settings.learners)
+    return {
+        "out": str(out),
+        "finished": len(runs) - len(failures),
+        "skipped": skipped,
+        "failures": {run_name(*key): text.strip().splitlines()[-1] for key, text in failures.items()},
+    }
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ...core.registry import LEARNERS
+
+    parser.add_argument(
+        "--learners", nargs="+", default=list(DEFAULT_LEARNERS), choices=list(LEARNERS), help="registered learners"
+    )
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="seeds: one run per learner and seed")
+    parser.add_argument("--steps", type=int, help=f"training steps per run (default {FULL['steps']})")
+    parser.add_argument("--eval-every", type=int, help=f"eval and checkpoint period (default {FULL['eval_every']})")
+    parser.add_argument("--out", default="runs/compare", help="output folder")
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="LEARNER.KEY=VALUE",
+        help="a learner's config value (YAML), e.g. grpo.learning_rate=1e-5; all.KEY=VALUE for every learner",
+    )  # fmt: skip
+    parser.add_argument("--model", help="model folder every run starts from (default: the shipped warm start)")
+    parser.add_argument("--resume", action="store_true", help="skip finished runs, continue the others")
+    parser.add_argument("--overwrite", action="store_true", help="delete a previous comparison in --out first")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (tests): 2 steps, 4 eval puzzles, 16 tokens")
+    parser.add_argument("--train-size", type=int, help=f"training puzzles per seed (default {FULL['train_size']})")
+    parser.add_argument("--eval-limit", type=int, help=f"first N puzzles of {EVAL_SET} (default: all 512)")
+    parser.add_argument("--max-new-tokens", type=int, help=f"train and eval (default {FULL['max_new_tokens']})")
+    parser.add_argument("--prompts-per-step", type=int, help=f"default {FULL['prompts_per_step']}")
+    parser.add_argument("--num-generations", type=int, help=f"group size (default {FULL['num_generations']})")
+    parser.add_argument("--eval-batch-size", type=int, default=128, help="rows per HF generate call in evals")
+    parser.add_argument("--keep-checkpoints", action="store_true", help="keep TRL checkpoints of finished runs")
+    parser.add_argument(
+        "--rollouts",
+        choices=("dataset", "env", "tools"),
+        default="dataset",
+        help="dataset (TRL generates), env (CountdownTokens-v0 episodes via rollout_func), tools (check tool)",
+    )
+
+
+def settings_from_args(args: argparse.Namespace) -> CompareSettings:
+    sizes = dict(QUICK if args.quick else FULL)
+    for key in sizes:
+        value = getattr(args, key, None)
+        if value is not None:
+            sizes[key] = value
+    return CompareSettings(
+        learners=list(args.learners),
+        seeds=list(args.seeds),
+        model=args.model,
+        overrides=list(args.overrides),
+        quick=bool(args.quick),
+        eval_batch_size=args.eval_batch_size,
+        keep_checkpoints=bool(args.keep_checkpoints),
+        rollouts=getattr(args, "rollouts", "dataset"),
+        **sizes,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.resume and args.overwrite:
+        print("countdown compare: error: --resume and --overwrite exclude each other", file=sys.stderr)
+        return 2
+    try:
+        settings = settings_from_args(args)
+        result = run_compare(settings, args.out, resume=args.resume, overwrite=args.overwrite)
+    except (ValueError, FileNotFoundError, TypeError) as exc:
+        print(f"countdown compare: error: {exc}", file=sys.stderr)
+        return 2
+    print((Path(args.out) / "summary.md").read_text())
+    print(json.dumps(result))
+    return 1 if result["failures"] else 0

@@ -1,0 +1,172 @@
+"""What defines a comparison: :class:`CompareSettings` (recorded in ``DIR/compare.json``), the sizes (:data:`FULL`,
+:data:`QUICK`), the trainer settings every learner shares (:data:`COMMON_TRAINER`), the eval protocol, and the
+``--set LEARNER.key=value`` overrides that turn them into one learner's config."""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+DEFAULT_LEARNERS: tuple[str, ...] = ("grpo", "dr_grpo", "dapo", "prime_rl", "contrastive", "ps_ppo", "s_grpo", "t_spmo")
+BASELINE = "grpo"
+EVAL_SET = "tiny_n3"
+EVAL_SAMPLES = 4
+EVAL_TEMPERATURE = 0.8
+SETTINGS_FILE = "compare.json"
+
+# The settings every learner shares (a learner's registry defaults win over these where they overlap; --set wins
+# over both). Calibration (design.md): lr 2e-5 lifts the 1 M tiny model a little; >= 5e-5 degrades it.
+COMMON_TRAINER: dict[str, Any] = dict(
+    learning_rate=2e-5,
+    lr_scheduler_type="constant",
+    warmup_steps=0,
+    temperature=0.8,
+    top_k=0,
+    max_grad_norm=1.0,
+    logging_steps=1,
+    save_strategy="steps",
+    save_total_limit=2,
+    disable_tqdm=True,
+    dataloader_num_workers=0,
+    report_to="none",
+    gradient_checkpointing=False,
+)
+
+# Sizes: the full comparison and --quick (tests). Explicit command-line values win over both.
+FULL: dict[str, Any] = dict(
+    steps=200,
+    eval_every=50,
+    train_size=2000,
+    eval_limit=None,
+    max_new_tokens=128,
+    prompts_per_step=2,
+    num_generations=8,
+)
+QUICK: dict[str, Any] = dict(
+    steps=2,
+    eval_every=1,
+    train_size=16,
+    eval_limit=4,
+    max_new_tokens=16,
+    prompts_per_step=2,
+    num_generations=4,
+)
+
+
+@dataclasses.dataclass
+class CompareSettings:
+    """Everything that defines a comparison (recorded in ``DIR/compare.json``)."""
+
+    learners: list[str]
+    seeds: list[int]
+    steps: int
+    eval_every: int
+    train_size: int
+    eval_limit: int | None
+    max_new_tokens: int
+    prompts_per_step: int
+    num_generations: int
+    model: str | None = None
+    overrides: list[str] = dataclasses.field(default_factory=list)
+    quick: bool = False
+    eval_batch_size: int = 128
+    keep_checkpoints: bool = False
+    rollouts: str = "dataset"  # learners.pipeline.rollouts.ROUTES: dataset, env (token-MDP episodes), tools
+
+    # fields that may change between a run and its --resume
+    RESUMABLE = ("learners", "seeds", "eval_batch_size", "keep_checkpoints")
+
+    def __post_init__(self):
+        from ...core.registry import get_learner
+
+        if not self.learners or not self.seeds:
+            raise ValueError("give at least one learner and one seed")
+        for name in self.learners:
+            get_learner(name)
+        if len(set(self.learners)) != len(self.learners) or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError("learners and seeds must not repeat")
+        for name in ("steps", "eval_every", "train_size", "max_new_tokens", "prompts_per_step", "eval_batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
+        if self.num_generations < 2:
+            raise ValueError("--num-generations must be >= 2 (group-relative advantages)")
+        if self.eval_limit is not None and self.eval_limit < 1:
+            raise ValueError("--eval-limit must be >= 1")
+        parse_overrides(self.overrides, self.learners)
+        from ..rollouts import ROUTES
+
+        if self.rollouts not in ROUTES:
+            raise ValueError(f"--rollouts must be one of {list(ROUTES)}, got {self.rollouts!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def command(self) -> str:
+        """The full command line that reproduces this comparison (every size explicit)."""
+        parts = ["countdown", "compare", "--learners", *self.learners, "--seeds", *map(str, self.seeds)]
+        parts += ["--steps", str(self.steps), "--eval-every", str(self.eval_every)]
+        parts += ["--train-size", str(self.train_size), "--max-new-tokens", str(self.max_new_tokens)]
+        parts += ["--prompts-per-step", str(self.prompts_per_step), "--num-generations", str(self.num_generations)]
+        if self.eval_limit is not None:
+            parts += ["--eval-limit", str(self.eval_limit)]
+        if self.model:
+            parts += ["--model", self.model]
+        for item in self.overrides:
+            parts += ["--set", item]
+        if self.quick:
+            parts.append("--quick")
+        if self.rollouts != "dataset":
+            parts += ["--rollouts", self.rollouts]
+        return shlex.join(parts)
+
+
+def parse_overrides(items: Sequence[str], learners: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``["grpo.learning_rate=1e-5", "all.beta=0.01"]`` -> ``{"grpo": {...}, "all": {...}}`` (values as YAML).
+
+    The prefix must be ``all`` or a registered learner (a learner not in ``learners`` is ignored: its runs are
+    not part of this invocation); anything else is a ``ValueError``.
+    """
+    from ...core.registry import LEARNERS
+    from ..train import parse_yaml
+
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        prefix, dot, name = key.partition(".")
+        if not sep or not dot or not prefix or not name:
+            raise ValueError(f"--set {item!r} is not of the form LEARNER.key=value (or all.key=value)")
+        if prefix != "all" and prefix not in LEARNERS:
+            raise ValueError(f"--set {item!r}: {prefix!r} is neither 'all' nor a learner ({', '.join(LEARNERS)})")
+        out.setdefault(prefix, {})[name] = parse_yaml(raw)
+    return out
+
+
+def learner_trainer_kwargs(settings: CompareSettings, learner: str, seed: int, output_dir: Path) -> dict[str, Any]:
+    """The keyword arguments of ``get_learner(learner).make_config``: the shared settings (minus the keys the
+    learner's registry defaults set), then ``all.*`` and ``learner.*`` overrides."""
+    import torch
+
+    from ...core.registry import get_learner
+    from ..train import CPU_SETTINGS
+
+    spec = get_learner(learner)
+    common = dict(
+        COMMON_TRAINER,
+        max_steps=settings.steps,
+        save_steps=settings.eval_every,
+        per_device_train_batch_size=settings.prompts_per_step * settings.num_generations,
+        num_generations=settings.num_generations,
+        max_completion_length=settings.max_new_tokens,
+        seed=seed,
+    )
+    if not torch.cuda.is_available():
+        common.update(CPU_SETTINGS)
+    kwargs = {k: v for k, v in common.items() if k not in spec.defaults}
+    overrides = parse_overrides(settings.overrides, settings.learners)
+    kwargs.update(overrides.get("all", {}))
+    kwargs.update(overrides.get(learner, {}))
+    kwargs["output_dir"] = str(output_dir)
+    return kwargs

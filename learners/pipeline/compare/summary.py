@@ -1,0 +1,191 @@
+"""``summary.md``: the command, the machine, and per learner the final accuracy with its CIs, the paired difference
+to the baseline, speed and tokens per step; failed runs; whether the learners of a seed saw the same prompts."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .results import CUMULATIVE_COLUMNS
+from .runs import run_name
+from .settings import BASELINE, COMMON_TRAINER, EVAL_SAMPLES, EVAL_SET, EVAL_TEMPERATURE, CompareSettings
+from .stats import bootstrap_puzzles, mean_ci, paired_bootstrap_diff, puzzle_scores
+
+
+def machine_lines() -> list[str]:
+    import torch
+
+    parts = [
+        f"platform {platform.platform()}",
+        f"python {platform.python_version()}",
+        f"{os.cpu_count()} CPUs ({torch.get_num_threads()} torch threads)",
+        f"torch {torch.__version__}",
+    ]
+    for name in ("transformers", "trl"):
+        try:
+            parts.append(f"{name} {__import__(name).__version__}")
+        except ImportError:  # pragma: no cover
+            pass
+    if torch.cuda.is_available():
+        parts.append(f"GPU {torch.cuda.get_device_name(0)}")
+    else:
+        parts.append("no GPU")
+    return parts
+
+
+def _cell(mean: float, low: float, high: float, digits: int = 3) -> str:
+    if math.isnan(mean):
+        return "-"
+    if math.isnan(low):
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def _signed(mean: float, low: float, high: float) -> str:
+    if math.isnan(mean):
+        return "-"
+    return f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
+def learner_table(out: Path, settings: CompareSettings, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per learner: final pass@1/pass@4 with CIs, paired differences to grpo, speed and tokens (finished runs)."""
+    finished: dict[str, dict[int, Path]] = {}
+    for learner in settings.learners:
+        for seed in settings.seeds:
+            run_dir = out / "runs" / run_name(learner, seed)
+            if (run_dir / "DONE").is_file() and (run_dir / "final_eval.jsonl").is_file():
+                finished.setdefault(learner, {})[seed] = run_dir
+    final_rows = {}
+    for row in rows:
+        key = (row["learner"], row["seed"])
+        if row["step"] == settings.steps:
+            final_rows[key] = row
+
+    scores: dict[str, dict[int, dict[int, np.ndarray]]] = {}
+    puzzles_of: dict[tuple[str, int], list] = {}
+    for learner, runs in finished.items():
+        for seed, run_dir in runs.items():
+            for k in (1, EVAL_SAMPLES):
+                keys, values = puzzle_scores(run_dir / "final_eval.jsonl", k)
+                scores.setdefault(learner, {}).setdefault(k, {})[seed] = values
+                puzzles_of[(learner, seed)] = keys
+
+    def speed(learner: str) -> dict[str, float]:
+        figures: dict[str, list[float]] = {c: [] for c in CUMULATIVE_COLUMNS}
+        for seed in finished.get(learner, {}):
+            row = final_rows.get((learner, seed))
+            if row is None:
+                continue
+            for column in CUMULATIVE_COLUMNS:
+                figures[column].append(row[column] / max(row["step"], 1))
+        return {c: float(np.mean(v)) if v else math.nan for c, v in figures.items()}
+
+    base_speed = speed(BASELINE) if BASELINE in finished else None
+    table = []
+    for learner in settings.learners:
+        runs = finished.get(learner, {})
+        entry: dict[str, Any] = {"learner": learner, "finished": len(runs), "runs": len(settings.seeds)}
+        for k in (1, EVAL_SAMPLES):
+            per_seed = scores.get(learner, {}).get(k, {})
+            means = [float(v.mean()) for v in per_seed.values()]
+            if len(means) == 1:
+                only = next(iter(per_seed.values()))
+                entry[f"pass@{k}"] = (means[0], *bootstrap_puzzles(only))
+            else:
+                entry[f"pass@{k}"] = mean_ci(means)
+            base = scores.get(BASELINE, {}).get(k, {})
+            if learner != BASELINE and per_seed and base:
+                for s in set(per_seed) & set(base):
+                    if puzzles_of[(learner, s)] != puzzles_of[(BASELINE, s)]:
+                        raise ValueError(f"seed {s}: {learner} and {BASELINE} were evaluated on different puzzles")
+                entry[f"diff@{k}"] = paired_bootstrap_diff(per_seed, base)[:3]
+            else:
+                entry[f"diff@{k}"] = (math.nan, math.nan, math.nan)
+        entry["speed"] = speed(learner)
+        entry["base_speed"] = base_speed
+        table.append(entry)
+    table.sort(key=lambda e: (-(e["pass@1"][0] if not math.isnan(e["pass@1"][0]) else -1.0), e["learner"]))
+    return table
+
+
+def summary_markdown(out: Path, settings: CompareSettings, rows, failures: Mapping[tuple[str, int], str], info) -> str:
+    """``summary.md`` (see the module docstring)."""
+    table = learner_table(out, settings, rows)
+    k = EVAL_SAMPLES
+    shown = ("learning_rate", "lr_scheduler_type", "temperature", "top_k", "max_grad_norm")
+    shared = {key: COMMON_TRAINER[key] for key in shown}
+    lines = [
+        "# Learner comparison on Countdown",
+        "",
+        f"Command: `{settings.command()}`",
+        "",
+        "Machine: " + ", ".join(machine_lines()),
+        "",
+        f"Model: `{info['model']}`{' (RANDOMLY INITIALISED — no warm start)' if info.get('random_model') else ''}; "
+        f"task: {json.dumps(info['task'])}.",
+        "",
+        f"Training: {settings.steps} steps x {settings.prompts_per_step} prompts x {settings.num_generations} "
+        f"completions, up to {settings.max_new_tokens} new tokens, {settings.train_size} training puzzles per "
+        f"seed; shared trainer settings {json.dumps(shared)}"
+        + (f"; overrides {settings.overrides}" if settings.overrides else "")
+        + ".",
+        "",
+        f"Eval: `{EVAL_SET}` ({info['eval_puzzles']} puzzles), {k} samples each at T={EVAL_TEMPERATURE}, at step 0 "
+        f"and every {settings.eval_every} steps. Final figures at step {settings.steps}: mean over seeds with a 95 % "
+        "CI (Student t over seeds; puzzle bootstrap when one seed); Δ vs grpo: paired bootstrap over puzzles within "
+        "each seed (2000 resamples). s/step: training wall time per step (eval excluded); tokens per step "
+        "(generated / in the loss / completion columns forwarded by the loss).",
+        "",
+        f"| rank | learner | seeds | pass@1 | Δ pass@1 vs grpo | pass@{k} | Δ pass@{k} vs grpo | s/step | × grpo "
+        "| gen tok/step | loss tok/step | fwd tok/step | fwd × grpo |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    rank = 0
+    for entry in table:
+        speed, base = entry["speed"], entry["base_speed"]
+        if entry["finished"]:
+            rank += 1
+
+        def ratio(column: str, speed=speed, base=base) -> str:
+            if base is None or math.isnan(speed[column]) or not base[column]:
+                return "-"
+            return f"{speed[column] / base[column]:.2f}"
+
+        def num(value: float, digits: int = 0) -> str:
+            return "-" if math.isnan(value) else f"{value:.{digits}f}"
+
+        lines.append(
+            f"| {rank if entry['finished'] else '-'} | {entry['learner']} | {entry['finished']}/{entry['runs']} "
+            f"| {_cell(*entry['pass@1'])} | {_signed(*entry['diff@1'])} | {_cell(*entry[f'pass@{k}'])} "
+            f"| {_signed(*entry[f'diff@{k}'])} | {num(speed['wall_seconds'], 3)} | {ratio('wall_seconds')} "
+            f"| {num(speed['generated_tokens'])} | {num(speed['loss_tokens'])} | {num(speed['forward_tokens'])} "
+            f"| {ratio('forward_tokens')} |"
+        )
+    if failures:
+        lines += ["", "## Failed runs", "", "| learner | seed | error |", "| --- | --- | --- |"]
+        for (learner, seed), error in sorted(failures.items()):
+            text = error.strip().splitlines()[-1] if error.strip() else "unknown error"
+            lines.append(f"| {learner} | {seed} | {text.replace('|', '/')} |")
+    digests: dict[int, set[str]] = {}
+    for learner in settings.learners:
+        for seed in settings.seeds:
+            done = out / "runs" / run_name(learner, seed) / "DONE"
+            if done.is_file():
+                digests.setdefault(seed, set()).add(json.loads(done.read_text()).get("prompt_digest", ""))
+    same = all(len(v) == 1 for v in digests.values())
+    lines += [
+        "",
+        "Same training prompts in the same order for every learner of a seed: "
+        + ("yes (prompt digests agree)." if same else "NO — prompt digests differ between learners of a seed."),
+        "",
+        "![pass@1 and completion length against steps and wall-clock seconds](curves.png)",
+        "",
+    ]
+    return "\n".join(lines)
