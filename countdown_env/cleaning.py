@@ -251,23 +251,6 @@ def clean_rows(rows: Iterable[Any], report: CleaningReport | None = None, **kwar
             yield cleaned
 
 
-def _read_json_lines(path: Path) -> Iterator[Any]:
-    import json
-
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise ValueError(f"{path}:{lineno}: not UTF-8 text (a binary file?)") from None
-            if not line.strip():
-                continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
-                yield None  # counted as a bad row by clean_row
-
-
 def clean_file(
     in_path: str | os.PathLike, out_path: str | os.PathLike, *, overwrite: bool = False, **kwargs: Any
 ) -> CleaningReport:
@@ -281,7 +264,7 @@ def clean_file(
     import json
 
     from .atomic import atomic_dir, check_output, write_text
-    from .splits import write_jsonl
+    from .splits import iter_jsonl, write_jsonl
 
     in_path, out_path = Path(in_path), Path(out_path)
     if not in_path.exists():
@@ -290,7 +273,7 @@ def clean_file(
         raise ValueError(f"the input {in_path} is not a file")
     check_output(out_path, [in_path], overwrite=overwrite)
     report = CleaningReport()
-    rows = clean_rows(_read_json_lines(in_path), report, **kwargs)
+    rows = clean_rows(iter_jsonl(in_path, bad_json="none"), report, **kwargs)  # bad JSON: a bad row
     if out_path.suffix == ".jsonl":
         write_jsonl(rows, out_path)
     else:

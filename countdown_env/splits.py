@@ -542,9 +542,9 @@ def write_jsonl(rows: Iterable[dict], path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
-def read_jsonl(path: str | os.PathLike) -> list[dict]:
-    """Rows of a jsonl file (blank lines skipped); a clear error names the bad line."""
-    rows = []
+def iter_jsonl(path: str | os.PathLike, *, bad_json: str = "raise") -> Iterator[Any]:
+    """The objects of a jsonl file, lazily (blank lines skipped); a line that is not UTF-8 raises a ``ValueError``
+    naming it, and so does one that is not JSON unless ``bad_json="none"`` (then it yields ``None``)."""
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, 1):
             try:
@@ -554,10 +554,16 @@ def read_jsonl(path: str | os.PathLike) -> list[dict]:
             if not line.strip():
                 continue
             try:
-                rows.append(json.loads(line))
+                yield json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-    return rows
+                if bad_json != "none":
+                    raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+                yield None
+
+
+def read_jsonl(path: str | os.PathLike) -> list[dict]:
+    """Rows of a jsonl file (blank lines skipped); a clear error names the bad line."""
+    return list(iter_jsonl(path))
 
 
 def write_splits(
