@@ -30,12 +30,22 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("learners.pipeline.evaluate", "pass@1/pass@k with CIs of a checkpoint on a split; JSON report"),
     "merge-splits": ("countdown_env.cli.merge", "merge the shard folders of build-splits --shard K/N into one split"),
     "compare": ("learners.pipeline.compare", "run learners side by side from one warm start: CSV, summary, curves"),
-    "demo-train": ("learners.pipeline.demo", "the main job on CPU: splits, SFT, GRPO, eval before/after, PNG"),
+    "demo-train": ("learners.pipeline.demo", "the main job on CPU: RL from the shipped warm start, eval before/after"),
+    "warm-start": ("learners.pipeline.warm_start", "the shipped SFT warm start: its report, --measure, --from-scratch"),
     "generate": ("countdown_env.cli.generate", "print puzzles of a task as JSON lines (numbers, target, a solution)"),
     "solve": ("countdown_env.cli.solve", "solve one puzzle: a solution, --all of them or --count (exit 1: none)"),
     "verify": ("countdown_env.cli.verify", "judge one answer: verdict and reason (exit 0 correct, 1 wrong)"),
 }
 
+
+class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows ``(default: X)`` after every option's help, except where the default is ``None`` (the help text then
+    says what happens, e.g. "default: the shipped warm start")."""
+
+    def _get_help_string(self, action):
+        if action.default is None:
+            return action.help
+        return super()._get_help_string(action)
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="countdown", description="Countdown puzzles for RL of language models.")
@@ -61,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     module_name, help_text = SUBCOMMANDS[name]
     module = importlib.import_module(module_name)
     parser = argparse.ArgumentParser(
-        prog=f"countdown {name}", description=help_text, formatter_class=argparse.ArgumentDefaultsHelpFormatter
+        prog=f"countdown {name}", description=help_text, formatter_class=DefaultsHelpFormatter
     )
     module.add_arguments(parser)
     try:
