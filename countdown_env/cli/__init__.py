@@ -47,6 +47,7 @@ class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
             return action.help
         return super()._get_help_string(action)
 
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="countdown", description="Countdown puzzles for RL of language models.")
     parser.add_argument("--version", action="version", version=f"countdown {_version()}")
