@@ -48,7 +48,7 @@ def test_base_learner_presets(cpu_grpo_kwargs):
     from learners.grpo import PRESETS
 
     assert set(PRESET_FIELDS) == set().union(*PRESETS.values())  # every preset field can come from base_learner
-    prime = _config(cpu_grpo_kwargs)  # seed 000: prime-rl's defaults
+    prime = _config(cpu_grpo_kwargs)  # the shaping post: prime-rl's defaults
     assert prime.base_learner == "prime_rl"
     assert (prime.loss_type, prime.scale_rewards, prime.kl_tau, prime.dppo_mask_low, prime.dppo_mask_high) == (
         "dapo", "none", 1e-3, 0.2, 0.2,

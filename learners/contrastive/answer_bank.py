@@ -1,6 +1,6 @@
 """The answer bank of one group of rollouts (the shaping post): B+ (correct submitted answers), B− (incorrect ones).
 
-What seed 000 specifies: "For a set of rollouts we extract all submitted answers and grade them with the verifier,
+The shaping post: "For a set of rollouts we extract all submitted answers and grade them with the verifier,
 forming the answer bank B = B+ ∪ B−"; "rollouts that exceed the token budget contribute nothing to the bank";
 the ground truth a* is "optionally added to B+"; a homogeneous group (B+ or B− empty) stays a plain GRPO update.
 Its point about surface forms (``5 + 11``, ``11 + 5``, ``5+ 11``, ``(5 + 11)``) is that one answer's likelihood

@@ -41,7 +41,7 @@ class ContrastiveConfig(GRPOLearnerConfig):
     r"""A GRPO learner config (``base_learner``'s preset) plus the shaping post's hyperparameters.
 
     The shaping is added to the advantages of the GRPO learner named by ``base_learner`` (a key of
-    :data:`learners.grpo.PRESETS`): ``"prime_rl"`` by default, as in seed 000, which ran on prime-rl's defaults;
+    :data:`learners.grpo.PRESETS`): ``"prime_rl"`` by default, as in the shaping post, which ran on prime-rl's defaults;
     ``"grpo"`` gives TRL-default GRPO (std-scaled advantages, PPO clip) for ablation. Every field a preset sets
     (:data:`PRESET_FIELDS`) defaults to ``None`` here, meaning "from the preset, else the GRPO learner's default";
     a value given explicitly wins. Names avoid GRPO's own ``beta`` (the KL weight).

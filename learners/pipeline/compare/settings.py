@@ -18,7 +18,7 @@ EVAL_TEMPERATURE = 0.8
 SETTINGS_FILE = "compare.json"
 
 # The settings every learner shares (a learner's registry defaults win over these where they overlap; --set wins
-# over both). Calibration (design.md): lr 2e-5 lifts the 1 M tiny model a little; >= 5e-5 degrades it.
+# over both). Tiny-model calibration: lr 2e-5 lifts the 1 M model a little; >= 5e-5 degrades it.
 COMMON_TRAINER: dict[str, Any] = dict(
     learning_rate=2e-5,
     lr_scheduler_type="constant",
