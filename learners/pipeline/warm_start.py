@@ -74,8 +74,9 @@ class WarmStartRecipe:
         return cls(**data)
 
 
-RECIPE = WarmStartRecipe()
-"""The calibrated recipe (docs/warm_start.md)."""
+RECIPE = WarmStartRecipe(learning_rate=2e-3)
+"""The calibrated recipe (docs/warm_start.md): the 1.07 M-parameter model, 1100 steps x 64 "direct" traces,
+peak lr 2e-3 with 30 warmup steps and cosine decay to 10 %."""
 
 
 # --------------------------------------------------------------------------------------------------- loading

@@ -1,0 +1,38 @@
+"""The shipped warm start: files, tokenizer round trip, the recorded recipe and task, one-call loading."""
+
+from __future__ import annotations
+
+import json
+
+from learners.pipeline.warm_start import RECIPE, RECIPE_FILE, REPORT_FILE, SHIPPED_DIR, WarmStartRecipe, tiny_task
+
+
+def test_shipped_files_are_small_and_complete():
+    names = {p.name for p in SHIPPED_DIR.iterdir()}
+    assert {"config.json", "model.safetensors", "tokenizer.json", "countdown_task.json", RECIPE_FILE} <= names
+    assert REPORT_FILE in names
+    assert (SHIPPED_DIR / "model.safetensors").stat().st_size <= 5 * 1024 * 1024
+
+
+def test_recorded_recipe_and_task_are_the_module_constants():
+    recorded = json.loads((SHIPPED_DIR / RECIPE_FILE).read_text())
+    assert WarmStartRecipe.from_dict(recorded) == RECIPE
+    assert recorded["styles"] == {"direct": 1.0} and recorded["steps"] == 1100 and recorded["batch_size"] == 64
+    task = json.loads((SHIPPED_DIR / "countdown_task.json").read_text())
+    assert task["template"] == "compact" and task["value_range"] == [1, 20] and task["target_range"] == [10, 200]
+    report = json.loads((SHIPPED_DIR / REPORT_FILE).read_text())
+    assert report["eval_set"] == "tiny_n3" and report["eval_puzzles"] == 512
+    assert 0.0 <= report["pass@1"] <= 1.0 and report["task"] == task
+
+
+def test_load_warm_start_offline_with_a_round_tripping_tokenizer():
+    from learners.pipeline.tiny import ROUND_TRIP_TEXT, TAGS
+    from learners.pipeline.warm_start import load_warm_start
+
+    model, tokenizer, task = load_warm_start()
+    assert task == tiny_task()
+    text = ROUND_TRIP_TEXT + "\n<reasoning>\nTry 3 * 7 = 21.\n</reasoning>\n<solution>3 * 7</solution>"
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    assert tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False) == text
+    assert len(ids) == len(text) - sum(text.count(tag) * (len(tag) - 1) for tag in TAGS)  # a token per character
+    assert tokenizer.eos_token == "<|im_end|>" and next(model.parameters()).dtype.is_floating_point
