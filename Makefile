@@ -16,8 +16,8 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# The main job: splits -> SFT of the embedded tiny model -> GRPO -> eval before/after, PNG + summary.md
-# in runs/demo (~10 min on 2 CPU cores after installation; fixed step counts).
+# The main job: the shipped warm start of the embedded tiny model -> eval -> GRPO -> eval, PNG + summary.md
+# in runs/demo (fixed step counts; `countdown demo-train --help` for the sizes).
 demo: $(STAMP)
 	$(VENV)/bin/countdown demo-train --out runs/demo
 
