@@ -519,3 +519,22 @@ def test_replay_refuses_tool_or_environment_tokens(make_trainer, cpu_grpo_kwargs
     )
     with pytest.raises(ValueError, match="replay"):
         trainer.shape_batch(batch, rollout)
+
+
+def test_replay_rows_pad_prompts_left_completions_right_and_append():
+    from learners.t_spmo.replay_rows import append_rows, padded_rows
+
+    rows = padded_rows([[5, 6], [7]], [[1, 2, 9], [3]], pad_id=0, stop_ids={9})
+    assert rows["prompt_ids"].tolist() == [[5, 6], [0, 7]] and rows["prompt_mask"].tolist() == [[1, 1], [0, 1]]
+    assert rows["completion_ids"].tolist() == [[1, 2, 9], [3, 0, 0]]
+    assert rows["completion_mask"].tolist() == [[1, 1, 1], [0, 0, 0]]  # the second never stopped: no loss
+    batch = {
+        "prompt_ids": torch.tensor([[4, 4, 4]]),
+        "prompt_mask": torch.ones(1, 3, dtype=torch.long),
+        "completion_ids": torch.tensor([[8, 9]]),
+        "completion_mask": torch.ones(1, 2, dtype=torch.long),
+    }
+    append_rows(batch, rows, pad_id=0)
+    assert batch["prompt_ids"].tolist() == [[4, 4, 4], [0, 5, 6], [0, 0, 7]]
+    assert batch["completion_ids"].tolist() == [[8, 9, 0], [1, 2, 9], [3, 0, 0]]
+    assert batch["completion_mask"].tolist() == [[1, 1, 0], [1, 1, 1], [0, 0, 0]]

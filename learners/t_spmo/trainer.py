@@ -13,10 +13,11 @@ from trl.data_utils import is_conversational
 from trl.models import unwrap_model_for_generation
 from trl.trainer.utils import use_adapter
 
-from learners.core.batch_keys import PER_TOKEN_KEYS, PROMPT_KEYS
+from learners.core.batch_keys import PER_TOKEN_KEYS
 from learners.core.trainer import CountdownGRPOTrainer, Rollout
 from learners.t_spmo.prefix_trie import PrefixAdvantages, prefix_advantages
 from learners.t_spmo.replay import ReplayBuffer, ReplayPlan
+from learners.t_spmo.replay_rows import append_rows, pad_right, padded_rows
 
 from .config import TSPMOConfig
 
@@ -88,8 +89,8 @@ class TSPMOTrainer(CountdownGRPOTrainer):
                 )
             replay = self._replay(batch, rollout, ids, mask, rewards)
             width = max(ids.size(1), replay["ids"].size(1))
-            ids = torch.cat([_pad_right(ids, width, pad_id), _pad_right(replay["ids"], width, pad_id)])
-            mask = torch.cat([_pad_right(mask, width, 0), _pad_right(replay["mask"], width, 0)])
+            ids = torch.cat([pad_right(ids, width, pad_id), pad_right(replay["ids"], width, pad_id)])
+            mask = torch.cat([pad_right(mask, width, 0), pad_right(replay["mask"], width, 0)])
             rewards = torch.cat([rewards, replay["rewards"]])
             groups = torch.cat([groups, replay["groups"]])
             starts = torch.cat([starts, replay["starts"]])
@@ -143,7 +144,7 @@ class TSPMOTrainer(CountdownGRPOTrainer):
         completions = self._generate_continuations([list(keys[p.group]) + list(p.prefix) for p in mine], mine)
         scores = self._score_replays(mine, completions, all_inputs, size)
         rows = self._replay_rows(batch, mine, keys, completions, slots)
-        _append_rows(batch, rows, pad_id)
+        append_rows(batch, rows, pad_id)
 
         device = ids.device
         local_rewards = torch.full((slots,), float("nan"), device=device)
@@ -250,24 +251,14 @@ class TSPMOTrainer(CountdownGRPOTrainer):
     def _replay_rows(self, batch, plans, keys, completions, slots) -> dict[str, torch.Tensor]:
         """The replayed rows as TRL-shaped tensors (filler rows copy local row 0 and carry no loss)."""
         device = batch["completion_ids"].device
-        pad_id = self._tokenizer.pad_token_id
         first_prompt = batch["prompt_ids"][0][batch["prompt_mask"][0].bool()].tolist()
         first_completion = batch["completion_ids"][0][batch["completion_mask"][0].bool()].tolist()
         prompts = [list(keys[p.group]) for p in plans] + [first_prompt] * (slots - len(plans))
         bodies = list(completions) + [first_completion] * (slots - len(plans))
-        prompt_width = max([len(p) for p in prompts] + [0])
-        width = max([len(c) for c in bodies] + [1])
-        eos = set(self.eos_token_ids)
-        rows = {
-            "prompt_ids": torch.tensor([[pad_id] * (prompt_width - len(p)) + p for p in prompts], device=device),
-            "prompt_mask": torch.tensor([[0] * (prompt_width - len(p)) + [1] * len(p) for p in prompts], device=device),
-            "completion_ids": torch.tensor([c + [pad_id] * (width - len(c)) for c in bodies], device=device),
-        }
-        keep = [bool(c) and (not self.mask_truncated_completions or c[-1] in eos) for c in bodies]
-        rows["completion_mask"] = torch.tensor(
-            [[int(k)] * len(c) + [0] * (width - len(c)) for c, k in zip(bodies, keep, strict=True)], device=device
-        )
+        stop_ids = set(self.eos_token_ids) if self.mask_truncated_completions else None
+        rows = padded_rows(prompts, bodies, self._tokenizer.pad_token_id, stop_ids, device=device)
         rows["completion_mask"] = rows["completion_mask"].to(batch["completion_mask"].dtype)
+        width = rows["completion_ids"].size(1)
         extra = [k for k, v in batch.items() if isinstance(v, torch.Tensor) and v.dim() > 0 and k not in rows]
         unknown = [k for k in extra if k not in PER_TOKEN_KEYS]
         if unknown:
@@ -341,31 +332,3 @@ class TSPMOTrainer(CountdownGRPOTrainer):
 
 def _ignore(*args, **kwargs) -> None:
     """Stand-in for TRL's ``log_extra``/``log_metric`` reward hooks while scoring replayed rows."""
-
-
-def _pad_right(tensor: torch.Tensor, width: int, value) -> torch.Tensor:
-    if tensor.size(1) >= width:
-        return tensor
-    return torch.nn.functional.pad(tensor, (0, width - tensor.size(1)), value=value)
-
-
-def _pad_left(tensor: torch.Tensor, width: int, value) -> torch.Tensor:
-    if tensor.size(1) >= width:
-        return tensor
-    return torch.nn.functional.pad(tensor, (width - tensor.size(1), 0), value=value)
-
-
-def _append_rows(batch: dict[str, Any], rows: dict[str, torch.Tensor], pad_id: int) -> None:
-    """Append ``rows`` to ``batch`` in place, widening the prompt side on the left and the completion side on the
-    right so that both keep a common width."""
-    prompt_width = max(batch["prompt_ids"].size(1), rows["prompt_ids"].size(1))
-    completion_width = max(batch["completion_ids"].size(1), rows["completion_ids"].size(1))
-    for key, extra in rows.items():
-        value = batch[key]
-        if key in PROMPT_KEYS:
-            fill = pad_id if key == "prompt_ids" else 0
-            value, extra = _pad_left(value, prompt_width, fill), _pad_left(extra, prompt_width, fill)
-        elif value.dim() == 2 and extra.dim() == 2 and not (key == "importance_sampling_ratio" and value.size(1) == 1):
-            fill = pad_id if key == "completion_ids" else (1.0 if key == "importance_sampling_ratio" else 0)
-            value, extra = _pad_right(value, completion_width, fill), _pad_right(extra, completion_width, fill)
-        batch[key] = torch.cat([value, extra.to(device=value.device, dtype=value.dtype)])
