@@ -42,7 +42,7 @@ QUICK: dict[str, Any] = dict(
     eval_limit=4,
     curve_eval_limit=4,
     samples=2,
-    max_new_tokens=16,
+    max_new_tokens=96,  # the warm start's answers need ~80 tokens
     learning_rate=2e-5,
 )
 QUICK_RECIPE = dict(sft_size=16, steps=2, batch_size=8)
@@ -59,6 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="a few-second smoke test instead of the real demo")
     parser.add_argument("--from-scratch", action="store_true", help="rebuild the warm start instead of the shipped one")
     parser.add_argument("--seed", type=int, default=0, help="seed of the training split and of RL")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars (shown when stderr is a terminal)")
     for key, value in DEFAULTS.items():
         kind = float if isinstance(value, float) else int
         parser.add_argument(f"--{key.replace('_', '-')}", type=kind, default=None, help=f"default {value}")
@@ -89,7 +90,13 @@ def _stage(name: str, timings: dict[str, float]):
 
 
 def run_demo(
-    out: str | Path, *, learner: str = LEARNER, seed: int = 0, from_scratch: bool = False, **overrides: Any
+    out: str | Path,
+    *,
+    learner: str = LEARNER,
+    seed: int = 0,
+    from_scratch: bool = False,
+    progress: bool | None = None,
+    **overrides: Any,
 ) -> dict[str, Any]:
     """Run the pipeline into ``out``; returns the summary (also written as ``summary.json``/``summary.md``)."""
     from countdown_env.eval_sets import load_eval_set
@@ -131,14 +138,18 @@ def run_demo(
         write_jsonl(eval_rows[: settings["curve_eval_limit"]], out / "data" / "eval.jsonl")
 
     eval_kwargs = dict(
-        task=task, samples=settings["samples"], temperature=0.8, max_new_tokens=settings["max_new_tokens"]
+        task=task,
+        samples=settings["samples"],
+        temperature=0.8,
+        max_new_tokens=settings["max_new_tokens"],
     )
 
     def evaluate_dir(model_dir: Path, name: str) -> dict[str, Any]:
         from transformers import AutoModelForCausalLM
 
         tokenizer = load_tokenizer(model_dir)
-        backend = HFBackend(AutoModelForCausalLM.from_pretrained(model_dir), tokenizer, batch_size=64, device="cpu")
+        model = AutoModelForCausalLM.from_pretrained(model_dir)
+        backend = HFBackend(model, tokenizer, batch_size=64, device="cpu", progress=progress)
         report = evaluate(backend, tokenizer, eval_rows, keep_completions=2, seed=0, **eval_kwargs)
         report.update(model=str(model_dir), split=EVAL_SET)
         write_report(report, out / f"eval_{name}.json")
@@ -165,6 +176,7 @@ def run_demo(
                 f"trainer.save_steps={max(steps, 1)}",
                 f"trainer.seed={seed}",
                 f"trainer.logging_steps={max(1, min(10, steps // 10))}",
+                f"trainer.disable_tqdm={str(progress is False).lower()}",
             ],
         )
         rl = train(learner, config, out / learner)
@@ -235,7 +247,10 @@ def markdown_summary(summary: dict[str, Any], before: dict[str, Any], after: dic
 
 def run(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    summary = run_demo(args.out, learner=args.learner, seed=args.seed, from_scratch=args.from_scratch, **settings)
+    progress = False if args.no_progress else None
+    summary = run_demo(
+        args.out, learner=args.learner, seed=args.seed, from_scratch=args.from_scratch, progress=progress, **settings
+    )
     print((Path(args.out) / "summary.md").read_text())
     print(json.dumps(summary["seconds"]))
     return 0

@@ -151,7 +151,14 @@ def train_split(task, size: int, seed: int, exclude) -> list:
     return [Puzzle.from_dict(r) for r in rows]
 
 
-def run_compare(settings: CompareSettings, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> dict:
+def run_compare(
+    settings: CompareSettings,
+    out: str | Path,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    progress_bars: bool | None = None,
+) -> dict:
     """Run (or resume) the comparison into ``out``; returns ``{"failures": {...}, "finished": n, ...}``."""
     from countdown_env.eval_sets import load_eval_set
     from countdown_env.splits import write_jsonl
@@ -191,7 +198,7 @@ def run_compare(settings: CompareSettings, out: str | Path, *, resume: bool = Fa
         ordered = [row for key in runs for row in all_rows.get(key, [])]
         write_text(out / "results.csv", rows_to_csv(ordered))
 
-    progress = Progress(len(runs))
+    progress = Progress(len(runs), bars=progress_bars)
     shared = dict(
         out=out,
         model=model,
@@ -271,6 +278,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-generations", type=int, help=f"group size (default {FULL['num_generations']})")
     parser.add_argument("--eval-batch-size", type=int, default=128, help="rows per HF generate call in evals")
     parser.add_argument("--keep-checkpoints", action="store_true", help="keep TRL checkpoints of finished runs")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars (shown when stderr is a terminal)")
     parser.add_argument(
         "--rollouts",
         choices=("dataset", "env", "tools"),
@@ -304,7 +312,13 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         settings = settings_from_args(args)
-        result = run_compare(settings, args.out, resume=args.resume, overwrite=args.overwrite)
+        result = run_compare(
+            settings,
+            args.out,
+            resume=args.resume,
+            overwrite=args.overwrite,
+            progress_bars=False if args.no_progress else None,
+        )
     except (ValueError, FileNotFoundError, TypeError) as exc:
         print(f"countdown compare: error: {exc}", file=sys.stderr)
         return 2

@@ -8,12 +8,15 @@ from typing import Any
 
 
 class Progress:
-    """One line per eval and per finished run on stderr; a tqdm bar per run when stderr is a terminal."""
+    """One line per eval and per finished run on stderr; a tqdm bar per run when ``bars`` (``None``: when stderr
+    is a terminal, as :func:`countdown_env.progress.wanted` decides)."""
 
-    def __init__(self, total_runs: int):
+    def __init__(self, total_runs: int, bars: bool | None = None):
+        from countdown_env.progress import wanted
+
         self.total = total_runs
         self.index = 0
-        self.tty = sys.stderr.isatty()
+        self.tty = wanted(bars)
         self.bar = None
 
     def start(self, learner: str, seed: int, steps: int, first_step: int = 0) -> None:
