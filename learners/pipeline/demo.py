@@ -105,6 +105,7 @@ def run_demo(
     from .data import model_task
     from .evaluate import HFBackend, evaluate, format_report, write_report
     from .plotting import plot_training
+    from .sft import SFT_HISTORY_FILE
     from .tiny import load_tokenizer
     from .train import load_config, train
     from .warm_start import EVAL_SET, RECIPE, SHIPPED_DIR, WarmStartRecipe, build_warm_start, tiny_task
@@ -187,7 +188,10 @@ def run_demo(
         after = evaluate_dir(Path(rl["final"]), "after")
 
     history = json.loads((out / learner / "log_history.json").read_text())
-    plot = plot_training(history, out / "training.png", title=f"tiny model: warm start, then {learner}")
+    sft_history_file = warm / SFT_HISTORY_FILE
+    sft_history = json.loads(sft_history_file.read_text()) if sft_history_file.is_file() else None
+    title = f"tiny model: warm start, then {learner}"
+    plot = plot_training(history, out / "training.png", title=title, sft_history=sft_history)
     timings["total"] = time.perf_counter() - total_start
     summary = {
         "learner": learner,

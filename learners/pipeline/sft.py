@@ -13,9 +13,13 @@ Optimiser defaults follow the tiny-model calibration of the 1 M-parameter tiny m
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+SFT_HISTORY_FILE = "sft_log_history.json"
+"""The SFT run's log history (loss per logging step), saved beside the model for plots."""
 
 DEFAULT_SFT_ARGS: dict[str, Any] = dict(
     learning_rate=1.5e-3,
@@ -82,6 +86,8 @@ def run_sft(
     from transformers import AutoModelForCausalLM
     from trl import SFTConfig, SFTTrainer
 
+    from countdown_env.atomic import write_text
+
     from .data import as_task
     from .tiny import load_tokenizer, save_tokenizer
 
@@ -104,6 +110,7 @@ def run_sft(
     )
     trainer.train()
     trainer.save_model(str(out))
+    write_text(out / SFT_HISTORY_FILE, json.dumps(trainer.state.log_history, indent=1) + "\n")
     save_tokenizer(tokenizer, out)
     task.save(out)
     return out
