@@ -348,17 +348,7 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
             stop_ids=list(self.stop_ids),
             truncation_reward=self.truncation_reward,
         )[0]
-        info = {
-            "prompt_length": self._prompt_length,
-            "completion": trajectory.completion_text,
-            "verification": trajectory.verification,
-            "format_ok": trajectory.format_ok,
-            "trajectory": trajectory,
-            "puzzle": self._puzzle,
-            "index": self._index,
-            "ignored_tokens": ignored,
-        }
-        return self._observation(), trajectory.reward, terminated, truncated, info
+        return self._observation(), trajectory.reward, terminated, truncated, self._final_info(trajectory, ignored)
 
     # -- several turns ------------------------------------------------------------------------------------------
     def _end_turn(self, terminated: bool, truncated: bool, ignored: int) -> tuple[np.ndarray, float, bool, bool, dict]:
@@ -417,7 +407,12 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
             env_mask=mask,
             turns=self._turn,
         )
-        info = {
+        info = {**self._final_info(trajectory, self._ignored), "turn": self._turn}
+        return self._observation(), trajectory.reward, terminated, truncated, info
+
+    def _final_info(self, trajectory: Trajectory, ignored: int) -> dict[str, Any]:
+        """The info of an episode's last step (see the class docstring)."""
+        return {
             "prompt_length": self._prompt_length,
             "completion": trajectory.completion_text,
             "verification": trajectory.verification,
@@ -425,7 +420,5 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
             "trajectory": trajectory,
             "puzzle": self._puzzle,
             "index": self._index,
-            "ignored_tokens": self._ignored,
-            "turn": self._turn,
+            "ignored_tokens": ignored,
         }
-        return self._observation(), trajectory.reward, terminated, truncated, info
