@@ -18,7 +18,7 @@ from ..puzzle import Puzzle
 from ..solver import solve
 from ..task import CountdownTask
 from ..verifier import verify
-from .options import add_range_arguments
+from .options import add_range_arguments, add_rule_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,8 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-numbers", type=int, default=4, help="numbers per puzzle")
     add_range_arguments(parser, value_range=(1, 100), target_range=(10, 1000))
     parser.add_argument("--operators", default="+-*/", help="allowed operators")
-    parser.add_argument("--use-all-numbers", action="store_true", help="every number exactly once")
-    parser.add_argument("--integer-intermediates", action="store_true", help="every intermediate a positive integer")
+    add_rule_arguments(parser)
     parser.add_argument(
         "--solvable-share",
         type=float,

@@ -9,7 +9,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from .options import add_range_arguments
+from .options import add_range_arguments, add_rule_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,8 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a CountdownTask JSON (countdown_task.json, or a folder holding one: a checkpoint, a split's manifest)",
     )
     add_range_arguments(parser, value_range=None, target_range=None)
-    parser.add_argument("--use-all-numbers", action="store_true", help="every number exactly once")
-    parser.add_argument("--integer-intermediates", action="store_true", help="every intermediate a positive integer")
+    add_rule_arguments(parser)
 
 
 def load_task(path: str | None):

@@ -18,6 +18,12 @@ def add_range_arguments(
     )
 
 
+def add_rule_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--use-all-numbers`` and ``--integer-intermediates``: the task's two optional rules."""
+    parser.add_argument("--use-all-numbers", action="store_true", help="every number exactly once")
+    parser.add_argument("--integer-intermediates", action="store_true", help="every intermediate a positive integer")
+
+
 def add_template_argument(parser: argparse.ArgumentParser, default: str = "default") -> None:
     """``--template NAME`` with the known templates as choices."""
     from ..prompts import TEMPLATES

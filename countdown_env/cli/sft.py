@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..traces import MIXED, STYLES
-from .options import add_exclude_argument, add_range_arguments, add_template_argument, excluded_keys
+from .options import add_exclude_argument, add_range_arguments, add_rule_arguments, add_template_argument, excluded_keys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_range_arguments(parser, value_range=[1, 20], target_range=[10, 200])
     add_template_argument(parser)
-    parser.add_argument("--use-all-numbers", action="store_true", help="every number exactly once")
+    add_rule_arguments(parser)
     add_exclude_argument(parser, help="puzzles to keep out")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing non-empty --out")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (shown when stderr is a terminal)")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from .options import add_rule_arguments
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("numbers", type=int, nargs="+", help="the given numbers")
@@ -13,8 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--count", action="store_true", help="print the number of distinct solutions (up to 6)")
     parser.add_argument("--limit", type=int, default=None, help="with --all: print at most this many")
     parser.add_argument("--operators", default="+-*/", help="allowed operators (a subset of +-*/)")
-    parser.add_argument("--use-all-numbers", action="store_true", help="every number exactly once")
-    parser.add_argument("--integer-intermediates", action="store_true", help="every intermediate a positive integer")
+    add_rule_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ import argparse
 import time
 from collections import Counter
 
-from .options import add_exclude_argument, add_range_arguments, add_template_argument, excluded_keys
+from .options import add_exclude_argument, add_range_arguments, add_rule_arguments, add_template_argument, excluded_keys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,8 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval", type=int, default=512, help="eval rows in total, shared across counts")
     parser.add_argument("--seed", type=int, default=0, help="build seed (the same seed gives the same bytes)")
     add_range_arguments(parser, value_range=[1, 100], target_range=[10, 1000])
-    parser.add_argument("--use-all-numbers", action="store_true", help="every number exactly once")
-    parser.add_argument("--integer-intermediates", action="store_true", help="every intermediate a whole number")
+    add_rule_arguments(parser)
     parser.add_argument("--min-solutions", type=int, default=None, help="keep puzzles with at least N solutions")
     parser.add_argument("--max-solutions", type=int, default=None, help="keep puzzles with at most N solutions")
     add_template_argument(parser)

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import argparse
 
+from .options import add_rule_arguments
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("answer", help="an expression, or a completion with answer tags (see --tag)")
     parser.add_argument("--numbers", type=int, nargs="+", required=True, help="the given numbers")
     parser.add_argument("--target", type=int, required=True, help="the number to reach")
     parser.add_argument("--tag", default="solution", help="answer tag looked for when the text holds tags")
-    parser.add_argument("--use-all-numbers", action="store_true", help="every number exactly once")
-    parser.add_argument("--integer-intermediates", action="store_true", help="every intermediate a positive integer")
+    add_rule_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
