@@ -99,6 +99,7 @@ def run_demo(
     **overrides: Any,
 ) -> dict[str, Any]:
     """Run the pipeline into ``out``; returns the summary (also written as ``summary.json``/``summary.md``)."""
+    from countdown_env.atomic import write_text
     from countdown_env.eval_sets import load_eval_set
     from countdown_env.splits import SplitSpec, build_split_records, write_jsonl
 
@@ -202,8 +203,8 @@ def run_demo(
         "after": after["overall"],
         "plot": str(plot),
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (out / "summary.md").write_text(markdown_summary(summary, before, after))
+    write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    write_text(out / "summary.md", markdown_summary(summary, before, after))
     return summary
 
 

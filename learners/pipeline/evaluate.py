@@ -459,10 +459,11 @@ def eval_task(model_dir: str | Path, split: str | Path, template: str | None = N
 
 
 def write_report(report: dict[str, Any], path: str | Path) -> Path:
+    from countdown_env.atomic import write_text
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2) + "\n")
-    return path
+    return write_text(path, json.dumps(report, indent=2) + "\n")
 
 
 def _groups(report: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:

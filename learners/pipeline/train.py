@@ -426,6 +426,8 @@ def latest_checkpoint(output_dir: str | Path) -> str | None:
 
 def train(learner: str, config: dict[str, Any], output_dir: str | Path, resume: str | bool | None = None) -> dict:
     """Train, save ``final/``, the log history and the PNG; return a small summary dict."""
+    from countdown_env.atomic import write_text
+
     from .plotting import plot_training
     from .tiny import save_tokenizer
 
@@ -444,7 +446,7 @@ def train(learner: str, config: dict[str, Any], output_dir: str | Path, resume: 
         save_tokenizer(trainer.processing_class, final)
         trainer.task.save(final)
         history = trainer.state.log_history
-        (out / "log_history.json").write_text(json.dumps(history, indent=1) + "\n")
+        write_text(out / "log_history.json", json.dumps(history, indent=1) + "\n")
         if getattr(trainer, "curriculum", None) is not None:
             summary["curriculum"] = trainer.curriculum.to_dict()
         summary["plot"] = str(plot_training(history, out / "training.png", title=f"{learner} on Countdown"))
@@ -452,7 +454,7 @@ def train(learner: str, config: dict[str, Any], output_dir: str | Path, resume: 
         if evals:
             summary["eval_pass@1_first"] = evals[0]["eval/pass@1"]
             summary["eval_pass@1_last"] = evals[-1]["eval/pass@1"]
-        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     return summary
 
 
