@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -140,27 +138,36 @@ def group_puzzles(task, count: int):
 def build_warm_start(
     out: str | Path, recipe: WarmStartRecipe = RECIPE, *, measure: dict[str, Any] | None = None, log=print
 ) -> Path:
-    """SFT the tiny model with ``recipe`` into ``out`` (written beside it, then renamed); measure and report it
-    (``measure``: keyword arguments of :func:`measure_warm_start`, e.g. a smaller ``eval_limit``)."""
-    import torch
-    from transformers import AutoModelForCausalLM
+    """SFT the tiny model with ``recipe`` into ``out`` (built in a folder beside it and renamed in whole,
+    replacing an old ``out``); measure and report it (``measure``: keyword arguments of :func:`measure_warm_start`,
+    e.g. a smaller ``eval_limit``)."""
+    import tempfile
 
+    from countdown_env.atomic import atomic_dir
     from countdown_env.eval_sets import load_eval_set
 
-    from .sft import run_sft
-    from .tiny import build_tiny_model
-
     out = Path(out)
-    work = out.with_name(f".{out.name}.building")
-    shutil.rmtree(work, ignore_errors=True)
     task = tiny_task()
     start = time.perf_counter()
     exclude = [(tuple(sorted(r["numbers"])), r["target"]) for r in load_eval_set(EVAL_SET, as_dataset=False)]
     exclude += [(tuple(sorted(p.numbers)), p.target) for p in group_puzzles(task, 64)]
     records = sft_records(recipe, task, exclude)
     log(f"{len(records)} SFT traces ({time.perf_counter() - start:.0f} s)")
+    with tempfile.TemporaryDirectory() as scratch, atomic_dir(out, overwrite=True) as model_dir:
+        _sft_and_measure(recipe, records, task, Path(scratch), model_dir, measure, log)
+    return out
+
+
+def _sft_and_measure(recipe, records, task, scratch: Path, model_dir: Path, measure, log) -> None:
+    """The recipe's SFT of a fresh tiny model (built in ``scratch``) into ``model_dir``, its recipe and report."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from .sft import run_sft
+    from .tiny import build_tiny_model
+
     init = build_tiny_model(
-        work / "init",
+        scratch / "init",
         seed=recipe.seed,
         hidden_size=recipe.hidden_size,
         num_layers=recipe.num_layers,
@@ -168,10 +175,10 @@ def build_warm_start(
         intermediate_size=recipe.intermediate_size,
     )
     sft_start = time.perf_counter()
-    model_dir = run_sft(
+    run_sft(
         init,
         records,
-        work / "model",
+        model_dir,
         task=task,
         max_steps=recipe.steps,
         seed=recipe.seed,
@@ -192,11 +199,6 @@ def build_warm_start(
     report = measure_warm_start(model_dir, log=log, **(measure or {}))
     report["sft_minutes"] = round(sft_minutes, 2)
     (model_dir / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n")
-    if out.exists():
-        shutil.rmtree(out)
-    os.replace(model_dir, out)
-    shutil.rmtree(work, ignore_errors=True)
-    return out
 
 
 # ------------------------------------------------------------------------------------------------- measuring
