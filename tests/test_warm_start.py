@@ -36,3 +36,13 @@ def test_load_warm_start_offline_with_a_round_tripping_tokenizer():
     assert tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False) == text
     assert len(ids) == len(text) - sum(text.count(tag) * (len(tag) - 1) for tag in TAGS)  # a token per character
     assert tokenizer.eos_token == "<|im_end|>" and next(model.parameters()).dtype.is_floating_point
+
+
+def test_model_name_warm_start_is_the_shipped_folder_in_train_configs():
+    from learners.pipeline.train import check_model, load_config, resolve_model
+
+    assert resolve_model("warm-start") == SHIPPED_DIR
+    assert resolve_model("runs/x") == "runs/x"
+    check_model("warm-start")  # a complete model folder: no error
+    config = load_config("cpu-tiny", ["model=warm-start"])
+    assert resolve_model(config["model"]) == SHIPPED_DIR

@@ -2,7 +2,8 @@
 
 A preset (``learners/pipeline/configs/*.yaml``; ``--config NAME`` finds the packaged ones) has these sections::
 
-    model: tiny                  # "tiny" (built offline, random init), a checkpoint folder, or a Hub id (GPU)
+    model: tiny                  # "tiny" (built offline, random init), "warm-start" (the shipped SFT'd tiny model),
+                                 # a checkpoint folder, or a Hub id (GPU)
     task:                        # countdown_env.task.CountdownTask fields: puzzles, rules, template, reward
       {n_numbers: 3, value_range: [1, 20], target_range: [10, 200], template: compact, format_bonus: 0.0}
     data: {train_size: 2000, eval_size: 128}   # a split built from the task now (train/eval disjoint) ...
@@ -140,6 +141,19 @@ def _looks_like_path(name: str) -> bool:
     return "/" in name and Path(name.split("/")[0]).exists()
 
 
+WARM_START = "warm-start"
+"""``model: warm-start``: the SFT'd tiny model shipped in the package (``warm_start.SHIPPED_DIR``)."""
+
+
+def resolve_model(model: Any) -> Any:
+    """``"warm-start"`` → the shipped warm start's folder; anything else unchanged."""
+    if model == WARM_START:
+        from .warm_start import SHIPPED_DIR
+
+        return SHIPPED_DIR
+    return model
+
+
 def check_model(model: Any, *, allow_hub: bool = True) -> None:
     """Fail at once, with one line, for a ``--model`` that cannot load: a path-like string that does not exist (no
     Hub retry), a folder that misses what a model needs (named), or, offline, a Hub id absent from the local cache.
@@ -149,6 +163,7 @@ def check_model(model: Any, *, allow_hub: bool = True) -> None:
 
     if model == "tiny":
         return
+    model = resolve_model(model)
     if not isinstance(model, (str, Path)) or not str(model).strip():
         raise ValueError(f"model must be 'tiny', a model folder or a Hub id, got {model!r}")
     name = str(model)
@@ -363,7 +378,7 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
     validate_config(learner, config)  # everything checkable without data or weights, before any work
     out = Path(output_dir)
     spec = get_learner(learner)
-    model = config.get("model", "tiny")
+    model = resolve_model(config.get("model", "tiny"))
     if model == "tiny":
         init = out / "init-model"
         model = init if (init / "config.json").is_file() else build_tiny_model(init, **(config.get("tiny") or {}))
@@ -472,7 +487,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--config", default="cpu-tiny", help="YAML preset path or packaged name (cpu-tiny, ...)")
     parser.add_argument("--output-dir", default="runs/train", help="checkpoints, final model, logs, PNG")
-    parser.add_argument("--model", help="shortcut for --set model=PATH")
+    parser.add_argument("--model", help="shortcut for --set model=PATH ('tiny', 'warm-start', a folder or a Hub id)")
     parser.add_argument("--max-steps", type=int, help="shortcut for --set trainer.max_steps=N")
     parser.add_argument("--report-to", help="shortcut for --set trainer.report_to=X (e.g. tensorboard)")
     parser.add_argument(

@@ -165,11 +165,12 @@ def run_compare(
 
     from ..data import model_task
     from ..tiny import load_tokenizer
+    from ..train import resolve_model
 
     out = Path(out)
     prepare_dir(out, settings, resume=resume, overwrite=overwrite)
     random_model = settings.model is None and not has_shipped_warm_start()
-    model = Path(settings.model) if settings.model else default_warm_start(out)
+    model = Path(resolve_model(settings.model)) if settings.model else default_warm_start(out)
     if not (model / "config.json").is_file():
         raise FileNotFoundError(f"--model {model}: no config.json (give a checkpoint folder)")
     task = model_task(model) or tiny_task()
@@ -267,7 +268,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--set", dest="overrides", action="append", default=[], metavar="LEARNER.KEY=VALUE",
         help="a learner's config value (YAML), e.g. grpo.learning_rate=1e-5; all.KEY=VALUE for every learner",
     )  # fmt: skip
-    parser.add_argument("--model", help="model folder every run starts from (default: the shipped warm start)")
+    parser.add_argument("--model", help="model folder every run starts from (default: warm-start, the shipped one)")
     parser.add_argument("--resume", action="store_true", help="skip finished runs, continue the others")
     parser.add_argument("--overwrite", action="store_true", help="delete a previous comparison in --out first")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (tests): 2 steps, 4 eval puzzles, 16 tokens")

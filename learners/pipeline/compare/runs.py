@@ -24,7 +24,7 @@ from .settings import EVAL_SAMPLES, EVAL_TEMPERATURE, CompareSettings, learner_t
 
 STATE_FILE = "compare_state.json"
 
-# The shipped warm start (issue 14, item 1) will live here; until it exists, default_warm_start() falls back.
+# The shipped warm start; a checkout without it (a stripped wheel) falls back in default_warm_start().
 SHIPPED_WARM_START = SHIPPED_DIR
 
 
@@ -36,8 +36,8 @@ def has_shipped_warm_start() -> bool:
 def default_warm_start(work_dir: str | Path) -> Path:
     """The model folder every run starts from when ``--model`` is not given.
 
-    The shipped warm start (:data:`SHIPPED_WARM_START`) once it exists; until then a *randomly initialised* tiny
-    model built into ``work_dir/init-model`` (with a loud warning: nothing can be learned from it).
+    The shipped warm start (:data:`SHIPPED_WARM_START`); where it is missing, a *randomly initialised* tiny model
+    built into ``work_dir/init-model`` (with a loud warning: nothing can be learned from it).
     """
     if has_shipped_warm_start():
         return SHIPPED_WARM_START
@@ -45,7 +45,7 @@ def default_warm_start(work_dir: str | Path) -> Path:
 
     init = Path(work_dir) / "init-model"
     message = (
-        "countdown compare: NO SHIPPED WARM START YET — every run starts from a RANDOMLY INITIALISED tiny model "
+        "countdown compare: NO SHIPPED WARM START — every run starts from a RANDOMLY INITIALISED tiny model "
         f"({init}); the figures measure plumbing and cost, not learning. Pass --model PATH (an SFT'd checkpoint)."
     )
     warnings.warn(message, stacklevel=2)
