@@ -150,7 +150,8 @@ def test_demo_pipeline_quick(tmp_path):
     assert (out / "warm-start" / "eval_report.json").is_file() and (out / "warm-start" / "recipe.json").is_file()
     assert summary["before"]["n_puzzles"] == summary["after"]["n_puzzles"] == settings["eval_limit"]
     text = (out / "summary.md").read_text()
-    assert "pass@1" in text and "training.png" in text
+    assert "pass@1" in text and "training.png" in text and "RL gain in pass@1" in text
+    assert summary["gain"]["pass@1"] == pytest.approx(summary["after"]["pass@1"] - summary["before"]["pass@1"])
     history = json.loads((out / "grpo" / "log_history.json").read_text())
     expected_evals = list(range(0, settings["rl_steps"] + 1, settings["eval_every"]))
     assert [e["step"] for e in history if "eval/pass@1" in e] == expected_evals
@@ -159,6 +160,22 @@ def test_demo_pipeline_quick(tmp_path):
 
     held_out = {(tuple(sorted(r["numbers"])), r["target"]) for r in load_eval_set("tiny_n3", as_dataset=False)}
     assert not held_out & {(tuple(sorted(r["numbers"])), r["target"]) for r in train_rows}
+
+
+def test_demo_rl_gain_is_paired_by_puzzle():
+    from learners.pipeline.demo import rl_gain
+
+    def report(correct, ci):
+        return {"puzzles": [{"correct": c} for c in correct], "overall": {"pass@1_ci95": ci}}
+
+    before = report([[0, 0], [1, 0], [1, 1], [0, 0]], [0.1, 0.6])  # per-puzzle pass@1 0, .5, 1, 0
+    after = report([[1, 0], [1, 1], [1, 1], [0, 0]], [0.2, 0.8])  # .5, 1, 1, 0: +0.25 on average
+    gain = rl_gain(before, after)
+    assert gain["pass@1"] == pytest.approx(0.25)
+    low, high = gain["pass@1_ci95"]
+    assert 0.0 <= low <= 0.25 <= high <= 0.5  # per-puzzle differences are 0 or 0.5
+    assert gain["cis_overlap"] is True
+    assert rl_gain(before, report([[1, 1]] * 4, [0.7, 1.0]))["cis_overlap"] is False
 
 
 @pytest.mark.slow

@@ -152,7 +152,7 @@ def run_demo(
         tokenizer = load_tokenizer(model_dir)
         model = AutoModelForCausalLM.from_pretrained(model_dir)
         backend = HFBackend(model, tokenizer, batch_size=64, device="cpu", progress=progress)
-        report = evaluate(backend, tokenizer, eval_rows, keep_completions=2, seed=0, **eval_kwargs)
+        report = evaluate(backend, tokenizer, eval_rows, keep_completions=2, per_puzzle=True, seed=0, **eval_kwargs)
         report.update(model=str(model_dir), split=EVAL_SET)
         write_report(report, out / f"eval_{name}.json")
         print(f"-- {name}\n{format_report(report)}", file=sys.stderr, flush=True)
@@ -201,11 +201,27 @@ def run_demo(
         "seconds": {k: round(v, 1) for k, v in timings.items()},
         "before": before["overall"],
         "after": after["overall"],
+        "gain": rl_gain(before, after),
         "plot": str(plot),
     }
     write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     write_text(out / "summary.md", markdown_summary(summary, before, after))
     return summary
+
+
+def rl_gain(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The RL stage's pass@1 gain: after - before with a paired bootstrap CI over puzzles (the same puzzles, each
+    scored by its fraction of correct samples), and whether the two models' own 95 % CIs overlap."""
+    import numpy as np
+
+    from .compare.stats import paired_bootstrap_diff
+
+    def scores(report: dict[str, Any]) -> np.ndarray:
+        return np.array([np.mean(p["correct"]) for p in report["puzzles"]])
+
+    diff, low, high, _ = paired_bootstrap_diff({0: scores(after)}, {0: scores(before)})
+    overlap = after["overall"]["pass@1_ci95"][0] <= before["overall"]["pass@1_ci95"][1]
+    return {"pass@1": diff, "pass@1_ci95": [low, high], "cis_overlap": bool(overlap)}
 
 
 def markdown_summary(summary: dict[str, Any], before: dict[str, Any], after: dict[str, Any]) -> str:
@@ -237,7 +253,12 @@ def markdown_summary(summary: dict[str, Any], before: dict[str, Any], after: dic
             f"{o['truncation_rate']:.2f} |"
         )
     seconds = summary["seconds"]
+    gain = summary["gain"]
+    low, high = gain["pass@1_ci95"]
     lines += [
+        "",
+        f"RL gain in pass@1: {gain['pass@1']:+.3f} [{low:+.3f}, {high:+.3f}] (paired bootstrap over puzzles); the "
+        f"two 95 % CIs {'overlap' if gain['cis_overlap'] else 'do not overlap'}.",
         "",
         f"{summary['learner']}: {s['rl_steps']} steps x 2 prompts x 8 completions at lr {s['learning_rate']} "
         f"(cpu-tiny preset), {s['max_new_tokens']} new tokens; warm start: {summary['warm_start']}.",
