@@ -162,6 +162,18 @@ def test_demo_pipeline_quick(tmp_path):
     assert not held_out & {(tuple(sorted(r["numbers"])), r["target"]) for r in train_rows}
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(["--lr-scheduler", "step"], "invalid choice"), (["--rl-steps", "0"], "--rl-steps must be > 0")],
+)
+def test_demo_train_refuses_bad_settings_before_any_work(argv, message, tmp_path, capsys):
+    from countdown_env.cli import main
+
+    assert main(["demo-train", "--out", str(tmp_path / "demo"), *argv]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "demo").exists()
+
+
 def test_demo_rl_gain_is_paired_by_puzzle():
     from learners.pipeline.demo import rl_gain
 

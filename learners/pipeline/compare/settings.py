@@ -18,7 +18,8 @@ EVAL_TEMPERATURE = 0.8
 SETTINGS_FILE = "compare.json"
 
 # The settings every learner shares (a learner's registry defaults win over these where they overlap; --set wins
-# over both). Tiny-model calibration: lr 2e-5 lifts the 1 M model a little; >= 5e-5 degrades it.
+# over both). Tiny-model calibration (2 x 8 batches, constant lr): 2e-5 lifts the warm start a little, >= 4e-5
+# degrades it; the demo's 4 x 8, linearly decayed 4e-5 is stronger (docs/warm_start.md).
 COMMON_TRAINER: dict[str, Any] = dict(
     learning_rate=2e-5,
     lr_scheduler_type="constant",
