@@ -1,4 +1,4 @@
-"""Evaluation: the unbiased pass@k estimator, CIs, vLLM request building, HF backend, end-to-end reports."""
+"""Evaluation: the unbiased pass@k estimator, CIs, the HF backend, end-to-end reports."""
 
 from __future__ import annotations
 
@@ -40,22 +40,13 @@ def test_bootstrap_ci_brackets_the_mean_and_is_seeded():
     assert all(math.isnan(v) for v in bootstrap_ci([]))
 
 
-def test_vllm_requests_are_built_from_token_ids():
-    from learners.pipeline.evaluate import vllm_requests
+def samples_of(*ids_lists):
+    from learners.sampling import Sample
 
-    prompts, params = vllm_requests(
-        [[1, 2, 3], [4]], samples=4, temperature=0.8, max_new_tokens=768, seed=7, stop_token_ids=[3]
-    )
-    assert prompts == [{"prompt_token_ids": [1, 2, 3]}, {"prompt_token_ids": [4]}]
-    assert params["n"] == 4 and params["max_tokens"] == 768 and params["seed"] == 7
-    assert params["stop_token_ids"] == [3] and params["temperature"] == 0.8 and params["top_k"] == -1
-    _, greedy = vllm_requests([[1]], samples=1, temperature=0.0, max_new_tokens=5, seed=0)
-    assert greedy["top_k"] == 1
-    with pytest.raises(ValueError):
-        vllm_requests([[1]], samples=0, temperature=1.0, max_new_tokens=5, seed=0)
+    return [Sample(list(ids), [0.0] * len(ids)) for ids in ids_lists]
 
 
-class ScriptedBackend:
+class ScriptedSampler:
     """Returns fixed completions: for puzzle i, ``correct_counts[i]`` correct ones then wrong ones."""
 
     name = "scripted"
@@ -63,14 +54,14 @@ class ScriptedBackend:
     def __init__(self, tokenizer, rows, correct_counts, solutions):
         self.tokenizer, self.rows, self.counts, self.solutions = tokenizer, rows, correct_counts, solutions
 
-    def generate(self, prompt_ids, *, samples, temperature, max_new_tokens, seed):
+    def sample(self, prompts, sampling, *, n=1, max_new_tokens):
         eos = self.tokenizer.eos_token_id
         out = []
         for count, solution in zip(self.counts, self.solutions, strict=True):
             good = self.tokenizer.encode(f"<reasoning>\nok\n</reasoning>\n<solution>{solution}</solution>") + [eos]
             bad = self.tokenizer.encode("<reasoning>\nhm\n</reasoning>\n<solution>1 + 1 + 1</solution>") + [eos]
-            out.append([good] * count + [bad] * (samples - count))
-        assert len(out) == len(prompt_ids)
+            out.append(samples_of(*([good] * count + [bad] * (n - count))))
+        assert len(out) == len(prompts)
         return out
 
 
@@ -84,8 +75,8 @@ def test_evaluate_reports_exact_pass_at_k_per_n_numbers(tiny_tokenizer):
     ]
     solutions = ["3 + 7 + 11", "2 * 5 + 9", "1 * 2 * 3 * 4"]
     counts = [4, 1, 0]
-    backend = ScriptedBackend(tiny_tokenizer, rows, counts, solutions)
-    report = evaluate(backend, tiny_tokenizer, rows, samples=4, temperature=0.8, max_new_tokens=200, template="compact")
+    sampler = ScriptedSampler(tiny_tokenizer, rows, counts, solutions)
+    report = evaluate(sampler, tiny_tokenizer, rows, samples=4, temperature=0.8, max_new_tokens=200, template="compact")
     three = report["by_n_numbers"]["3"]
     assert three["n_puzzles"] == 2
     assert three["pass@1"] == pytest.approx((1.0 + 0.25) / 2)
@@ -106,9 +97,9 @@ def test_evaluate_counts_truncated_answers_as_wrong(tiny_tokenizer):
     class Truncating:
         name = "t"
 
-        def generate(self, prompt_ids, *, samples, temperature, max_new_tokens, seed):
+        def sample(self, prompts, sampling, *, n=1, max_new_tokens):
             ids = tiny_tokenizer.encode("<reasoning>\n3 + 7 + 11 = 21 " + "x" * 50)[:max_new_tokens]
-            return [[ids] * samples for _ in prompt_ids]
+            return [samples_of(*[ids] * n) for _ in prompts]
 
     report = evaluate(
         Truncating(), tiny_tokenizer, [{"numbers": [3, 7, 11], "target": 21}], samples=2, max_new_tokens=20
@@ -166,9 +157,9 @@ def test_evaluate_scores_with_the_task_tags(tiny_tokenizer, template, tags):
     ]
 
     class Fixed:
-        def generate(self, prompt_ids, *, samples, temperature, max_new_tokens, seed):
+        def sample(self, prompts, sampling, *, n=1, max_new_tokens):
             eos = tiny_tokenizer.eos_token_id
-            return [[tiny_tokenizer.encode(t, add_special_tokens=False) + [eos] for t in texts]]
+            return [samples_of(*[tiny_tokenizer.encode(t, add_special_tokens=False) + [eos] for t in texts])]
 
     task = CountdownTask(n_numbers=3, template=template)
     rows = [{"numbers": [3, 7, 11], "target": 21}]

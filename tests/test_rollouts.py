@@ -1,4 +1,4 @@
-"""learners.pipeline.rollouts: EnvRollouts (TRL rollout_func over CountdownTokens-v0) and its HF backend."""
+"""learners.pipeline.rollouts: EnvRollouts (TRL rollout_func over CountdownTokens-v0); learners.sampling.HFSampler."""
 
 from __future__ import annotations
 
@@ -7,27 +7,29 @@ import pytest
 from countdown_env.puzzle import Puzzle
 from countdown_env.task import CountdownTask
 from countdown_env.trajectory import score_trajectories
-from learners.pipeline.rollouts import EnvRollouts, HFGenerator, env_episode_reward
+from learners.pipeline.rollouts import EnvRollouts, env_episode_reward
+from learners.sampling import HFSampler, Sample, Sampling
 
 TASK = CountdownTask(template="compact")
 PUZZLES = [Puzzle([3, 7, 11], 21), Puzzle([2, 5, 9], 19), Puzzle([4, 6, 8], 32)]
 
 
-class ScriptedGenerator:
-    """A backend that answers each call with the next scripted text per row (ids, fake log-probs)."""
+class ScriptedSampler:
+    """A sampler that answers each call with the next scripted text per row (ids, fake log-probs)."""
 
     name = "scripted"
+    stop_ids = ()
 
     def __init__(self, tokenizer, scripts):
         self.tokenizer, self.scripts, self.calls = tokenizer, [list(s) for s in scripts], []
 
-    def generate(self, prompts, budgets):
-        self.calls.append((len(prompts), list(budgets)))
+    def sample(self, prompts, sampling, *, n=1, max_new_tokens):
+        self.calls.append((len(prompts), list(max_new_tokens)))
         out = []
-        for prompt, budget in zip(prompts, budgets, strict=True):
+        for prompt, budget in zip(prompts, max_new_tokens, strict=True):
             row = self._row_of(prompt)
             ids = list(self.tokenizer.encode(self.scripts[row].pop(0), add_special_tokens=False))[:budget]
-            out.append((ids, [-0.5] * len(ids)))
+            out.append([Sample(ids, [-0.5] * len(ids))])
         return out
 
     def _row_of(self, prompt):
@@ -42,7 +44,8 @@ def answer(expr):
 def test_rewards_equal_the_dataset_route_on_the_same_completions(tiny_tokenizer):
     texts = [answer("3 * 7"), answer("2 + 5"), "<reasoning>never ends" * 20]
     rollouts = EnvRollouts(TASK, tiny_tokenizer, PUZZLES)
-    episodes = rollouts.play(PUZZLES, ScriptedGenerator(tiny_tokenizer, [[t] for t in texts]), max_new_tokens=64)
+    sampler = ScriptedSampler(tiny_tokenizer, [[t] for t in texts])
+    episodes = rollouts.play(PUZZLES, sampler, Sampling(), max_new_tokens=64)
     completion_ids = [e["completion_ids"] for e in episodes]
     dataset_route = score_trajectories(
         PUZZLES,
@@ -64,15 +67,15 @@ def test_rewards_equal_the_dataset_route_on_the_same_completions(tiny_tokenizer)
 def test_rollout_func_output_and_multi_turn_masks(tiny_tokenizer):
     task = CountdownTask(template="compact", feedback="compact", max_turns=3, turn_discount=0.5)
     scripts = [[answer("3 + 7"), answer("3 * 7")], [answer("2 * 5 + 9")], [answer("4"), answer("5"), answer("6")]]
-    generator = ScriptedGenerator(tiny_tokenizer, scripts)
-    rollouts = EnvRollouts(task, tiny_tokenizer, PUZZLES, generator=generator, max_new_tokens=48)
+    sampler = ScriptedSampler(tiny_tokenizer, scripts)
+    rollouts = EnvRollouts(task, tiny_tokenizer, PUZZLES, sampler=sampler, sampling=Sampling(), max_new_tokens=48)
 
     class Trainer:
         max_completion_length = 999
 
     prompts = [task.messages(p) for p in PUZZLES]
     out = rollouts(prompts, Trainer())
-    assert [n for n, _ in generator.calls] == [3, 2, 1]  # rows still playing get their next turn in one batch
+    assert [n for n, _ in sampler.calls] == [3, 2, 1]  # rows still playing get their next turn in one batch
     assert out["env_reward"] == [0.5, 1.0, 0.0] and env_episode_reward(None, None, env_reward=out["env_reward"])
     assert out["numbers"] == [list(p.numbers) for p in PUZZLES] and out["target"] == [21, 19, 32]
     for i in range(3):
@@ -97,21 +100,29 @@ def _played(i):
     }[i]
 
 
-def test_hf_generator_logprobs_are_the_sampling_distribution(tiny_model_dir, tiny_tokenizer):
+@pytest.mark.parametrize(("temperature", "top_k"), [(1.0, 0), (0.7, 5)])
+def test_hf_sampler_logprobs_are_the_sampling_distribution(tiny_model_dir, tiny_tokenizer, temperature, top_k):
+    """The log-probability of each sampled id under softmax(logits / T) restricted to the top-k, recomputed here by
+    a teacher-forced forward pass (ids outside the top-k would have probability 0 and are never sampled)."""
     import torch
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
-    generator = HFGenerator(model, tiny_tokenizer, temperature=1.0, top_k=0)
+    sampler = HFSampler(model, tiny_tokenizer)
     prompts = [tiny_tokenizer.encode("Numbers: 3, 7, 11\nTarget: 21", add_special_tokens=False), [5, 6, 7]]
-    torch.manual_seed(0)
-    rows = generator.generate(prompts, [12, 5])
-    assert len(rows[0][0]) <= 12 and len(rows[1][0]) <= 5
-    for prompt, (ids, logps) in zip(prompts, rows, strict=True):
+    rows = sampler.sample(prompts, Sampling(temperature=temperature, top_k=top_k, seed=0), max_new_tokens=[12, 5])
+    assert len(rows[0][0].ids) <= 12 and len(rows[1][0].ids) <= 5
+    for prompt, (sample,) in zip(prompts, rows, strict=True):
+        ids = sample.ids
         with torch.no_grad():
-            logits = model(torch.tensor([prompt + ids])).logits[0, len(prompt) - 1 : -1]
+            logits = model(torch.tensor([prompt + ids])).logits[0, len(prompt) - 1 : -1] / temperature
+        if top_k:
+            kth = logits.topk(top_k, dim=-1).values[:, -1:]
+            logits = logits.masked_fill(logits < kth, float("-inf"))
         expected = logits.log_softmax(-1).gather(-1, torch.tensor(ids).unsqueeze(-1)).squeeze(-1)
-        assert torch.allclose(torch.tensor(logps), expected, atol=1e-4)
+        assert torch.allclose(torch.tensor(sample.logprobs), expected, atol=1e-4)
+    again = sampler.sample(prompts, Sampling(temperature=temperature, top_k=top_k, seed=0), max_new_tokens=[12, 5])
+    assert [r[0].ids for r in again] == [r[0].ids for r in rows]  # seeded
 
 
 def test_two_grpo_steps_from_environment_episodes(tiny_model_dir, tmp_path):

@@ -128,8 +128,9 @@ def test_clear_errors(tiny_model_dir, toy_puzzles, tmp_path, capsys):
     assert "unknown learner 'nope'" in capsys.readouterr().err
     assert main(common + ["--resume", *data]) == 2
     assert "no checkpoint" in capsys.readouterr().err
-    assert main(common + ["--set", "trainer.use_vllm=true", *data]) == 2
-    assert "GPU" in capsys.readouterr().err
+    server = ["--set", "trainer.use_vllm=true", "--set", "trainer.vllm_mode=server"]
+    assert main(common + [*server, *data]) == 2
+    assert "NCCL" in capsys.readouterr().err
     assert main(common + ["--set", "trainer.no_such_option=1", *data]) == 2
     assert "no_such_option" in capsys.readouterr().err
     assert main(["eval", "--model", str(tiny_model_dir), "--split", str(tmp_path / "missing.jsonl")]) == 2

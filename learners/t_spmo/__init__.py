@@ -44,13 +44,15 @@ accumulation). Works with a ``peft`` LoRA config passed as ``peft_config``.
 **Replay** (``replay_success``/``replay_failure`` = C_success/C_failure > 0; :mod:`learners.t_spmo.replay` states the
 rules). Done in seam 1 without overriding TRL's generation: after TRL generated and scored the batch, restart
 plans are drawn (identically on every process, from the gathered batch and a seeded generator), each process
-generates the continuations of its share with the unwrapped model's ``generate`` under ``no_grad`` (same sampling
-settings as TRL's transformers path), scores them with the trainer's own reward functions (so the scale matches
-the batch), computes the old/reference log-probs TRL would have, and appends the rows to the batch (prompt side
-left-padded, completion side right-padded). Every process appends the same number of rows, rounded up so that the
+samples the continuations of its share through :func:`learners.sampling.trainer_sampler` (the trainer's
+colocated vLLM engine or vLLM server when ``use_vllm``, else ``generate`` on the unwrapped policy; TRL's sampling
+settings), scores them with the trainer's own reward functions (so the scale matches the batch), computes the
+old/reference log-probs TRL would have, and appends the rows to the batch (prompt side left-padded, completion
+side right-padded). Every process appends the same number of rows, rounded up so that the
 batch still splits into ``steps_per_generation`` micro-batches; unused slots are filler rows with an empty loss
 mask. Replayed rows count in the trie only from their restart depth (see :mod:`learners.t_spmo.prefix_trie`).
-Unsupported with replay: tools, environments, ``rollout_func``, multimodal inputs, model-based or async rewards.
+Unsupported with replay: tools, environments, ``rollout_func``, multimodal inputs, model-based or async rewards,
+FSDP.
 
 **Large groups.** The trie is built in seam 1 over the whole generation batch, so a group may exceed a
 micro-batch: e.g. |G| = 50 with ``per_device_train_batch_size=10, steps_per_generation=5,

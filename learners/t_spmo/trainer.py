@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import inspect
 from typing import Any
 
@@ -15,6 +14,7 @@ from trl.trainer.utils import use_adapter
 
 from learners.core.batch_keys import PER_TOKEN_KEYS
 from learners.core.trainer import CountdownGRPOTrainer, Rollout
+from learners.sampling import trainer_sampler, trainer_sampling
 from learners.t_spmo.prefix_trie import PrefixAdvantages, prefix_advantages
 from learners.t_spmo.replay import ReplayBuffer, ReplayPlan
 from learners.t_spmo.replay_rows import append_rows, pad_right, padded_rows
@@ -22,7 +22,6 @@ from learners.t_spmo.replay_rows import append_rows, pad_right, padded_rows
 from .config import TSPMOConfig
 
 __all__ = ["TSPMOConfig", "TSPMOTrainer", "prefix_advantages"]
-
 
 
 class TSPMOTrainer(CountdownGRPOTrainer):
@@ -65,6 +64,7 @@ class TSPMOTrainer(CountdownGRPOTrainer):
             "a multimodal processor": bool(self._is_vlm),
             "model-based reward functions": any(isinstance(f, torch.nn.Module) for f in self.reward_funcs),
             "async reward functions": any(inspect.iscoroutinefunction(f) for f in self.reward_funcs),
+            "FSDP (replay samples from the unwrapped policy)": self.is_fsdp_enabled,
         }
         found = [name for name, present in unsupported.items() if present]
         if found:
@@ -178,53 +178,24 @@ class TSPMOTrainer(CountdownGRPOTrainer):
 
     @torch.no_grad()
     def _generate_continuations(self, inputs: list[list[int]], plans: list[ReplayPlan]) -> list[list[int]]:
-        """Sample a continuation of each prompt∘prefix with the current policy; return prefix + continuation."""
-        device = self.accelerator.device
-        pad_id = self._tokenizer.pad_token_id
-        eos = set(self.eos_token_ids)
-        config = copy.deepcopy(getattr(self, "generation_config", None)) or self._replay_generation_config()
-        chunk = self.args.per_device_train_batch_size
-        out: list[list[int]] = []
-        with (
-            unwrap_model_for_generation(
+        """Sample a continuation of each prompt∘prefix with the current policy, through the sampler that generates
+        like this trainer (its colocated vLLM engine, its vLLM server, else ``generate`` on the gathered policy);
+        return prefix + continuation."""
+        if not inputs:
+            return []
+        budgets = [self.max_completion_length - len(p.prefix) for p in plans]
+        sampling = trainer_sampling(self)
+        if self.use_vllm:
+            samples = trainer_sampler(self).sample(inputs, sampling, max_new_tokens=budgets)
+        else:
+            with unwrap_model_for_generation(
                 self.model_wrapped,
                 self.accelerator,
                 gather_deepspeed3_params=self.args.ds3_gather_for_generation,
-                generation_kwargs=getattr(self, "generation_kwargs", None),
                 gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
-            ) as unwrapped,
-            self._dist.summon_full_params(self.model_wrapped, recurse=False),
-        ):
-            for start in range(0, len(inputs), chunk):
-                part, part_plans = inputs[start : start + chunk], plans[start : start + chunk]
-                budgets = [self.max_completion_length - len(p.prefix) for p in part_plans]
-                config.max_new_tokens = max(budgets)
-                width = max(len(x) for x in part)
-                input_ids = torch.tensor([[pad_id] * (width - len(x)) + x for x in part], device=device)
-                attention = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in part], device=device)
-                generated = unwrapped.generate(input_ids=input_ids, attention_mask=attention, generation_config=config)
-                for plan, row, budget in zip(part_plans, generated[:, width:].tolist(), budgets, strict=True):
-                    continuation = row[:budget]
-                    ends = [i for i, token in enumerate(continuation) if token in eos]
-                    if ends:
-                        continuation = continuation[: ends[0] + 1]
-                    out.append(list(plan.prefix) + continuation)
-        return out
-
-    def _replay_generation_config(self):
-        from transformers import GenerationConfig
-
-        return GenerationConfig(
-            do_sample=True,
-            pad_token_id=self._tokenizer.pad_token_id,
-            eos_token_id=list(self.eos_token_ids),
-            temperature=self.temperature,
-            top_p=self.top_p,
-            top_k=self.top_k,
-            min_p=self.min_p,
-            repetition_penalty=self.repetition_penalty,
-            disable_compile=True,
-        )
+            ) as unwrapped:
+                samples = trainer_sampler(self, model=unwrapped).sample(inputs, sampling, max_new_tokens=budgets)
+        return [list(plan.prefix) + one.ids for plan, (one,) in zip(plans, samples, strict=True)]
 
     def _score_replays(self, plans, completions, all_inputs, size) -> torch.Tensor:
         """Total reward of each replayed completion with the trainer's reward functions (weights, NaN rules)."""

@@ -286,6 +286,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="dataset",
         help="dataset (TRL generates), env (CountdownTokens-v0 episodes via rollout_func), tools (check tool)",
     )
+    parser.add_argument(
+        "--vllm",
+        action="store_true",
+        help="generate with a colocated vLLM engine (CPU or GPU build): --set all.use_vllm=true all.vllm_mode=colocate",
+    )
+
+
+VLLM_OVERRIDES = ("all.use_vllm=true", "all.vllm_mode=colocate")
 
 
 def settings_from_args(args: argparse.Namespace) -> CompareSettings:
@@ -298,7 +306,7 @@ def settings_from_args(args: argparse.Namespace) -> CompareSettings:
         learners=list(args.learners),
         seeds=list(args.seeds),
         model=args.model,
-        overrides=list(args.overrides),
+        overrides=[*(VLLM_OVERRIDES if getattr(args, "vllm", False) else []), *args.overrides],
         quick=bool(args.quick),
         eval_batch_size=args.eval_batch_size,
         keep_checkpoints=bool(args.keep_checkpoints),

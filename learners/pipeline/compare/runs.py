@@ -60,15 +60,16 @@ def evaluate_policy(model, tokenizer, rows, task, *, max_new_tokens: int, seed: 
     the train/eval mode as they were."""
     import torch
 
-    from ..evaluate import HFBackend, evaluate
+    from ...sampling import HFSampler
+    from ..evaluate import evaluate
 
     was_training = model.training
     device = next(model.parameters()).device
     devices = [device.index or 0] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
-        backend = HFBackend(model, tokenizer, batch_size=batch_size, device=device)
+        sampler = HFSampler(model, tokenizer, batch_size=batch_size, device=device)
         report = evaluate(
-            backend,
+            sampler,
             tokenizer,
             rows,
             task=task,

@@ -1,0 +1,44 @@
+"""The sampler and sampling settings that match a TRL ``GRPOTrainer``'s own generation.
+
+``use_vllm=True`` with ``vllm_mode="colocate"``: the trainer's colocated ``vllm.LLM``; ``"server"``: its
+``VLLMClient``; otherwise ``transformers`` ``generate`` on the unwrapped policy. TRL syncs the weights of a vLLM
+engine before each generation batch, so a sampler used inside the generation step (a ``rollout_func``, T-SPMO's
+replay in seam 1) samples from the current policy.
+"""
+
+from __future__ import annotations
+
+from .protocol import Sampler, Sampling
+
+
+def trainer_sampling(trainer) -> Sampling:
+    """The trainer's temperature, top-p, top-k, min-p and repetition penalty; no reseeding (the trainer's random
+    streams go on, as in TRL's own generation)."""
+    return Sampling(
+        temperature=float(trainer.temperature),
+        top_p=float(trainer.top_p),
+        top_k=int(getattr(trainer, "top_k", 0) or 0),
+        min_p=float(getattr(trainer, "min_p", 0.0) or 0.0),
+        repetition_penalty=float(getattr(trainer, "repetition_penalty", 1.0) or 1.0),
+    )
+
+
+def trainer_sampler(trainer, model=None) -> Sampler:
+    """The backend that generates like ``trainer`` (module docstring); ``model`` replaces the unwrapped policy of
+    the HF backend (e.g. one gathered for generation)."""
+    stops = list(trainer.eos_token_ids)
+    if getattr(trainer, "use_vllm", False):
+        generation = trainer.vllm_generation
+        if trainer.vllm_mode == "colocate":
+            from .vllm_engine import VLLMSampler
+
+            return VLLMSampler(generation.llm, stop_ids=stops)
+        from .vllm_server import VLLMServerSampler
+
+        return VLLMServerSampler(generation.vllm_client, stop_ids=stops)
+    from .hf import HFSampler
+
+    policy = model if model is not None else trainer.accelerator.unwrap_model(trainer.model_wrapped)
+    return HFSampler(
+        policy, trainer.processing_class, stop_ids=stops, batch_size=trainer.args.per_device_train_batch_size
+    )

