@@ -231,12 +231,13 @@ class _FakeLLM:
     def generate(self, prompts, params, use_tqdm=True):
         import torch
 
-        self.calls.append((len(prompts), params.kwargs["skip_reading_prefix_cache"]))
+        params = params if isinstance(params, list) else [params] * len(prompts)
+        self.calls.append((len(prompts), [p.kwargs["skip_reading_prefix_cache"] for p in params]))
         outputs = []
-        for prompt in prompts:
+        for prompt, param in zip(prompts, params, strict=True):
             ids = prompt["prompt_token_ids"]
             hit = 0
-            if not params.kwargs["skip_reading_prefix_cache"]:
+            if not param.kwargs["skip_reading_prefix_cache"]:
                 while hit + self.block_size <= len(ids) - 1 and tuple(ids[: hit + self.block_size]) in self.blocks:
                     hit += self.block_size
             with torch.no_grad():
@@ -253,20 +254,49 @@ class _FakeLLM:
 
 
 @pytest.mark.slow
-def test_vllm_scorer_matches_naive_with_a_simulated_engine(tiny_model, tiny_tokenizer, monkeypatch):
+@pytest.mark.parametrize("planned", [True, False])
+def test_vllm_scorer_matches_naive_with_a_simulated_engine(tiny_model, tiny_tokenizer, monkeypatch, planned):
+    """With the cache plan, no request reads into its span (no re-run); without it (every request reads), the
+    ``num_cached_tokens`` guard catches the ones that did and re-runs them: the scores are right either way."""
+    import learners.contrastive.scoring as scoring
+
     class SamplingParams:
         def __init__(self, **kwargs):
             self.kwargs = kwargs
 
     monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(SamplingParams=SamplingParams))
+    if not planned:
+        monkeypatch.setattr(scoring, "plan_cache_reads", lambda requests, *a, **k: [True] * len(requests))
     jobs = _jobs(tiny_tokenizer, n_rollouts=3, seed=2)
     llm = _FakeLLM(tiny_model)
+    llm.llm_engine = types.SimpleNamespace(
+        vllm_config=types.SimpleNamespace(cache_config=types.SimpleNamespace(block_size=llm.block_size))
+    )
     scorer = VLLMScorer(llm)
     got = scorer.score(jobs)
     reference = NaiveScorer(tiny_model).score(jobs)
     for ref, g in zip(reference, got, strict=True):
         np.testing.assert_allclose(g, ref, atol=1e-4, rtol=0)
-    # warm-up batch, main batch, then the re-run of requests whose cache hit reached the span
-    assert [skip for _, skip in llm.calls] == [False, False, True]
-    assert llm.calls[0][0] == len(jobs)
-    assert 0 < scorer.stats["reruns"] < scorer.stats["requests"]
+    assert llm.calls[0][0] == len(jobs)  # the warm-up call: each rollout's longest prefix
+    stats = scorer.last_stats
+    assert 0 < stats["cached_tokens"] < stats["prompt_tokens"]
+    if planned:
+        assert stats["reruns"] == 0 and 0 < stats["reads_off"] < stats["requests"]
+    else:
+        assert stats["reads_off"] == 0 and 0 < stats["reruns"] < stats["requests"]
+        assert all(skip for skip in llm.calls[-1][1])  # the re-runs read nothing
+
+
+def test_cache_plan_turns_reads_off_only_where_a_hit_could_reach_the_span():
+    from learners.contrastive.scoring import plan_cache_reads
+
+    shared = tuple(range(10, 18))  # two full blocks of 4
+    a = SpanRequest(shared + (1, 2), 8)  # span (1, 2) after the shared 8 tokens
+    b = SpanRequest(shared + (1, 3), 9)  # its span starts at 9; a cached the block ending at 8, hit 8 <= 8: fine
+    c = SpanRequest(shared + (1, 2, 3, 4, 5), 6)  # span starts at 6: the hit of 8 tokens reaches it
+    assert plan_cache_reads([a, b, c], block_size=4) == [True, True, False]
+    # resident sequences (what the engine generated) count as cached
+    assert plan_cache_reads([a], block_size=4, resident=[shared + (1, 2, 9, 9)]) == [False]  # 8 cached > 8 - 1
+    assert plan_cache_reads([a], block_size=4, resident=[shared[:4] + (7, 7, 7, 7)]) == [True]  # 4 cached
+    assert plan_cache_reads([SpanRequest(shared, 5)], block_size=4, resident=[shared]) == [True]  # hit capped at 4
+    assert plan_cache_reads([SpanRequest(shared + (0,), 5)], block_size=4, resident=[shared]) == [False]

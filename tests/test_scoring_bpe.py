@@ -26,6 +26,11 @@ CLOSE = "</solution>"
 
 @pytest.fixture(scope="module")
 def bpe_tokenizer():
+    return make_bpe_tokenizer()
+
+
+def make_bpe_tokenizer():
+    """A byte-level BPE trained offline on Countdown-format text (merges like ``>(`` cross the bridge)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 

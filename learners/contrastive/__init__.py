@@ -35,8 +35,11 @@ For a group of G rollouts of prompt x:
 
 The scorer φ is ``"frozen"`` (``scorer_model_name_or_path``, or by default a copy of the initial policy — the
 seed's post-SFT checkpoint) or ``"moving"`` (the current policy, no gradient). Engines: ``"prefix_shared"`` (KV cache
-built once per rollout, the default), ``"naive"`` (the reference), ``"vllm"`` (GPU: the policy's colocated vLLM
-engine for a moving scorer, or a second engine on ``scorer_model_name_or_path`` for a frozen one).
+built once per rollout, the default), ``"naive"`` (the reference), ``"vllm"`` (vLLM's GPU or CPU build: the
+policy's colocated vLLM engine for a moving scorer, or an engine of its own on ``scorer_model_name_or_path`` for a
+frozen one; prefix-cache reads up to each span, :class:`~learners.contrastive.scoring.VLLMScorer`). Every
+scoring call logs ``contrastive/scorer_{requests,prompt_tokens,cached_tokens,reads_off,reruns}`` with the vLLM
+engine.
 
 Base learner. Seed 000 ran the shaping on prime-rl's defaults ("I did not change any of its parameters"), so the
 learner is a :class:`~learners.grpo.GRPOLearner` whose preset is ``base_learner`` (:class:`ContrastiveConfig`):

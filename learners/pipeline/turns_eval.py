@@ -96,8 +96,9 @@ def evaluate_turns_model_dir(
     """Load a checkpoint folder and :func:`evaluate_turns` it on ``split`` under the single-turn eval's task."""
     from .evaluate import eval_task, load_rows, model_sampler
     from .tiny import load_tokenizer
-    from .train import check_model
+    from .train import check_model, resolve_model
 
+    name, model_dir = str(model_dir), resolve_model(model_dir)  # "warm-start": the shipped folder
     check_model(model_dir)
     rows = load_rows(split, limit)
     tokenizer = load_tokenizer(model_dir)
@@ -107,7 +108,7 @@ def evaluate_turns_model_dir(
         report = evaluate_turns(sampler, tokenizer, rows, task=task, max_turns=max_turns, **kwargs)
     finally:
         getattr(sampler, "close", lambda: None)()
-    report.update(model=str(model_dir), split=str(split))
+    report.update(model=name, split=str(split))
     return report
 
 

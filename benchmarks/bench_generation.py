@@ -1,0 +1,212 @@
+"""Generation speed: ``transformers`` ``generate`` (HFSampler) vs vLLM (VLLMSampler), and seconds per GRPO step.
+
+Both backends go through :mod:`learners.sampling` (the code eval, env rollouts and T-SPMO replay use) on the same
+token-id prompts with the same budgets; tokens/s is generated tokens over wall seconds, the median of
+``--repeats`` timed calls after one warm-up call, and the ratio vLLM/HF is taken within this run. Models:
+
+- ``tiny``: the shipped warm start (1.07 M parameters, character vocabulary), on Countdown prompts of ``tiny_n3``;
+  completions stop at the end-of-turn token, as in training;
+- ``mid``: a random-init Qwen2 of ~43 M parameters (hidden 512, 8 layers, vocabulary 32 000), random prompts,
+  generating to the budget (a random model almost never samples its eos);
+- ``qwen3-0.6b`` (``--device cuda``): Qwen3-0.6B's architecture with random weights.
+
+Then ``--grpo-steps`` GRPO steps of the tiny model (2 prompts x 8 completions, dataset route) with TRL's
+transformers generation and with colocated vLLM (``use_vllm=True, vllm_mode="colocate"``; the weight sync
+included), timed per step after one warm-up step; the engine's start is reported apart.
+
+    python benchmarks/bench_generation.py                      # CPU: tiny and mid, ~5 min on 2 cores
+    python benchmarks/bench_generation.py --device cuda --models tiny qwen3-0.6b
+
+Times are wall clock: run it on a quiet machine. ``--out FILE`` writes the figures as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+
+MID = dict(vocab_size=32000, hidden_size=512, intermediate_size=1536, num_hidden_layers=8, num_attention_heads=8,
+           num_key_value_heads=8, max_position_embeddings=1024, tie_word_embeddings=True)  # fmt: skip
+
+
+def build_random(out: Path, name: str) -> tuple[Path, int]:
+    """A random-init model folder (config + safetensors) vLLM and transformers can both load; its parameter count."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM
+
+    from benchmarks._common import QWEN3_0_6B
+
+    torch.manual_seed(0)
+    if name == "mid":
+        model = Qwen2ForCausalLM(Qwen2Config(**MID, torch_dtype="float32"))
+    else:
+        model = Qwen3ForCausalLM(Qwen3Config(**QWEN3_0_6B, max_position_embeddings=4096, tie_word_embeddings=True))
+    model.save_pretrained(out)
+    return out, sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+
+
+def prompts_for(name: str, count: int, tokenizer):
+    import random
+
+    if name == "tiny":
+        from countdown_env import Puzzle
+        from countdown_env.task import CountdownTask
+        from learners.pipeline.evaluate import load_rows, prompt_token_ids
+
+        rows = load_rows(Path(__file__).resolve().parents[1] / "datasets" / "tiny_n3.jsonl", limit=count)
+        return prompt_token_ids(tokenizer, CountdownTask(template="compact"), [Puzzle.from_dict(r) for r in rows])
+    rng = random.Random(0)
+    return [[rng.randrange(3, MID["vocab_size"]) for _ in range(64)] for _ in range(count)]
+
+
+def time_calls(sampler, prompts, sampling, n, budget, repeats):
+    sampler.sample(prompts[:2], sampling, n=1, max_new_tokens=budget)  # warm-up
+    rates, seconds = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = sampler.sample(prompts, sampling, n=n, max_new_tokens=budget)
+        elapsed = time.perf_counter() - start
+        tokens = sum(len(s.ids) for row in out for s in row)
+        rates.append(tokens / elapsed)
+        seconds.append(elapsed)
+    return {"tokens_per_s": statistics.median(rates), "seconds": statistics.median(seconds), "tokens": tokens}
+
+
+class _Null:
+    pad_token_id = 0
+    eos_token_id = None
+
+
+def bench_model(name, device, args, work: Path) -> dict:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from learners.sampling import HFSampler, Sampling, VLLMSampler
+
+    if name == "tiny":
+        from learners.pipeline.tiny import load_tokenizer
+        from learners.pipeline.warm_start import SHIPPED_DIR
+
+        folder, tokenizer = SHIPPED_DIR, load_tokenizer(SHIPPED_DIR)
+        model = AutoModelForCausalLM.from_pretrained(folder)
+        size = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+    else:
+        folder, size = build_random(work / name, name)
+        tokenizer = _Null()
+        model = AutoModelForCausalLM.from_pretrained(folder)
+    dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    model = model.to(device=device, dtype=dtype)
+    prompts = prompts_for(name, args.prompts, tokenizer)
+    sampling = Sampling(temperature=1.0, seed=0)
+    result = {"model": name, "parameters": size, "prompts": len(prompts), "n": args.n, "budget": args.budget}
+    hf = HFSampler(model, tokenizer, batch_size=len(prompts) * args.n)
+    result["hf"] = time_calls(hf, prompts, sampling, args.n, args.budget, args.repeats)
+    del hf, model
+    start = time.perf_counter()
+    engine_kwargs = dict(dtype="float32" if device == "cpu" else "bfloat16", max_model_len=1024, seed=0)
+    if name != "tiny":
+        engine_kwargs["skip_tokenizer_init"] = True
+    vllm = VLLMSampler.from_model_dir(folder, tokenizer if name == "tiny" else None, **engine_kwargs)
+    result["vllm_engine_start_s"] = time.perf_counter() - start
+    result["vllm"] = time_calls(vllm, prompts, sampling, args.n, args.budget, args.repeats)
+    vllm.close()
+    result["ratio_vllm_over_hf"] = result["vllm"]["tokens_per_s"] / result["hf"]["tokens_per_s"]
+    return result
+
+
+def bench_grpo(use_vllm: bool, steps: int, work: Path) -> dict:
+    from transformers import AutoModelForCausalLM, TrainerCallback
+
+    from countdown_env import Puzzle
+    from learners.core.registry import get_learner
+    from learners.pipeline.data import prompt_dataset
+    from learners.pipeline.tiny import load_tokenizer, tiny_cpu_kwargs
+    from learners.pipeline.warm_start import SHIPPED_DIR
+
+    class StepTimes(TrainerCallback):
+        def __init__(self):
+            self.times, self.start = [], None
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            self.start = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.times.append(time.perf_counter() - self.start)
+
+    puzzles = [Puzzle((a, b, c), t) for a, b, c, t in [(3, 7, 11, 21), (2, 5, 9, 19), (4, 6, 8, 32), (1, 3, 5, 15)]]
+    spec = get_learner("grpo")
+    extra = dict(use_vllm=True, vllm_mode="colocate") if use_vllm else {}
+    config = spec.make_config(**tiny_cpu_kwargs(work / f"grpo-{use_vllm}", per_device_train_batch_size=16,
+                                                num_generations=8, max_completion_length=128, max_steps=steps + 1,
+                                                learning_rate=1e-5, temperature=0.8, **extra))  # fmt: skip
+    _, trainer_class = spec.load()
+    timer = StepTimes()
+    start = time.perf_counter()
+    trainer = trainer_class(
+        model=AutoModelForCausalLM.from_pretrained(SHIPPED_DIR),
+        args=config,
+        train_dataset=prompt_dataset(puzzles * 16, "compact"),
+        processing_class=load_tokenizer(SHIPPED_DIR),
+        callbacks=[timer],
+    )
+    built = time.perf_counter() - start
+    trainer.train()
+    times = timer.times[1:]
+    return {"backend": "vllm-colocate" if use_vllm else "hf", "build_s": built, "steps": len(times),
+            "s_per_step": statistics.median(times), "s_per_step_min": min(times), "s_per_step_max": max(times)}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument("--models", nargs="+", default=["tiny", "mid"], choices=("tiny", "mid", "qwen3-0.6b"))
+    parser.add_argument("--prompts", type=int, default=16, help="prompts per call")
+    parser.add_argument("--n", type=int, default=8, help="samples per prompt")
+    parser.add_argument("--budget", type=int, default=128, help="max new tokens")
+    parser.add_argument("--repeats", type=int, default=3, help="timed calls per backend (median)")
+    parser.add_argument("--grpo-steps", type=int, default=6, help="timed GRPO steps per backend (0: skip)")
+    parser.add_argument("--out", help="write the figures as JSON here")
+    args = parser.parse_args()
+
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", os.cpu_count() or 1)))
+    work = Path(tempfile.mkdtemp())
+    report = {"device": args.device, "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+              "torch_threads": torch.get_num_threads(), "generation": [], "grpo": []}  # fmt: skip
+    import vllm
+
+    report["vllm"] = vllm.__version__
+    for name in args.models:
+        row = bench_model(name, args.device, args, work)
+        report["generation"].append(row)
+        print(f"{name:>10} ({row['parameters'] / 1e6:.1f} M): HF {row['hf']['tokens_per_s']:8.0f} tok/s | "
+              f"vLLM {row['vllm']['tokens_per_s']:8.0f} tok/s (engine start {row['vllm_engine_start_s']:.0f} s) | "
+              f"vLLM/HF {row['ratio_vllm_over_hf']:.2f}x", flush=True)  # fmt: skip
+    if args.grpo_steps and args.device == "cpu":
+        for use_vllm in (False, True):
+            row = bench_grpo(use_vllm, args.grpo_steps, work)
+            report["grpo"].append(row)
+            print(f"GRPO step, {row['backend']:>13}: {row['s_per_step']:.2f} s (min {row['s_per_step_min']:.2f}, "
+                  f"max {row['s_per_step_max']:.2f}; trainer built in {row['build_s']:.0f} s)", flush=True)  # fmt: skip
+        hf, vl = report["grpo"]
+        report["grpo_ratio_vllm_over_hf"] = vl["s_per_step"] / hf["s_per_step"]
+        print(f"GRPO s/step vLLM/HF: {report['grpo_ratio_vllm_over_hf']:.2f}x")
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
