@@ -253,7 +253,8 @@ def test_compare_quick_with_vllm(tiny_model_dir, tmp_path):
 
     out = tmp_path / "compare"
     argv = ["compare", "--quick", "--seeds", "0", "--model", str(tiny_model_dir), "--out", str(out), "--vllm"]
-    assert main([*argv, "--learners", "grpo", "--no-progress"]) == 0
+    vllm_scorer = ["--set", "contrastive.scorer=moving", "--set", "contrastive.scorer_engine=vllm"]
+    assert main([*argv, "--learners", "grpo", "contrastive", *vllm_scorer, "--no-progress"]) == 0
     rows = (out / "results.csv").read_text().splitlines()
     assert len(rows) >= 2 and "ERROR" not in "".join(rows)
 
@@ -446,3 +447,23 @@ def test_vllm_scorer_follows_the_joint_split_of_a_bpe_tokenizer(tmp_path):
     (naive,) = NaiveScorer(model).score([job])
     np.testing.assert_allclose(naive, reference, atol=1e-4, rtol=0)
     np.testing.assert_allclose(got, reference, atol=SCORER_TOLERANCE, rtol=0)
+
+
+@pytest.mark.parametrize("scorer", ["moving", "frozen"])
+def test_contrastive_trains_with_the_vllm_scorer(scorer, tmp_path):
+    """``countdown train --learner contrastive`` on the vLLM preset, two steps from the warm start, scoring with
+    vLLM: the policy's colocated engine (moving) or an engine of its own on the warm start (frozen)."""
+    from countdown_env.cli import main
+    from learners.pipeline.warm_start import SHIPPED_DIR
+
+    out = tmp_path / "run"
+    extra = ["model=warm-start", "trainer.max_completion_length=96", f"trainer.scorer={scorer}",
+             "trainer.scorer_engine=vllm", "trainer.ground_truth_mode=when_all_wrong"]  # fmt: skip
+    if scorer == "frozen":
+        extra.append(f"trainer.scorer_model_name_or_path={SHIPPED_DIR}")
+    assert main(train_argv("contrastive", out, *extra)) == 0
+    history = json.loads((out / "log_history.json").read_text())
+    steps = [e for e in history if "contrastive/scorer_requests" in e]
+    assert steps and all(e["contrastive/scorer_requests"] > 0 and e["contrastive/scorer_reruns"] == 0 for e in steps)
+    if scorer == "frozen":  # 32-token blocks; TRL's colocated engine keeps the CPU default of 128, longer than
+        assert all(e["contrastive/scorer_cached_tokens"] > 0 for e in steps)  # most of these prefixes
