@@ -29,6 +29,7 @@ _EXPORTS = {
     "Limits": "expression",
     "extract_answer": "answers",
     "normalize_expression": "answers",
+    "normalize_answer": "answers",
     "has_valid_format": "answers",
     "score_completion": "rewards",
     "make_reward_function": "rewards",

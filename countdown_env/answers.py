@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["extract_answer", "normalize_expression", "has_valid_format"]
+__all__ = ["extract_answer", "normalize_expression", "normalize_answer", "has_valid_format"]
 
 _TAG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]*")
 
@@ -127,12 +127,13 @@ def _strip_wrappers(text: str) -> str:
             return text[i:j]
 
 
-def _strip_trailing_result(text: str) -> str:
-    """Remove one trailing ``= <number>`` (found with ``rfind``, not a backtracking regex)."""
+def _split_trailing_result(text: str) -> tuple[str, str | None]:
+    """``(text without one trailing "= <number>", the number's digits)``, or ``(text, None)`` when there is none
+    (found with ``rfind``, not a backtracking regex)."""
     at = text.rfind("=")
     if at >= 0 and _NUMBER.fullmatch(text, at + 1) is not None:
-        return text[:at]
-    return text
+        return text[:at], text[at + 1 :].strip()
+    return text, None
 
 
 def normalize_expression(text: str) -> str:
@@ -147,15 +148,26 @@ def normalize_expression(text: str) -> str:
        ``\\frac{a}{b}`` (also ``\\dfrac``, ``\\tfrac``) -> ``(a)/(b)``, innermost first;
     4. strip one trailing ``= <number>`` (the stated result), then the delimiters of rule 1 again.
 
-    Anything else is left as it is, so that invalid answers stay invalid.
+    Anything else is left as it is, so that invalid answers stay invalid. The stated result is dropped here;
+    :func:`normalize_answer` returns it too (the verifier checks it against the expression's value).
 
     >>> normalize_expression("$ (25 − 3) \\\\times 7 = 154 $")
     '(25 - 3) * 7'
     """
+    return normalize_answer(text)[0]
+
+
+def normalize_answer(text: str) -> tuple[str, str | None]:
+    """:func:`normalize_expression`'s text and the digits of the trailing ``= <number>`` it stripped (``None``
+    when the answer states no result).
+
+    >>> normalize_answer("25*3+7 = 83")
+    ('25*3+7', '83')
+    """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     if _PLAIN.fullmatch(text) is not None:
-        return text.strip()
+        return text.strip(), None
     text = _strip_wrappers(text)
     if not text.isascii():
         text = text.translate(_TRANSLATION)
@@ -166,6 +178,7 @@ def normalize_expression(text: str) -> str:
             text, n = _FRAC.subn(r"(\1)/(\2)", text)
             if not n:
                 break
+    stated = None
     if "=" in text:
-        text = _strip_trailing_result(text)
-    return _strip_wrappers(text)
+        text, stated = _split_trailing_result(text)
+    return _strip_wrappers(text), stated

@@ -11,7 +11,8 @@ Verdict reasons fall into six groups, each with its own sentence in a :class:`Fe
 ``correct``    ``ok``
 ``wrong``      ``wrong_value``
 ``misused``    ``unknown_number``, ``reused_number``, ``unused_number``
-``invalid``    ``division_by_zero``, ``non_integer_intermediate``, ``non_positive_intermediate``, ``too_large``
+``invalid``    ``division_by_zero``, ``non_integer_intermediate``, ``non_positive_intermediate``, ``too_large``,
+               ``wrong_stated_value``
 ``unreadable`` ``empty``, ``parse_error``, ``forbidden_token``, ``too_deep``, ``too_many_numbers``, ``too_long``
 ``no_answer``  ``no_answer`` (no complete answer block)
 =============  =================================================================================================
@@ -49,6 +50,7 @@ REASON_GROUPS: dict[str, str] = {
     "non_integer_intermediate": "invalid",
     "non_positive_intermediate": "invalid",
     "too_large": "invalid",
+    "wrong_stated_value": "invalid",
     "empty": "unreadable",
     "parse_error": "unreadable",
     "forbidden_token": "unreadable",

@@ -11,7 +11,10 @@
    ``use_all_numbers=True``),
 5. exact evaluation: ``division_by_zero``, ``too_large``, ``non_integer_intermediate``,
    ``non_positive_intermediate`` (the last two only with ``integer_intermediates=True``),
-6. ``wrong_value`` unless the exact value equals the target, else ``ok``.
+6. ``wrong_stated_value`` when the answer states a result (``expr = N``) other than the expression's exact value
+   (``= 82`` after an expression worth 82 is accepted; ``= 83`` is a false equation, refused even when the
+   expression itself reaches the target),
+7. ``wrong_value`` unless the exact value equals the target, else ``ok``.
 
 Values are ``int``/``Fraction`` throughout; there is no float anywhere.
 """
@@ -22,7 +25,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from . import expression as _ex
-from .answers import extract_answer, normalize_expression
+from .answers import extract_answer, normalize_answer
 from .expression import ExpressionError, Limits
 from .puzzle import Puzzle
 
@@ -37,6 +40,7 @@ __all__ = [
     "REUSED_NUMBER",
     "UNUSED_NUMBER",
     "WRONG_VALUE",
+    "WRONG_STATED_VALUE",
     "NON_INTEGER_INTERMEDIATE",
     "NON_POSITIVE_INTERMEDIATE",
     "DIVISION_BY_ZERO",
@@ -58,6 +62,7 @@ UNKNOWN_NUMBER = "unknown_number"
 REUSED_NUMBER = "reused_number"
 UNUSED_NUMBER = "unused_number"
 WRONG_VALUE = "wrong_value"
+WRONG_STATED_VALUE = "wrong_stated_value"
 NON_INTEGER_INTERMEDIATE = _ex.NON_INTEGER_INTERMEDIATE
 NON_POSITIVE_INTERMEDIATE = _ex.NON_POSITIVE_INTERMEDIATE
 DIVISION_BY_ZERO = _ex.DIVISION_BY_ZERO
@@ -76,6 +81,7 @@ REASONS: tuple[str, ...] = (
     REUSED_NUMBER,
     UNUSED_NUMBER,
     WRONG_VALUE,
+    WRONG_STATED_VALUE,
     NON_INTEGER_INTERMEDIATE,
     NON_POSITIVE_INTERMEDIATE,
     DIVISION_BY_ZERO,
@@ -115,6 +121,18 @@ def _verdict(correct, reason, value, numbers_used, expression, message) -> Verif
         correct=correct, reason=reason, value=value, numbers_used=numbers_used, expression=expression, message=message
     )
     return v
+
+
+def _states(value, digits: str) -> bool:
+    """Whether the decimal ``digits`` (no sign, maybe leading zeros) write the exact ``value``; compared as text,
+    so a stated result of any length costs one string comparison (no int parsing of model text)."""
+    if isinstance(value, Fraction) and value.denominator != 1:
+        return False
+    return str(int(value)) == (digits.lstrip("0") or "0")
+
+
+def _echo_digits(digits: str, limit: int = 40) -> str:
+    return digits if len(digits) <= limit else digits[: limit - 3] + "..."
 
 
 def _account(used: list[int], given: tuple[int, ...], use_all_numbers: bool) -> tuple[str, str] | None:
@@ -185,7 +203,7 @@ def verify(
             False, TOO_LONG, None, (), None, f"answer has {len(answer)} characters, the limit is {limits.max_length}"
         )
     try:
-        text = normalize_expression(answer)
+        text, stated = normalize_answer(answer)
     except Exception as exc:  # noqa: BLE001 - a normaliser bug must not crash a training run
         return _verdict(False, PARSE_ERROR, None, (), None, f"could not normalise the answer: {exc}")
     if not text:
@@ -202,6 +220,11 @@ def verify(
         value = _ex._evaluate_postfix(postfix, integer_intermediates, limits.max_magnitude)
     except ExpressionError as exc:
         return _verdict(False, exc.reason, None, numbers_used, text, str(exc))
+    if stated is not None and not _states(value, stated):
+        return _verdict(
+            False, WRONG_STATED_VALUE, _fraction(value), numbers_used, text,
+            f"the answer states {_echo_digits(stated)} but the expression evaluates to {value}",
+        )  # fmt: skip
     if value == puzzle.target:
         return _verdict(True, OK, _fraction(value), numbers_used, text, "")
     return _verdict(

@@ -61,7 +61,7 @@ def test_reasons(answer, reason):
 def test_trailing_result_versus_middle_equals():
     assert verify("25 = 25", Puzzle([25], 25)).reason == "ok"  # one trailing '= 25' stripped
     assert verify("3 + 4 = 7 = 7", Puzzle([3, 4], 7)).reason == "forbidden_token"  # a middle '=' is never dropped
-    assert verify("3 + 4 = 8", Puzzle([3, 4], 7)).reason == "ok"  # the stated result is not trusted either way
+    assert verify("3 + 4 = 8", Puzzle([3, 4], 7)).reason == "wrong_stated_value"  # a false stated result
 
 
 def test_division_by_zero_and_non_integer_intermediates():
@@ -247,3 +247,43 @@ def test_docstring_examples():
         result = doctest.testmod(module)
         assert result.failed == 0, module.__name__
         assert result.attempted > 0 or module is rewards, module.__name__  # rewards has no examples
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        ("25*3+7 = 82", "ok"),  # the stated result is the value
+        ("25*3+7 = 0082", "ok"),
+        ("$25 \\times 3 + 7 = 82$", "ok"),
+        ("25*3+7 = 83", "wrong_stated_value"),  # a false equation, although 25*3+7 reaches the target
+        ("25*3+7 = 999", "wrong_stated_value"),
+        ("25*3 = 75", "wrong_value"),  # a true equation that misses the target
+        ("25*3 = 82", "wrong_stated_value"),  # claims the target, evaluates to 75
+        ("25/3+7 = 15", "wrong_stated_value"),  # 46/3 is not an integer
+        ("25*3+7 = " + "9" * 5000, "wrong_stated_value"),  # no int parsing of a huge stated number
+    ],
+)
+def test_a_stated_result_must_be_the_value(answer, reason):
+    """``expr = N`` is accepted only when N is the expression's exact value (expected verdicts by hand)."""
+    verdict = verify(answer, Puzzle([25, 3, 7], 82))
+    assert verdict.reason == reason and verdict.correct == (reason == "ok")
+    if reason == "wrong_stated_value":
+        assert "states" in verdict.message and verdict.value is not None
+
+
+def test_a_false_equation_earns_no_reward():
+    from countdown_env.rewards import countdown_reward
+
+    rewards = countdown_reward(
+        None, ["<solution>25*3+7 = 999</solution>", "<solution>25*3+7 = 82</solution>"], numbers=[[25, 3, 7]] * 2,
+        target=[82, 82],
+    )  # fmt: skip
+    assert rewards == [0.0, 1.0]
+
+
+def test_countdown_verify_refuses_a_false_equation(capsys):
+    from countdown_env.cli import main
+
+    assert main(["verify", "25*3+7 = 83", "--numbers", "25", "3", "7", "--target", "82"]) == 1
+    assert "wrong_stated_value" in capsys.readouterr().out
+    assert main(["verify", "25*3+7 = 82", "--numbers", "25", "3", "7", "--target", "82"]) == 0
