@@ -5,8 +5,12 @@
     seams), the base config, prefix batches and the registry :data:`learners.core.registry.LEARNERS`.
 ``learners.grpo``, ``learners.contrastive``, ``learners.ps_ppo``, ``learners.s_grpo``, ``learners.t_spmo``
     one algorithm each: ``config.py`` (a config dataclass), ``trainer.py`` (its seam overrides), its maths in
-    further modules, and the equations in the package docstring. An algorithm imports only ``learners.core``
-    and ``countdown_env``.
+    further modules, and the equations in the package docstring. An algorithm imports only ``learners.core``,
+    ``learners.sampling`` (T-SPMO's replay samples through it) and ``countdown_env``.
+``learners.sampling``
+    one sampler protocol and its backends (``transformers``, a ``vllm.LLM``, a vLLM server): eval, env rollouts,
+    T-SPMO replay and the warm-start measurement draw completions through it. Imports ``learners.core`` only for
+    the vLLM CPU engine defaults.
 ``learners.pipeline``
     ``countdown train``/``eval``/``compare``, the demo, SFT, the embedded tiny model, plots and YAML presets.
 
