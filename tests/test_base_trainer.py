@@ -313,3 +313,41 @@ def test_log_ratio_metrics_divides_summed_parts(make_trainer, cpu_grpo_kwargs):
     trainer = make_trainer(CountdownGRPOTrainer, CountdownConfig(**cpu_grpo_kwargs))
     trainer.log_ratio_metrics({"x/a": (torch.tensor(1.0), torch.tensor(4)), "x/b": (3, 0)}, "train")
     assert trainer._metrics["train"]["x/a"] == [0.25] and trainer._metrics["train"]["x/b"] == [3.0]
+
+
+def test_accuracy_is_the_verifier_verdict_not_a_reward_threshold(tmp_path):
+    """A reward that pays 0.9 for a correct answer (a shaped reward, like DAPO's overlong penalty on top of a 0/1
+    reward) must not hide the correct answers: ``countdown/accuracy`` is the share the verifier accepts, counted
+    here independently inside the reward function from the decoded texts."""
+    from transformers import AutoModelForCausalLM
+
+    from countdown_env import Puzzle, verify_completion
+    from learners.grpo import GRPOLearner, grpo_config
+    from learners.pipeline.data import prompt_dataset
+    from learners.pipeline.tiny import load_tokenizer, tiny_cpu_kwargs
+    from learners.pipeline.warm_start import SHIPPED_DIR
+
+    from countdown_env.task import CountdownTask
+
+    task = CountdownTask(n_numbers=3, value_range=(1, 20), target_range=(10, 200), template="compact", seed=0)
+    verdicts: list[bool] = []
+
+    def shaped(prompts, completions, numbers, target, **kwargs):
+        texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
+        ok = [verify_completion(t, Puzzle(n, g)).correct for t, n, g in zip(texts, numbers, target, strict=True)]
+        verdicts.extend(ok)
+        return [0.9 * float(x) for x in ok]
+
+    args = grpo_config("dapo", **tiny_cpu_kwargs(tmp_path, max_completion_length=96, max_steps=2, temperature=0.8))
+    trainer = GRPOLearner(
+        model=AutoModelForCausalLM.from_pretrained(SHIPPED_DIR),
+        reward_funcs=[shaped],
+        args=args,
+        train_dataset=prompt_dataset([task.puzzle(i) for i in range(16)], task),
+        processing_class=load_tokenizer(SHIPPED_DIR),
+        task=task,
+    )
+    trainer.train()
+    logged = [h["countdown/accuracy"] for h in trainer.state.log_history if "countdown/accuracy" in h]
+    per_step = [sum(verdicts[i * 8 : (i + 1) * 8]) / 8 for i in range(2)]
+    assert logged == pytest.approx(per_step) and sum(verdicts) > 0

@@ -53,7 +53,8 @@ collective operation).
 Helpers for learners: :meth:`gather_rows`, :meth:`loss_mask`, :meth:`set_loss_mask`, :meth:`per_token_logps`,
 :meth:`recount_items`, :meth:`log_metric`, :meth:`log_ratio_metrics`.
 
-Logged metrics (under ``countdown/``): ``accuracy`` (share of correct answers), ``format_rate``,
+Logged metrics (under ``countdown/``): ``accuracy`` (share of answers the task's verifier accepts, whatever
+the reward functions pay; logged when the rows have puzzles), ``format_rate``,
 ``mean_completion_length`` (tokens), ``truncation_rate`` (no end-of-turn token within the budget),
 ``homogeneous_group_frac`` (groups whose rewards all agree: zero GRPO advantage).
 """
@@ -284,6 +285,23 @@ class CountdownGRPOTrainer(GRPOTrainer):
             loss = loss + penalty / steps
         return loss
 
+    def _score_local_rows(self, batch: dict[str, Any], puzzles: list[Any]) -> list[Any]:
+        """The env's :class:`~countdown_env.trajectory.Trajectory` of each local row (the task's verdict)."""
+        from countdown_env.trajectory import score_trajectories
+
+        ids = [
+            row[mask.bool()].tolist()
+            for row, mask in zip(batch["completion_ids"], batch["completion_mask"], strict=True)
+        ]
+        return score_trajectories(
+            puzzles,
+            ids,
+            self.processing_class,
+            reward_config=self.reward_config,
+            max_new_tokens=self.max_completion_length,
+            stop_ids=list(self.eos_token_ids),
+        )
+
     def _environment_puzzles(self, rows: int) -> list[Any] | None:
         """The ``puzzle`` of each rollout's environment (``environment_factory`` without a puzzle dataset)."""
         environments = getattr(self, "environments", None)
@@ -357,6 +375,10 @@ class CountdownGRPOTrainer(GRPOTrainer):
     def _log_rollout_metrics(self, batch: dict[str, Any], rollout: Rollout) -> None:
         device = batch["completion_ids"].device
         trajectories = rollout.trajectories
+        if trajectories is None and rollout.puzzles is not None:
+            # the learner's own reward functions may shape the reward (DAPO's overlong penalty, a format bonus):
+            # correctness is the verifier's verdict, never a reward threshold
+            trajectories = self._score_local_rows(batch, rollout.puzzles)
         if trajectories is not None:
             lengths = torch.tensor([float(len(t.completion_ids)) for t in trajectories], device=device)
             truncated = torch.tensor([bool(t.truncated) for t in trajectories], device=device)
@@ -366,8 +388,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
             lengths = batch["completion_mask"].sum(dim=1).float()  # 0 for rows TRL masked as truncated
             eos = torch.tensor(sorted(self.eos_token_ids), device=device)
             truncated = ~torch.isin(batch["completion_ids"], eos).any(dim=1)
-            correct = torch.nan_to_num(rollout.local_rewards, nan=0.0) >= 1.0
-            format_ok = torch.full_like(correct, torch.nan, dtype=torch.float32)
+            correct = format_ok = torch.zeros(len(lengths), device=device)  # not logged: no verdict without puzzles
         stats = torch.stack(
             [
                 correct.float().sum(),
@@ -380,8 +401,8 @@ class CountdownGRPOTrainer(GRPOTrainer):
         totals = self.accelerator.gather(stats.unsqueeze(0)).sum(dim=0)
         n = totals[4].clamp(min=1.0)
         mode = rollout.mode
-        self._metrics[mode]["countdown/accuracy"].append((totals[0] / n).item())
-        if trajectories is not None:
+        if trajectories is not None:  # without puzzles there is no verdict to count
+            self._metrics[mode]["countdown/accuracy"].append((totals[0] / n).item())
             self._metrics[mode]["countdown/format_rate"].append((totals[1] / n).item())
         self._metrics[mode]["countdown/truncation_rate"].append((totals[2] / n).item())
         self._metrics[mode]["countdown/mean_completion_length"].append((totals[3] / n).item())
