@@ -15,3 +15,16 @@ QWEN3_0_6B: dict = dict(
     rope_theta=1_000_000.0,
     rms_norm_eps=1e-6,
 )
+
+# A random-init Qwen2 of ~43.7 M parameters (vocabulary 32 000, tied embeddings): the "~30-100 M" CPU model of the
+# generation and scoring benchmarks.
+MID_43M: dict = dict(
+    vocab_size=32000,
+    hidden_size=512,
+    intermediate_size=1536,
+    num_hidden_layers=8,
+    num_attention_heads=8,
+    num_key_value_heads=8,
+    max_position_embeddings=2048,
+    tie_word_embeddings=True,
+)

@@ -36,20 +36,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
 
-MID = dict(vocab_size=32000, hidden_size=512, intermediate_size=1536, num_hidden_layers=8, num_attention_heads=8,
-           num_key_value_heads=8, max_position_embeddings=1024, tie_word_embeddings=True)  # fmt: skip
-
 
 def build_random(out: Path, name: str) -> tuple[Path, int]:
     """A random-init model folder (config + safetensors) vLLM and transformers can both load; its parameter count."""
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
-    from benchmarks._common import QWEN3_0_6B
+    from benchmarks._common import MID_43M, QWEN3_0_6B
 
     torch.manual_seed(0)
     if name == "mid":
-        model = Qwen2ForCausalLM(Qwen2Config(**MID, torch_dtype="float32"))
+        model = Qwen2ForCausalLM(Qwen2Config(**MID_43M, torch_dtype="float32"))
     else:
         model = Qwen3ForCausalLM(Qwen3Config(**QWEN3_0_6B, max_position_embeddings=4096, tie_word_embeddings=True))
     model.save_pretrained(out)
@@ -66,8 +63,10 @@ def prompts_for(name: str, count: int, tokenizer):
 
         rows = load_rows(Path(__file__).resolve().parents[1] / "datasets" / "tiny_n3.jsonl", limit=count)
         return prompt_token_ids(tokenizer, CountdownTask(template="compact"), [Puzzle.from_dict(r) for r in rows])
+    from benchmarks._common import MID_43M
+
     rng = random.Random(0)
-    return [[rng.randrange(3, MID["vocab_size"]) for _ in range(64)] for _ in range(count)]
+    return [[rng.randrange(3, MID_43M["vocab_size"]) for _ in range(64)] for _ in range(count)]
 
 
 def time_calls(sampler, prompts, sampling, n, budget, repeats):
@@ -147,9 +146,18 @@ def bench_grpo(use_vllm: bool, steps: int, work: Path) -> dict:
     puzzles = [Puzzle((a, b, c), t) for a, b, c, t in [(3, 7, 11, 21), (2, 5, 9, 19), (4, 6, 8, 32), (1, 3, 5, 15)]]
     spec = get_learner("grpo")
     extra = dict(use_vllm=True, vllm_mode="colocate") if use_vllm else {}
-    config = spec.make_config(**tiny_cpu_kwargs(work / f"grpo-{use_vllm}", per_device_train_batch_size=16,
-                                                num_generations=8, max_completion_length=128, max_steps=steps + 1,
-                                                learning_rate=1e-5, temperature=0.8, **extra))  # fmt: skip
+    config = spec.make_config(
+        **tiny_cpu_kwargs(
+            work / f"grpo-{use_vllm}",
+            per_device_train_batch_size=16,
+            num_generations=8,
+            max_completion_length=128,
+            max_steps=steps + 1,
+            learning_rate=1e-5,
+            temperature=0.8,
+            **extra,
+        )
+    )
     _, trainer_class = spec.load()
     timer = StepTimes()
     start = time.perf_counter()
@@ -163,8 +171,14 @@ def bench_grpo(use_vllm: bool, steps: int, work: Path) -> dict:
     built = time.perf_counter() - start
     trainer.train()
     times = timer.times[1:]
-    return {"backend": "vllm-colocate" if use_vllm else "hf", "build_s": built, "steps": len(times),
-            "s_per_step": statistics.median(times), "s_per_step_min": min(times), "s_per_step_max": max(times)}  # fmt: skip
+    return {
+        "backend": "vllm-colocate" if use_vllm else "hf",
+        "build_s": built,
+        "steps": len(times),
+        "s_per_step": statistics.median(times),
+        "s_per_step_min": min(times),
+        "s_per_step_max": max(times),
+    }
 
 
 def main() -> None:
@@ -183,23 +197,34 @@ def main() -> None:
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", os.cpu_count() or 1)))
     work = Path(tempfile.mkdtemp())
-    report = {"device": args.device, "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-              "torch_threads": torch.get_num_threads(), "generation": [], "grpo": []}  # fmt: skip
+    report = {
+        "device": args.device,
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "torch_threads": torch.get_num_threads(),
+        "generation": [],
+        "grpo": [],
+    }
     import vllm
 
     report["vllm"] = vllm.__version__
     for name in args.models:
         row = bench_model(name, args.device, args, work)
         report["generation"].append(row)
-        print(f"{name:>10} ({row['parameters'] / 1e6:.1f} M): HF {row['hf']['tokens_per_s']:8.0f} tok/s | "
-              f"vLLM {row['vllm']['tokens_per_s']:8.0f} tok/s (engine start {row['vllm_engine_start_s']:.0f} s) | "
-              f"vLLM/HF {row['ratio_vllm_over_hf']:.2f}x", flush=True)  # fmt: skip
+        print(
+            f"{name:>10} ({row['parameters'] / 1e6:.1f} M): HF {row['hf']['tokens_per_s']:8.0f} tok/s | "
+            f"vLLM {row['vllm']['tokens_per_s']:8.0f} tok/s (engine start {row['vllm_engine_start_s']:.0f} s) | "
+            f"vLLM/HF {row['ratio_vllm_over_hf']:.2f}x",
+            flush=True,
+        )
     if args.grpo_steps and args.device == "cpu":
         for use_vllm in (False, True):
             row = bench_grpo(use_vllm, args.grpo_steps, work)
             report["grpo"].append(row)
-            print(f"GRPO step, {row['backend']:>13}: {row['s_per_step']:.2f} s (min {row['s_per_step_min']:.2f}, "
-                  f"max {row['s_per_step_max']:.2f}; trainer built in {row['build_s']:.0f} s)", flush=True)  # fmt: skip
+            print(
+                f"GRPO step, {row['backend']:>13}: {row['s_per_step']:.2f} s (min {row['s_per_step_min']:.2f}, "
+                f"max {row['s_per_step_max']:.2f}; trainer built in {row['build_s']:.0f} s)",
+                flush=True,
+            )
         hf, vl = report["grpo"]
         report["grpo_ratio_vllm_over_hf"] = vl["s_per_step"] / hf["s_per_step"]
         print(f"GRPO s/step vLLM/HF: {report['grpo_ratio_vllm_over_hf']:.2f}x")

@@ -97,9 +97,7 @@ class HFSampler:
 
         from countdown_env.progress import progress_bar
 
-        if n < 1:
-            raise ValueError(f"n must be >= 1, got {n}")
-        budgets = budgets_of(max_new_tokens, len(prompts))
+        budgets = budgets_of(max_new_tokens, len(prompts), n)
         rows = [(list(p), b) for p, b in zip(prompts, budgets, strict=True) for _ in range(n)]
         model = self.model
         device = next(model.parameters()).device

@@ -54,6 +54,16 @@ class Sampling:
     def greedy(self) -> bool:
         return self.temperature == 0
 
+    def vllm_kwargs(self) -> dict:
+        """The distribution settings as vLLM's ``SamplingParams`` (and TRL's ``VLLMClient.generate``) name them."""
+        return dict(
+            temperature=float(self.temperature),
+            top_p=float(self.top_p),
+            top_k=int(self.top_k),
+            min_p=float(self.min_p),
+            repetition_penalty=float(self.repetition_penalty),
+        )
+
 
 @dataclass
 class Sample:
@@ -82,8 +92,10 @@ class Sampler(Protocol):
         ...
 
 
-def budgets_of(max_new_tokens: int | Sequence[int], count: int) -> list[int]:
-    """One budget per prompt (a single int is repeated); every budget must be >= 1."""
+def budgets_of(max_new_tokens: int | Sequence[int], count: int, n: int = 1) -> list[int]:
+    """One budget per prompt (a single int is repeated); every budget and ``n`` (samples per prompt) must be >= 1."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
     budgets = [int(max_new_tokens)] * count if isinstance(max_new_tokens, int) else [int(b) for b in max_new_tokens]
     if len(budgets) != count:
         raise ValueError(f"{len(budgets)} budgets for {count} prompts")

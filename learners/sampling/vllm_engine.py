@@ -97,18 +97,12 @@ class VLLMSampler:
 
         from countdown_env.progress import wanted
 
-        if n < 1:
-            raise ValueError(f"n must be >= 1, got {n}")
-        budgets = budgets_of(max_new_tokens, len(prompts))
+        budgets = budgets_of(max_new_tokens, len(prompts), n)
         if not prompts:
             return []
         common = dict(
             n=n,
-            temperature=float(sampling.temperature),
-            top_p=float(sampling.top_p),
-            top_k=int(sampling.top_k),
-            min_p=float(sampling.min_p),
-            repetition_penalty=float(sampling.repetition_penalty),
+            **sampling.vllm_kwargs(),
             logprobs=0,
             stop_token_ids=list(self.stop_ids),
             detokenize=False,

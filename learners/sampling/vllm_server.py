@@ -40,20 +40,14 @@ class VLLMServerSampler:
         n: int = 1,
         max_new_tokens: int | Sequence[int],
     ) -> list[list[Sample]]:
-        if n < 1:
-            raise ValueError(f"n must be >= 1, got {n}")
-        budgets = budgets_of(max_new_tokens, len(prompts))
+        budgets = budgets_of(max_new_tokens, len(prompts), n)
         out: list[list[Sample]] = [[] for _ in prompts]
         for budget in sorted(set(budgets)):
             which = [i for i, b in enumerate(budgets) if b == budget]
             result = self.client.generate(
                 prompts=[[int(t) for t in prompts[i]] for i in which],
                 n=n,
-                temperature=float(sampling.temperature),
-                top_p=float(sampling.top_p),
-                top_k=int(sampling.top_k),
-                min_p=float(sampling.min_p),
-                repetition_penalty=float(sampling.repetition_penalty),
+                **sampling.vllm_kwargs(),
                 max_tokens=int(budget),
                 logprobs=0,
                 generation_kwargs={"stop_token_ids": list(self.stop_ids)},

@@ -243,7 +243,9 @@ def run_compare(
 
     rows = [row for key in runs for row in all_rows.get(key, [])]
     rewrite_results()
-    info = dict(model=str(model), random_model=random_model, task=task.to_dict(), eval_puzzles=len(eval_rows))
+    # as the user named it ("warm-start" for the shipped one): no absolute path of this machine in the summary
+    info = dict(model=settings.model or "warm-start", random_model=random_model, task=task.to_dict(),
+                eval_puzzles=len(eval_rows))  # fmt: skip
     write_text(out / "summary.md", summary_markdown(out, settings, rows, failures, info))
     plot_curves(rows, out / "curves.png", settings.learners)
     return {
