@@ -166,10 +166,24 @@ def test_parse_overrides():
             parse_overrides([bad], ["grpo"])
 
 
+def test_mean_ci_uses_the_exact_t_quantile_beyond_ten_seeds():
+    """12 seeds: t(0.975, 11) = 2.200985 (printed tables); a 1.96 fallback would give a 0.89x half-width."""
+    import math
+
+    values = [0.30, 0.31, 0.29, 0.33, 0.28, 0.32, 0.30, 0.35, 0.27, 0.31, 0.30, 0.34]
+    mean, low, high = mean_ci(values)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / 11)
+    assert (high - low) / 2 == pytest.approx(2.200985 * sd / math.sqrt(12), rel=1e-5)
+
+
 def test_mean_ci():
     mean, low, high = mean_ci([0.2, 0.3, 0.4])
-    half = 4.303 * 0.1 / math.sqrt(3)  # t(0.975, 2 df) x sd / sqrt(n)
-    assert mean == pytest.approx(0.3) and low == pytest.approx(0.3 - half) and high == pytest.approx(0.3 + half)
+    half = 4.302653 * 0.1 / math.sqrt(3)  # t(0.975, 2 df) x sd / sqrt(n)
+    assert (
+        mean == pytest.approx(0.3)
+        and low == pytest.approx(0.3 - half, rel=1e-6)
+        and high == pytest.approx(0.3 + half, rel=1e-6)
+    )
     assert math.isnan(mean_ci([0.5])[1])
 
 

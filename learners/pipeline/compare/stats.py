@@ -10,9 +10,6 @@ from pathlib import Path
 
 import numpy as np
 
-T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
-"""Two-sided 95 % Student t quantiles by degrees of freedom (1.96 beyond)."""
-
 
 def mean_ci(values: Sequence[float]) -> tuple[float, float, float]:
     """``(mean, low, high)``: the Student t 95 % interval of the mean of ``values`` (n >= 2; else NaN bounds)."""
@@ -22,7 +19,9 @@ def mean_ci(values: Sequence[float]) -> tuple[float, float, float]:
     mean = float(x.mean())
     if x.size < 2:
         return (mean, math.nan, math.nan)
-    half = T_975.get(x.size - 1, 1.96) * float(x.std(ddof=1)) / math.sqrt(x.size)
+    from scipy.stats import t
+
+    half = float(t.ppf(0.975, x.size - 1)) * float(x.std(ddof=1)) / math.sqrt(x.size)
     return (mean, mean - half, mean + half)
 
 
