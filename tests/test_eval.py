@@ -168,3 +168,20 @@ def test_evaluate_scores_with_the_task_tags(tiny_tokenizer, template, tags):
     puzzle = Puzzle([3, 7, 11], 21)
     assert [task.score(t, puzzle).reward for t in texts] == [1.0, 0.0, 0.0]
     assert report["template"] == template and report["task"]["template"] == template
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--samples", "0"], "--samples must be >= 1, got 0"),
+        (["--temperature", "-1"], "--temperature must be >= 0"),
+        (["--max-new-tokens", "0"], "--max-new-tokens must be >= 1"),
+    ],
+)
+def test_eval_names_the_bad_flag(tiny_model_dir, tmp_path, capsys, flags, message):
+    from countdown_env.cli import main
+
+    argv = ["eval", "--model", str(tiny_model_dir), "--split", str(tmp_path / "x.jsonl"), *flags]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]

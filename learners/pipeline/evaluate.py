@@ -459,6 +459,12 @@ def default_report_path(model: str, name: str) -> Path:
 
 def run(args) -> int:
     # user errors (ValueError, OSError, RuntimeError) reach countdown_env.cli.main: one line, exit status 2
+    if args.samples < 1:
+        raise ValueError(f"--samples must be >= 1, got {args.samples}")
+    if not args.temperature >= 0:
+        raise ValueError(f"--temperature must be >= 0 (0: greedy), got {args.temperature}")
+    if args.max_new_tokens < 1:
+        raise ValueError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
     ks = sorted({1, args.samples, *(args.k or [])})
     if any(k > args.samples for k in ks):
         raise ValueError(f"every --k must be <= --samples ({args.samples})")
