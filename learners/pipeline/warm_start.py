@@ -285,7 +285,7 @@ def measure_warm_start(
 # ------------------------------------------------------------------------------------------------------- CLI
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--from-scratch", action="store_true", help="rebuild the warm start with the shipped recipe (~20 CPU-min)"
+        "--from-scratch", action="store_true", help="rebuild the warm start with the shipped recipe (~27 CPU-minutes on one thread)"
     )
     parser.add_argument("--out", default="runs/warm-start", help="where --from-scratch writes the new checkpoint")
     parser.add_argument("--measure", metavar="MODEL", help="measure a checkpoint folder with the warm-start figures")
