@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .messages import completion_text
 from .prompts import chat_messages, format_completion, get_template
 from .puzzle import Puzzle, PuzzleError
 
@@ -119,15 +120,14 @@ def is_arithmetic(text: str) -> bool:
 
 
 def response_text(response: Any) -> str | None:
-    """A response as text: a string, or the content of the last assistant message of a chat list."""
-    if isinstance(response, str):
-        return response
-    if isinstance(response, list):
-        for message in reversed(response):
-            if isinstance(message, dict) and message.get("role") == "assistant":
-                content = message.get("content")
-                return content if isinstance(content, str) else None
-    return None
+    """A response as text (:func:`countdown_env.messages.completion_text`: a string, or the last assistant
+    message of a chat list); ``None`` for anything else (the row is then a ``bad_row``)."""
+    if response is None:
+        return None
+    try:
+        return completion_text(response)
+    except TypeError:
+        return None
 
 
 def _last_block(text: str, lower: str, names: tuple[str, ...], end: int) -> tuple[int, int, int] | None:

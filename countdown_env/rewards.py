@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .answers import extract_answer, has_valid_format
+from .messages import completion_text
 from .puzzle import Puzzle
 from .verifier import Verification, verify
 
@@ -57,35 +58,6 @@ class ScoredCompletion:
     reward: float
     verification: Verification
     format_ok: bool
-
-
-def completion_text(completion: Any) -> str:
-    """The text of a completion: a ``str`` as is; chat messages -> their assistant contents joined in order.
-
-    Message contents may be strings or lists of parts (``{"type": "text", "text": ...}``). When no message has
-    role ``assistant`` (e.g. role-less dicts), all contents are joined.
-    """
-    if isinstance(completion, str):
-        return completion
-    if isinstance(completion, dict):
-        completion = [completion]
-    if not isinstance(completion, (list, tuple)):
-        raise TypeError(f"a completion must be a str or a list of chat messages, got {type(completion).__name__}")
-    for message in completion:
-        if not isinstance(message, dict):
-            raise TypeError(f"a chat message must be a dict with 'content', got {type(message).__name__}")
-    chosen = [m for m in completion if m.get("role") == "assistant"] or list(completion)
-    return "".join(_content_text(m.get("content")) for m in chosen)
-
-
-def _content_text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, (list, tuple)):
-        return "".join(p.get("text") or "" if isinstance(p, dict) else str(p) for p in content)
-    raise TypeError(f"message content must be a str or a list of parts, got {type(content).__name__}")
 
 
 def score_completion(completion: Any, puzzle: Puzzle, config: RewardConfig | None = None) -> ScoredCompletion:

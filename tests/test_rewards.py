@@ -68,8 +68,9 @@ def test_completion_text_forms():
         {"role": "tool", "content": "ignored"},
         {"role": "assistant", "content": "</solution>"},
     ]
-    assert completion_text(mixed) == "<solution>1</solution>"
-    assert completion_text([{"content": "x"}, {"content": "y"}]) == "xy"
+    assert completion_text(mixed) == "</solution>"  # the last assistant message (countdown_env.messages)
+    assert completion_text([{"content": "x"}, {"content": "y"}]) == "y"  # role-less: the last message
+    assert completion_text([{"role": "user", "content": "q"}]) == ""
     assert completion_text([{"role": "assistant", "content": None}]) == ""
     with pytest.raises(TypeError):
         completion_text(42)
@@ -127,3 +128,56 @@ def test_importable_without_trl_or_torch():
         "assert not {'trl', 'torch', 'transformers', 'datasets', 'sympy'} & set(sys.modules), sorted(sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_reward_rubric_and_env_judge_the_same_text_of_a_conversation():
+    """The one completion-text rule (countdown_env.messages): the TRL reward, the verifiers rubric, the text env
+    and the SFT cleaner read the same text from the same multi-turn conversations; verdicts worked out by hand."""
+    import gymnasium as gym
+
+    from countdown_env import Puzzle
+    from countdown_env.cleaning import response_text
+    from countdown_env.rewards import RewardConfig, countdown_reward
+    from verifiers_ext.reply_scoring import correctness
+
+    right, wrong = (
+        "<reasoning>r</reasoning>\n<solution>3 * 7</solution>",
+        "<reasoning>r</reasoning>\n<solution>3 + 7</solution>",
+    )
+    conversations = {
+        "answered last": (
+            [
+                {"role": "assistant", "content": wrong},
+                {"role": "user", "content": "Value: 10"},
+                {"role": "assistant", "content": right},
+            ],
+            1.0,
+        ),
+        "wrong last": (
+            [
+                {"role": "assistant", "content": right},
+                {"role": "user", "content": "?"},
+                {"role": "assistant", "content": wrong},
+            ],
+            0.0,
+        ),
+        "tool call then answer": (
+            [
+                {"role": "assistant", "content": "let me check"},
+                {"role": "tool", "content": "<solution>3 * 7</solution>"},
+                {"role": "assistant", "content": [{"type": "text", "text": right}]},
+            ],
+            1.0,
+        ),
+        "no reply": ([{"role": "user", "content": right}], 0.0),
+    }
+    puzzle = Puzzle([3, 7, 11], 21)
+    env = gym.make("Countdown-v0", puzzles=[puzzle], template="compact")
+    for name, (messages, expected) in conversations.items():
+        reward = countdown_reward(None, [messages], numbers=[[3, 7, 11]], target=[21])[0]
+        rubric = correctness(messages, puzzle, RewardConfig())
+        env.reset(seed=0)
+        env_reward = env.step(messages)[1] if messages[-1]["role"] == "assistant" else 0.0
+        cleaned = response_text(messages)
+        assert reward == rubric == env_reward == expected, name
+        assert cleaned == completion_text(messages), name

@@ -9,45 +9,19 @@ then one non-empty answer block, nothing else).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from countdown_env.answers import has_valid_format
+from countdown_env.messages import completion_text
 from countdown_env.puzzle import Puzzle
 from countdown_env.rewards import RewardConfig, ScoredCompletion, score_completion
 
 
-def _field(message: Any, name: str) -> Any:
-    return message.get(name) if isinstance(message, Mapping) else getattr(message, name, None)
-
-
-def _content_text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Sequence):
-        parts = []
-        for part in content:
-            text = part if isinstance(part, str) else _field(part, "text")
-            if isinstance(text, str):
-                parts.append(text)
-        return "".join(parts)
-    raise TypeError(f"message content must be a str or a list of parts, got {type(content).__name__}")
-
-
 def reply_text(completion: Any) -> str:
-    """The model's reply: a string as is; for messages, the content of the last assistant message ("" if none)."""
-    if isinstance(completion, str):
-        return completion
-    if completion is None:
-        return ""
-    if isinstance(completion, Mapping) or not isinstance(completion, Sequence):
-        completion = [completion]
-    for message in reversed(completion):
-        if _field(message, "role") == "assistant":
-            return _content_text(_field(message, "content"))
-    return ""
+    """The model's reply: :func:`countdown_env.messages.completion_text` (the last assistant message; ``None`` is
+    ``""``)."""
+    return "" if completion is None else completion_text(completion)
 
 
 def puzzle_from_info(info: Any) -> Puzzle:

@@ -10,6 +10,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
+from ..messages import completion_text
 from ..puzzle import Puzzle
 from ..task import CountdownTask
 from .puzzle_source import episode_task
@@ -28,17 +29,15 @@ def text_charset(*texts: str | None) -> frozenset[str]:
 
 
 def response_text(action: Any) -> str:
-    """A response as text: a str, or chat messages whose last message is the assistant's answer."""
-    if isinstance(action, str):
-        return action
-    if isinstance(action, Sequence) and action and all(isinstance(m, Mapping) for m in action):
-        content = action[-1].get("content")
-        if isinstance(content, str):
-            return content
-    raise TypeError(
-        f"Countdown-v0 actions are response text (str) or chat messages ending with the answer, got "
-        f"{type(action).__name__}"
-    )
+    """A response as text: a str, or chat messages (their last assistant message:
+    :func:`countdown_env.messages.completion_text`)."""
+    try:
+        return completion_text(action)
+    except TypeError:
+        raise TypeError(
+            f"Countdown-v0 actions are response text (str) or chat messages ending with the answer, got "
+            f"{type(action).__name__}"
+        ) from None
 
 
 class CountdownEnv(gym.Env[str, str]):
