@@ -228,3 +228,17 @@ def test_tinyzero_task_rewards_a_correct_answer_in_training(tiny_model_dir, toy_
     assert main(["train", "--learner", "grpo", "--config", "cpu-tiny", "--output-dir", str(out), *args]) == 0
     assert len(seen) == 16 and seen == expected and sum(seen) == 4.0
     assert json.loads((out / "final" / "countdown_task.json").read_text())["template"] == "tinyzero"
+
+
+def test_a_random_model_is_named_and_a_missing_measure_folder_fails_in_one_line(tmp_path, capsys):
+    from countdown_env.cli import main
+
+    assert main(["warm-start", "--measure", str(tmp_path / "no" / "such" / "dir")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "does not exist" in err[0] and "Repo id" not in err[0]
+    data = ["--set", "data.train_size=8", "--set", "data.eval_size=0", "--set", "eval.every=0"]
+    steps = ["--set", "trainer.max_steps=1", "--set", "trainer.per_device_train_batch_size=4"]
+    steps += ["--set", "trainer.num_generations=4", "--set", "trainer.max_completion_length=4"]
+    steps += ["--set", 'trainer.save_strategy="no"']
+    assert main(["train", "--config", "cpu-tiny", "--output-dir", str(tmp_path / "o"), *data, *steps]) == 0
+    assert "RANDOMLY INITIALISED" in capsys.readouterr().err

@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -402,6 +403,11 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
     spec = get_learner(learner)
     model = resolve_model(config.get("model", "tiny"))
     if model == "tiny":
+        print(
+            "countdown train: warning: model 'tiny' is a RANDOMLY INITIALISED model (smoke tests); "
+            "train from an SFT'd checkpoint with --model warm-start or --model DIR",
+            file=sys.stderr,
+        )
         init = out / "init-model"
         model = init if (init / "config.json").is_file() else build_tiny_model(init, **(config.get("tiny") or {}))
     tokenizer = load_tokenizer(model)

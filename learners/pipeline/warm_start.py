@@ -285,7 +285,9 @@ def measure_warm_start(
 # ------------------------------------------------------------------------------------------------------- CLI
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--from-scratch", action="store_true", help="rebuild the warm start with the shipped recipe (~27 CPU-minutes on one thread)"
+        "--from-scratch",
+        action="store_true",
+        help="rebuild the warm start with the shipped recipe (~27 CPU-minutes on one thread)",
     )
     parser.add_argument("--out", default="runs/warm-start", help="where --from-scratch writes the new checkpoint")
     parser.add_argument("--measure", metavar="MODEL", help="measure a checkpoint folder with the warm-start figures")
@@ -297,6 +299,9 @@ def run(args: argparse.Namespace) -> int:
         path = build_warm_start(args.out, RECIPE, log=lambda m: print(m, file=sys.stderr, flush=True))
         report = json.loads((path / REPORT_FILE).read_text())
     elif args.measure:
+        from .train import check_model
+
+        check_model(args.measure, allow_hub=False)  # a missing folder fails here in one line, not at the Hub
         report = measure_warm_start(args.measure, eval_limit=args.eval_limit)
         path = Path(args.measure)
     else:
