@@ -320,14 +320,9 @@ class CountdownTask:
         """The task of :meth:`to_dict`; unknown keys are refused (a typo would silently change the task)."""
         if not isinstance(data, dict):
             raise ValueError(f"a task is a mapping of its fields, got {type(data).__name__}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            import difflib
+        from .keys import refuse_unknown
 
-            hints = [difflib.get_close_matches(str(k), sorted(known), n=1, cutoff=0.6) for k in unknown]
-            hint = "".join(f" (did you mean {h[0]!r} for {k!r}?)" for k, h in zip(unknown, hints, strict=True) if h)
-            raise ValueError(f"unknown CountdownTask keys {unknown}{hint}; known: {sorted(known)}")
+        refuse_unknown("CountdownTask key", data, (f.name for f in fields(cls)))
         return cls(**data)
 
     def save(self, directory: str | os.PathLike) -> Path:

@@ -117,7 +117,8 @@ def test_round_trip_save_load_and_unknown_keys(tmp_path):
     assert CountdownTask.load(tmp_path) is None
     assert task.save(tmp_path) == tmp_path / TASK_FILE and CountdownTask.load(tmp_path) == task
     assert [p.name for p in tmp_path.iterdir()] == [TASK_FILE]  # no temporary file left behind
-    with pytest.raises(ValueError, match=r"unknown CountdownTask keys \['n_number', 'tmplate'\]"):
+    pattern = r"unknown CountdownTask keys 'n_number' \(did you mean 'n_numbers'\?\), 'tmplate'"
+    with pytest.raises(ValueError, match=pattern):
         CountdownTask.from_dict({"n_number": 3, "tmplate": "default"})
 
 

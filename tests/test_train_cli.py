@@ -242,3 +242,11 @@ def test_a_random_model_is_named_and_a_missing_measure_folder_fails_in_one_line(
     steps += ["--set", 'trainer.save_strategy="no"']
     assert main(["train", "--config", "cpu-tiny", "--output-dir", str(tmp_path / "o"), *data, *steps]) == 0
     assert "RANDOMLY INITIALISED" in capsys.readouterr().err
+
+
+def test_a_trainer_key_typo_is_one_short_line(capsys):
+    from countdown_env.cli import main
+
+    assert main(["train", "--config", "cpu-tiny", "--set", "trainer.learning_rat=1e-5", "--output-dir", "unused"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "did you mean 'learning_rate'" in line and len(line) < 300

@@ -293,3 +293,13 @@ def test_v1_task_scores_traces_and_stops_after_one_turn():
         assert trace.reward == correct
         assert asyncio.run(task.single_turn(trace)) is True
     assert asyncio.run(task.single_turn(_trace(task, None))) is False
+
+
+def test_load_environment_refuses_a_typo_with_a_suggestion():
+    pytest.importorskip("verifiers")
+    from verifiers_ext import load_environment
+
+    with pytest.raises(ValueError, match=r"'n_numbrs' \(did you mean 'n_numbers'\?\)"):
+        load_environment(n_numbrs=3, num_train_examples=2, num_eval_examples=0)
+    env = load_environment(n_numbers=3, num_train_examples=2, num_eval_examples=0, max_workers=1)  # real options
+    assert len(env.dataset) == 2

@@ -48,6 +48,19 @@ def rubric_functions(config: RewardConfig) -> tuple[Callable[..., float], Callab
     return correct_answer, valid_format
 
 
+def _init_parameters(cls) -> set[str]:
+    """The named constructor parameters along ``cls``'s MRO (``self``, ``*args``, ``**kwargs`` left out)."""
+    import inspect
+
+    names = set()
+    for klass in cls.__mro__:
+        if "__init__" in klass.__dict__ and klass is not object:
+            for p in inspect.signature(klass.__init__).parameters.values():
+                if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                    names.add(p.name)
+    return names
+
+
 def load_environment(
     num_train_examples: int = 1000,
     num_eval_examples: int = 100,
@@ -76,6 +89,11 @@ def load_environment(
     # imported only now: bad options fail fast, without paying for the verifiers import
     import verifiers as vf
     from datasets import Dataset
+
+    from countdown_env.keys import refuse_unknown
+
+    # vf.Environment takes **kwargs and would swallow a typo (n_numbrs=3 built a 4-number task)
+    refuse_unknown("load_environment keyword", env_kwargs, task_names | _init_parameters(vf.SingleTurnEnv))
 
     train = Dataset.from_list(source.rows(num_train_examples)) if num_train_examples else None
     evaluation = None

@@ -37,6 +37,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from countdown_env.keys import refuse_unknown
+
 CONFIG_DIR = Path(__file__).parent / "configs"
 CPU_SETTINGS = dict(use_cpu=True, bf16=False, fp16=False, gradient_checkpointing=False)
 
@@ -121,21 +123,6 @@ def _parse_yaml_file(path: Path):
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ValueError(f"{where}: YAML syntax error: {problem}") from None
-
-
-def refuse_unknown(what: str, given, known) -> None:
-    """A ``ValueError`` naming the unknown keys, each with a "did you mean" suggestion (difflib), and the known ones."""
-    import difflib
-
-    unknown = sorted(set(given) - set(known), key=str)
-    if not unknown:
-        return
-    parts = []
-    for key in unknown:
-        close = difflib.get_close_matches(str(key), [str(k) for k in known], n=1, cutoff=0.6)
-        parts.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-    plural = "s" if len(unknown) > 1 else ""
-    raise ValueError(f"unknown {what}{plural} {', '.join(parts)}; known: {', '.join(map(str, sorted(known)))}")
 
 
 EVAL_KEYS = ("every", "samples", "temperature", "max_new_tokens", "limit", "seed", "batch_size")
