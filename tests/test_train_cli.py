@@ -84,6 +84,9 @@ def test_train_checkpoints_resume_and_plot(tiny_model_dir, toy_puzzles, tmp_path
     assert (out / "final" / "model.safetensors").is_file()
     history = json.loads((out / "log_history.json").read_text())
     assert [e["step"] for e in history if "eval/pass@1" in e] == [0, 2]
+    resolved = json.loads((out / "resolved_config.json").read_text())  # the run can be redone from its folder
+    assert resolved["learner"] == "grpo" and resolved["task"]["template"] == "compact"
+    assert resolved["trainer"]["max_steps"] == 2 and resolved["model"] == str(tiny_model_dir)
 
     # resume: continue to step 4 from checkpoint-2
     assert main(base + args + ["--max-steps", "4", "--resume"]) == 0

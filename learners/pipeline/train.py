@@ -125,6 +125,9 @@ def _parse_yaml_file(path: Path):
         raise ValueError(f"{where}: YAML syntax error: {problem}") from None
 
 
+RESOLVED_CONFIG = "resolved_config.json"
+"""Written into every run folder: the learner and the config as trained (preset, YAML and ``--set`` applied)."""
+
 EVAL_KEYS = ("every", "samples", "temperature", "max_new_tokens", "limit", "seed", "batch_size")
 MODEL_FILES = {
     "config.json": ("config.json",),
@@ -459,6 +462,9 @@ def train(learner: str, config: dict[str, Any], output_dir: str | Path, resume: 
 
     out = Path(output_dir)
     trainer = build_trainer(learner, config, out)
+    if trainer.is_world_process_zero():  # the YAML after --set, so that the run can be redone from its folder
+        resolved = {"learner": learner, **config, "model": str(config.get("model", "tiny"))}
+        write_text(out / RESOLVED_CONFIG, json.dumps(resolved, indent=2, default=str) + "\n")
     checkpoint = None
     if resume:
         checkpoint = latest_checkpoint(out) if resume is True else str(resume)
