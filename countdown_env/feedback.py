@@ -150,9 +150,15 @@ def feedback_text(
     *,
     turns_left: int,
     answer_tag: str = "solution",
+    max_verdict_chars: int | None = None,
 ) -> str:
-    """The message after a failed turn: the verdict, then the retry suffix with the attempts left."""
+    """The message after a failed turn: the verdict, then the retry suffix with the attempts left.
+
+    ``max_verdict_chars`` cuts the verdict (which echoes model text: the expression, the value it reached, the
+    numbers it misused) to that many characters, ending in ``...``; the retry suffix is always whole."""
     t = get_feedback_template(template)
     verdict = verdict_text(verification, puzzle, t, answer_tag=answer_tag)
+    if max_verdict_chars is not None and len(verdict) > max_verdict_chars:
+        verdict = verdict[: max(max_verdict_chars - 3, 0)] + "..." if max_verdict_chars >= 3 else ""
     attempts = "attempt" if turns_left == 1 else "attempts"
     return verdict + t.retry.format(turns_left=turns_left, attempts=attempts)

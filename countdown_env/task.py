@@ -292,9 +292,12 @@ class CountdownTask:
     def feedback_template(self) -> FeedbackTemplate:
         return get_feedback_template(self.feedback)
 
-    def feedback_text(self, verification: Verification, puzzle: Puzzle, turn: int) -> str:
+    def feedback_text(
+        self, verification: Verification, puzzle: Puzzle, turn: int, max_verdict_chars: int | None = None
+    ) -> str:
         """The message answering a failed ``turn`` (1-based, ``turn < max_turns``): the verifier's verdict in the
-        task's feedback template and the attempts left. Built from the verdict only: never a solution."""
+        task's feedback template and the attempts left. Built from the verdict only: never a solution.
+        ``max_verdict_chars`` cuts the verdict (see :func:`countdown_env.feedback.feedback_text`)."""
         if not 1 <= turn < self.max_turns:
             raise ValueError(f"feedback follows a turn in [1, {self.max_turns - 1}], got {turn}")
         return _feedback_text(
@@ -303,6 +306,7 @@ class CountdownTask:
             self.feedback_template,
             turns_left=self.max_turns - turn,
             answer_tag=self.prompt_template.answer_tag,
+            max_verdict_chars=max_verdict_chars,
         )
 
     def turn_reward(self, reward: float, turn: int) -> float:

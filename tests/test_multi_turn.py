@@ -170,3 +170,31 @@ def test_token_env_single_turn_unchanged(char_tokenizer):
     _, reward, terminated, _, info = env.step(np.array(ids))
     assert reward == 1.0 and terminated and info["trajectory"].env_mask is None and info["trajectory"].turns == 1
     assert env.unwrapped.observation_space.max_length == 4096 + 256
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "3 +" + " " * 200 + "7",  # padding echoed back
+        "1" + "0" * 299 + " + 3",  # a 300-digit value (also an unknown number)
+        " + ".join(str(n) for n in range(100, 160)),  # 60 unknown numbers
+    ],
+)
+@pytest.mark.parametrize("feedback", ["default", "compact"])
+def test_long_model_text_cannot_overflow_the_feedback_budget(tiny_tokenizer, expression, feedback):
+    """A long wrong answer's verdict is cut to ``max_feedback_tokens`` (it raised ValueError): the episode goes
+    on, the inserted ids fit the budget and the retry suffix is whole."""
+    task = CountdownTask(max_turns=3, template="compact", feedback=feedback)
+    budget = 64
+    env = gym.make("CountdownTokens-v0", tokenizer=tiny_tokenizer, task=task, puzzles=[PUZZLE], max_new_tokens=512,
+                   max_feedback_tokens=budget)  # fmt: skip
+    env.reset(seed=0)
+    ids = _ids(tiny_tokenizer, answer(task, expression)) + [tiny_tokenizer.eos_token_id]
+    obs, reward, terminated, truncated, info = env.step(np.array(ids))
+    assert not (terminated or truncated) and reward == 0.0 and info["turn"] == 1
+    assert 0 < info["feedback_length"] <= budget
+    assert info["feedback"].endswith("Turns left: 2" if feedback == "compact" else "(2 attempts left).")
+    full = feedback_text(info["verification"], PUZZLE, feedback, turns_left=2)
+    assert info["feedback"] == full or "..." in info["feedback"]
+    if feedback == "default":  # it echoes the expression: more than 64 characters, so it was cut
+        assert len(full) > budget and len(info["feedback"]) < len(full)

@@ -109,7 +109,8 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
     - ``use_chat_template``: True/False to force, None (default) to use it when available.
     - ``copy_observations``: see Observation Space (default True).
     - ``max_prompt_tokens``: the longest prompt allowed (default 4096; a longer one raises ``ValueError`` at reset).
-    - ``max_feedback_tokens``: the longest feedback insertion allowed (default 256; longer raises ``ValueError``).
+    - ``max_feedback_tokens``: the longest feedback insertion (default 256); a verdict echoing more model text than
+      fits is cut to fit (never an error on model text).
     - ``task`` or its fields as keywords, ``generator``, ``puzzles``: as ``Countdown-v0``.
     - ``render_mode``: None or ``"ansi"`` (``render()`` decodes the whole sequence so far).
 
@@ -365,11 +366,7 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
         )[0]
         if truncated or turn.verification.correct or self._turn >= self.max_turns:
             return self._finish_turns(turn, terminated, truncated)
-        feedback = self.task.feedback_text(turn.verification, self._puzzle, self._turn)
-        text = feedback_suffix_text(self.tokenizer, feedback, self.use_chat_template)
-        ids = encode_text(self.tokenizer, text)
-        if len(ids) > self.max_feedback_tokens:
-            raise ValueError(f"the feedback has {len(ids)} tokens, max_feedback_tokens is {self.max_feedback_tokens}")
+        feedback, ids = self._bounded_feedback(turn.verification)
         if len(ids) and int(ids.max()) >= self.vocab_size:
             raise ValueError(f"the tokenizer encoded the feedback to id {int(ids.max())} >= vocab_size")
         start = self._length
@@ -386,6 +383,35 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
         self._turn_start = self._length
         self._end = self._length + self.max_new_tokens
         return self._observation(), 0.0, False, False, info
+
+    def _feedback_ids(self, verification, max_verdict_chars: int | None) -> tuple[str, np.ndarray]:
+        feedback = self.task.feedback_text(verification, self._puzzle, self._turn, max_verdict_chars)
+        return feedback, encode_text(
+            self.tokenizer, feedback_suffix_text(self.tokenizer, feedback, self.use_chat_template)
+        )
+
+    def _bounded_feedback(self, verification) -> tuple[str, np.ndarray]:
+        """The feedback and its ids within ``max_feedback_tokens`` by construction: a verdict that echoes too much
+        model text (a long expression, a 300-digit value, 60 unknown numbers) is cut, with the longest cut that
+        fits found by bisection on its characters. Only a budget too small for the template itself is an error."""
+        feedback, ids = self._feedback_ids(verification, None)
+        if len(ids) <= self.max_feedback_tokens:
+            return feedback, ids
+        low, high = 0, len(feedback)  # verdict characters that fit: low does (checked below), high does not
+        best = self._feedback_ids(verification, 0)
+        if len(best[1]) > self.max_feedback_tokens:
+            raise ValueError(
+                f"max_feedback_tokens={self.max_feedback_tokens} is too small for the feedback template itself "
+                f"({len(best[1])} tokens without any verdict)"
+            )
+        while high - low > 1:
+            middle = (low + high) // 2
+            candidate = self._feedback_ids(verification, middle)
+            if len(candidate[1]) <= self.max_feedback_tokens:
+                low, best = middle, candidate
+            else:
+                high = middle
+        return best
 
     def _finish_turns(self, last: Trajectory, terminated: bool, truncated: bool) -> tuple:
         self._done = True
