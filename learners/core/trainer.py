@@ -216,17 +216,9 @@ class CountdownGRPOTrainer(GRPOTrainer):
                 "(build the dataset with learners.pipeline.data.prompt_dataset) or pass reward_funcs"
             )
         from countdown_env import Puzzle
-        from countdown_env.trajectory import score_trajectories
 
         puzzles = [Puzzle(ns, t) for ns, t in zip(numbers, target, strict=True)]
-        trajectories = score_trajectories(
-            puzzles,
-            [list(ids) for ids in completion_ids],
-            self.processing_class,
-            reward_config=self.reward_config,
-            max_new_tokens=self.max_completion_length,
-            stop_ids=list(self.eos_token_ids),
-        )
+        trajectories = self.score_completions(puzzles, [list(ids) for ids in completion_ids])
         self._rollout_trajectories = trajectories
         return [float(t.reward) for t in trajectories]
 
@@ -285,17 +277,14 @@ class CountdownGRPOTrainer(GRPOTrainer):
             loss = loss + penalty / steps
         return loss
 
-    def _score_local_rows(self, batch: dict[str, Any], puzzles: list[Any]) -> list[Any]:
-        """The env's :class:`~countdown_env.trajectory.Trajectory` of each local row (the task's verdict)."""
+    def score_completions(self, puzzles: Sequence[Any], completion_ids: Sequence[Sequence[int]]) -> list[Any]:
+        """The env's :class:`~countdown_env.trajectory.Trajectory` of each completion: the task's verdict and reward
+        (``score_trajectories`` with the task's reward settings, this trainer's budget and stop ids)."""
         from countdown_env.trajectory import score_trajectories
 
-        ids = [
-            row[mask.bool()].tolist()
-            for row, mask in zip(batch["completion_ids"], batch["completion_mask"], strict=True)
-        ]
         return score_trajectories(
             puzzles,
-            ids,
+            completion_ids,
             self.processing_class,
             reward_config=self.reward_config,
             max_new_tokens=self.max_completion_length,
@@ -378,7 +367,8 @@ class CountdownGRPOTrainer(GRPOTrainer):
         if trajectories is None and rollout.puzzles is not None:
             # the learner's own reward functions may shape the reward (DAPO's overlong penalty, a format bonus):
             # correctness is the verifier's verdict, never a reward threshold
-            trajectories = self._score_local_rows(batch, rollout.puzzles)
+            rows = zip(batch["completion_ids"], batch["completion_mask"], strict=True)
+            trajectories = self.score_completions(rollout.puzzles, [ids[mask.bool()].tolist() for ids, mask in rows])
         if trajectories is not None:
             lengths = torch.tensor([float(len(t.completion_ids)) for t in trajectories], device=device)
             truncated = torch.tensor([bool(t.truncated) for t in trajectories], device=device)
