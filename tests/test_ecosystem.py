@@ -454,3 +454,19 @@ def test_progress_bars_follow_the_terminal(monkeypatch, capsys):
     assert "building puzzles" in capsys.readouterr().err
     build_split_records(n_numbers=(3,), train_size=3, eval_size=0, progress=False)  # --no-progress
     assert "building puzzles" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["eval", "--samples", "many"], ["train", "--no-such-flag"], ["verify"], ["generate", "--count", "x"], ["nope"]],
+)
+def test_usage_errors_are_one_line(argv):
+    """The README promises one line per user error: argparse's usage block is not printed (a subprocess, as a
+    user runs it)."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "countdown_env.cli", *argv], capture_output=True, text=True,
+                            timeout=120)  # fmt: skip
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2 and len(lines) == 1 and "error:" in lines[0] and "--help" in lines[0], lines

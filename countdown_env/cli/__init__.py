@@ -48,8 +48,15 @@ class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line (argparse prints the whole usage block first)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="countdown", description="Countdown puzzles for RL of language models.")
+    parser = OneLineErrorParser(prog="countdown", description="Countdown puzzles for RL of language models.")
     parser.add_argument("--version", action="version", version=f"countdown {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_text) in SUBCOMMANDS.items():
@@ -71,9 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     name, rest = argv[0], argv[1:]
     module_name, help_text = SUBCOMMANDS[name]
     module = importlib.import_module(module_name)
-    parser = argparse.ArgumentParser(
-        prog=f"countdown {name}", description=help_text, formatter_class=DefaultsHelpFormatter
-    )
+    parser = OneLineErrorParser(prog=f"countdown {name}", description=help_text, formatter_class=DefaultsHelpFormatter)
     module.add_arguments(parser)
     try:
         args = parser.parse_args(rest)
