@@ -185,3 +185,16 @@ def test_render_ansi():
     wrong.step("<reasoning>x</reasoning>\n<solution>3 + 7</solution>")
     assert wrong.render().endswith("[turn 1: wrong (wrong_value, value 10)]")
     assert countdown_env.CountdownEnv is type(env.unwrapped)
+
+
+def test_the_action_space_contains_the_replies_the_env_accepts():
+    import gymnasium as gym
+
+    env = gym.make("Countdown-v0", n_numbers=3, template="compact")
+    space = env.action_space
+    assert space.contains("<solution>3 × 7</solution>")  # non-ASCII: accepted and scored by step
+    assert space.contains("<reasoning>" + "x" * 5000 + "</reasoning><solution>1</solution>")
+    assert not space.contains(42) and not space.contains("x" * (space.max_length + 1))
+    assert space.contains(space.sample())
+    env.reset(seed=0)
+    assert env.step("<solution>3 × 7</solution>")[4]["verification"].reason != "forbidden_token"

@@ -20,6 +20,19 @@ MAX_PROMPT_CHARS = 1 << 16
 """Bound of the observation space's text length (prompts are a few hundred characters)."""
 
 
+MAX_RESPONSE_CHARS = 200_000
+"""Default bound of a response's length in the action space (the verifier refuses longer *answers* at once)."""
+
+
+class ResponseText(spaces.Text):
+    """The action space: ``sample()`` draws printable ASCII as ``Text`` does, but ``contains`` holds every ``str``
+    up to ``max_length`` characters, whatever its characters (``"<solution>3 × 7</solution>"`` is a reply the env
+    accepts and scores, so the space contains it)."""
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
+
+
 def text_charset(*texts: str | None) -> frozenset[str]:
     """Printable ASCII plus every character of ``texts`` (a template may use non-ASCII wording)."""
     chars = set(string.printable)
@@ -57,9 +70,9 @@ class CountdownEnv(gym.Env[str, str]):
 
     ## Action Space
 
-    ``Text(max_response_chars, min_length=0)`` over printable ASCII. ``step`` accepts any ``str`` (non-ASCII
-    too; the space only bounds what ``action_space.sample()`` draws) or chat messages whose last message's
-    ``content`` is the answer. Anything else raises ``TypeError``.
+    :class:`ResponseText` ``(max_response_chars, min_length=0)``: every ``str`` of at most ``max_response_chars``
+    characters (non-ASCII too); ``action_space.sample()`` draws printable ASCII. ``step`` accepts such a ``str``
+    or chat messages (their last assistant message is the answer). Anything else raises ``TypeError``.
 
     ## Observation Space
 
@@ -109,7 +122,7 @@ class CountdownEnv(gym.Env[str, str]):
       the task's ``seed`` fixes which puzzle each index names; ``reset(seed=…)`` fixes which indices are drawn.
     - ``generator``: a ready index-addressable generator; or ``puzzles``: a fixed list to draw from (then only
       the template, bonus and rules apply).
-    - ``max_response_chars``: the action space's length bound (default 4096).
+    - ``max_response_chars``: the action space's length bound (default 200 000).
     - ``render_mode``: None or ``"ansi"`` (``render()`` returns the conversation so far and, after a step, the
       verdict: ``[turn t: correct|wrong (reason, value v)]``).
 
@@ -137,7 +150,7 @@ class CountdownEnv(gym.Env[str, str]):
         task: CountdownTask | None = None,
         generator: Any = None,
         puzzles: Sequence[Puzzle | Mapping[str, Any]] | None = None,
-        max_response_chars: int = 4096,
+        max_response_chars: int = MAX_RESPONSE_CHARS,
         render_mode: str | None = None,
         **task_fields: Any,
     ) -> None:
@@ -151,7 +164,7 @@ class CountdownEnv(gym.Env[str, str]):
         feedback = self.task.feedback_template
         charset = text_charset(self.template.system, self.template.user, *vars(feedback).values())
         self.observation_space = PromptText(MAX_PROMPT_CHARS, min_length=1, charset=charset)
-        self.action_space = spaces.Text(int(max_response_chars), min_length=0, charset=text_charset())
+        self.action_space = ResponseText(int(max_response_chars), min_length=0, charset=text_charset())
         self._puzzle: Puzzle | None = None
         self._index: int | None = None
         self._prompt: str = ""
