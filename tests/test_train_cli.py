@@ -253,3 +253,15 @@ def test_a_trainer_key_typo_is_one_short_line(capsys):
     assert main(["train", "--config", "cpu-tiny", "--set", "trainer.learning_rat=1e-5", "--output-dir", "unused"]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "did you mean 'learning_rate'" in line and len(line) < 300
+
+
+def test_a_missing_tracker_is_named_with_its_extra_before_any_work(capsys, monkeypatch):
+    import importlib.util
+
+    from countdown_env.cli import main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tensorboard" else real(name, *a))
+    assert main(["train", "--config", "cpu-tiny", "--report-to", "tensorboard", "--output-dir", "unused"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "pip install -e '.[tensorboard]'" in line

@@ -43,6 +43,23 @@ CONFIG_DIR = Path(__file__).parent / "configs"
 CPU_SETTINGS = dict(use_cpu=True, bf16=False, fp16=False, gradient_checkpointing=False)
 
 
+TRACKER_EXTRAS = {"tensorboard": ("tensorboard", "tensorboard"), "wandb": ("wandb", None)}
+"""``report_to`` value -> (module to import, the project's extra that installs it or ``None``)."""
+
+
+def _check_trackers(report_to: Any) -> None:
+    """A tracker in ``report_to`` whose package is missing fails here in one line (naming the extra), not after the
+    data are built."""
+    import importlib.util
+
+    names = [report_to] if isinstance(report_to, str) else list(report_to or [])
+    for name in names:
+        module, extra = TRACKER_EXTRAS.get(name, (None, None))
+        if module and importlib.util.find_spec(module) is None:
+            how = f"pip install -e '.[{extra}]'" if extra else f"pip install {module}"
+            raise ValueError(f"report_to={name!r} needs the {module} package: {how}")
+
+
 def check_cpu_vllm(trainer_args: dict[str, Any]) -> None:
     """On a machine without CUDA: ``use_vllm`` needs the vLLM package and colocate mode (one-line errors)."""
     if not trainer_args.get("use_vllm"):
@@ -238,6 +255,7 @@ def validate_config(learner: str, config: dict[str, Any]) -> None:
 
     if not torch.cuda.is_available():
         check_cpu_vllm(config.get("trainer") or {})
+    _check_trackers((config.get("trainer") or {}).get("report_to"))
 
 
 def _check_rollouts(config: dict[str, Any]) -> str:
