@@ -9,7 +9,6 @@ refused, 1 otherwise.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections import Counter
 from dataclasses import replace
@@ -59,36 +58,6 @@ def wrong_answers(puzzle: Puzzle, solution: str, use_all_numbers: bool = False) 
     return out
 
 
-class _Progress:
-    """tqdm when installed (not a core dependency), else a plain carriage-return line on stderr."""
-
-    def __init__(self, total: int, enabled: bool) -> None:
-        self.total, self.done, self.enabled = total, 0, enabled
-        self._bar = None
-        if enabled:
-            try:
-                from tqdm import tqdm
-            except ImportError:
-                tqdm = None
-            if tqdm is not None:
-                self._bar = tqdm(total=total, desc="solving", unit="puzzle", leave=False, file=sys.stderr)
-
-    def update(self) -> None:
-        self.done += 1
-        if not self.enabled:
-            return
-        if self._bar is not None:
-            self._bar.update(1)
-        elif self.done == self.total or self.done % max(1, self.total // 20) == 0:
-            print(f"\rsolving {self.done}/{self.total}", end="", file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-        elif self.enabled:
-            print(file=sys.stderr)
-
-
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.2f} ms"
 
@@ -110,13 +79,16 @@ def run(args: argparse.Namespace) -> int:
     )
     free = replace(task, require_solvable=False, seed=args.seed + 1)
     puzzles = task.generator().generate(n_solvable) + free.generator().generate(args.count - n_solvable)
-    progress = _Progress(len(puzzles), enabled=not args.no_progress)
+    from ..progress import progress_bar
+
+    # one rule for bars (countdown_env.progress): shown when stderr is a terminal, never into a redirected file
+    progress = progress_bar(len(puzzles), "solving", False if args.no_progress else None, unit="puzzle", leave=False)
     solve_times, answers = [], []
     for puzzle in puzzles:
         start = time.perf_counter()
         answers.append(solve(puzzle, operators=args.operators, **options))
         solve_times.append(time.perf_counter() - start)
-        progress.update()
+        progress.update(1)
     progress.close()
 
     reasons: Counter[str] = Counter()
