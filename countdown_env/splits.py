@@ -573,6 +573,7 @@ def write_splits(
     spec: SplitSpec | dict | None = None,
     save_to_disk: bool = True,
     overwrite: bool = False,
+    progress: bool | None = None,
 ) -> dict[str, str]:
     """Write ``{split}.jsonl`` for each split, a ``DatasetDict.save_to_disk`` copy (``load_from_disk(out_dir)``
     reads it back) and ``manifest.json`` (spec, its task's dict under ``task``, row counts, jsonl sha256, and under
@@ -581,7 +582,8 @@ def write_splits(
     The folder is built beside ``out_dir`` and renamed into place (atomic); an existing non-empty ``out_dir`` is
     refused unless ``overwrite`` (then replaced whole). ``splits`` maps names to row lists (from
     :func:`build_split_records`) or to ``datasets.Dataset``; ``spec`` is the :class:`SplitSpec` or, for a merge,
-    ``{"spec": ..., "task": ...}`` as recorded.
+    ``{"spec": ..., "task": ...}`` as recorded. ``progress`` governs ``datasets``' own "Saving the dataset" bars
+    too (``None``: when stderr is a terminal).
     """
     rows_by_split = {name: (rows if isinstance(rows, list) else rows.to_list()) for name, rows in splits.items()}
     if isinstance(spec, SplitSpec):
@@ -592,8 +594,18 @@ def write_splits(
         hashes = {name: write_jsonl(rows, tmp / f"{name}.jsonl") for name, rows in rows_by_split.items()}
         if save_to_disk:
             from datasets import DatasetDict
+            from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
 
-            DatasetDict({name: records_to_dataset(rows) for name, rows in rows_by_split.items()}).save_to_disk(str(tmp))
+            from .progress import wanted
+
+            silence = not wanted(progress) and not are_progress_bars_disabled()
+            if silence:
+                disable_progress_bars()
+            try:
+                DatasetDict({n: records_to_dataset(rows) for n, rows in rows_by_split.items()}).save_to_disk(str(tmp))
+            finally:
+                if silence:
+                    enable_progress_bars()
         write_card(tmp, spec_info, {name: len(rows) for name, rows in rows_by_split.items()})  # README.md
         manifest = {
             "builder": "countdown_env.splits",

@@ -176,3 +176,16 @@ def test_spec_keeps_a_mixed_task_whose_counts_it_builds():
     task = CountdownTask(n_numbers=(3, 4), seed=2)
     assert SplitSpec(task=task, train_size=2, eval_size=0).task == task
     assert SplitSpec(n_numbers=(4, 3), task=task, train_size=2, eval_size=0).task.n_numbers == ((4, 1.0), (3, 1.0))
+
+
+def test_build_splits_no_progress_prints_no_bars(tmp_path):
+    """``--no-progress`` silences datasets' "Saving the dataset" bars too; a forced-tty run would show them
+    (subprocess: stderr is a pipe, and --no-progress must hold even where a bar would be wanted)."""
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "countdown_env.cli", "build-splits", "--n-numbers", "3", "--train", "8",
+            "--eval", "2", "--value-range", "1", "20", "--target-range", "10", "100", "--no-progress"]  # fmt: skip
+    result = subprocess.run([*argv, "--out", str(tmp_path / "s")], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "Saving the dataset" not in result.stderr and "%|" not in result.stderr

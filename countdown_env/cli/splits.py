@@ -73,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     records = build_split_records(spec, progress=progress, num_proc=args.num_proc)
     built = time.perf_counter() - start
-    hashes = write_splits(records, args.out, spec=spec, save_to_disk=not args.jsonl_only, overwrite=args.overwrite)
+    hashes = write_splits(
+        records, args.out, spec=spec, save_to_disk=not args.jsonl_only, overwrite=args.overwrite, progress=progress
+    )
     print_summary(records, hashes, built, args.out)
     return 0
 
