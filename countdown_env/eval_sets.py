@@ -37,19 +37,20 @@ DATASETS_DIR = Path(__file__).resolve().parent.parent / "datasets"
 """``datasets/`` of a source checkout (absent from an installed wheel: pass ``directory`` then)."""
 
 
-def eval_set_rows(name: str) -> list[dict[str, Any]]:
-    """The rows of eval set ``name`` as stored (built from its spec; takes seconds for the 6-number set)."""
+def eval_set_rows(name: str, progress: bool | None = False) -> list[dict[str, Any]]:
+    """The rows of eval set ``name`` as stored (built from its spec; takes seconds for the 6-number set);
+    ``progress``: a bar over the puzzles (``None``: when stderr is a terminal)."""
     try:
         spec = EVAL_SETS[name]
     except KeyError:
         raise ValueError(f"unknown eval set {name!r}; choose one of {sorted(EVAL_SETS)}") from None
-    rows = build_split_records(spec, progress=False)["eval"]
+    rows = build_split_records(spec, progress=progress)["eval"]
     return [{k: row[k] for k in STORED_COLUMNS} for row in rows]
 
 
-def eval_set_bytes(name: str) -> bytes:
+def eval_set_bytes(name: str, progress: bool | None = False) -> bytes:
     """The exact bytes of ``datasets/{name}.jsonl``."""
-    return b"".join(_jsonl_line(row) for row in eval_set_rows(name))
+    return b"".join(_jsonl_line(row) for row in eval_set_rows(name, progress))
 
 
 def load_eval_set(
@@ -84,16 +85,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(DATASETS_DIR), help="folder for {name}.jsonl (default: datasets/)")
     parser.add_argument("--check", action="store_true", help="compare with the files instead of writing them")
     parser.add_argument("names", nargs="*", default=sorted(EVAL_SETS), help="sets to build (default: all)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (shown when stderr is a terminal)")
     args = parser.parse_args(argv)
+    progress = False if args.no_progress else None
     status = 0
     for name in args.names:
         path = Path(args.out) / f"{name}.jsonl"
         if args.check:
-            same = path.is_file() and path.read_bytes() == eval_set_bytes(name)
+            same = path.is_file() and path.read_bytes() == eval_set_bytes(name, progress)
             print(f"{path}: {'identical' if same else 'DIFFERENT'}")
             status |= not same
         else:
-            digest = write_jsonl(eval_set_rows(name), path)
+            digest = write_jsonl(eval_set_rows(name, progress), path)
             print(f"{path}: sha256 {digest}")
     return status
 

@@ -80,3 +80,14 @@ def test_loader_adds_prompts():
         load_eval_set("tiny_n3", directory=DATASETS / "missing")
     with pytest.raises(ValueError, match="unknown eval set"):
         eval_set_bytes("countdown_n9")
+
+
+def test_eval_set_check_can_show_a_progress_bar(capsys):
+    """``python -m countdown_env.eval_sets --check`` builds the sets puzzle by puzzle (~26 s): a bar over them when
+    stderr is a terminal (forced here with progress=True), none when asked not to."""
+    from countdown_env.eval_sets import eval_set_rows
+
+    rows = eval_set_rows("tiny_n3", progress=True)
+    assert "building puzzles" in capsys.readouterr().err and len(rows) == 512
+    eval_set_rows("tiny_n3", progress=False)
+    assert "building puzzles" not in capsys.readouterr().err
