@@ -38,6 +38,41 @@ from .puzzle import Puzzle
 from .task import CountdownTask, task_from
 
 DATASET_NAME = "countdown"
+"""The name :func:`create_dataset` answers to (reasoning-gym's)."""
+
+SOURCE_DATASET = "countdown_rl"
+"""``metadata["source_dataset"]`` of the entries: a name of its own, so that reasoning-gym's
+``get_score_answer_fn("countdown")`` (its own, different rules) is not picked for them."""
+
+REASONING_GYM_KEYS = {
+    "min_numbers": "n_numbers",
+    "max_numbers": "n_numbers",
+    "min_value": "value_range",
+    "max_value": "value_range",
+    "min_target": "target_range",
+    "max_target": "target_range",
+}
+"""reasoning-gym's ``CountdownConfig`` range bounds and the task field each pair sets."""
+
+
+def task_fields_from_reasoning_gym(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """reasoning-gym's ``CountdownConfig`` keywords (``min_numbers=3, max_numbers=4, min_value, max_value,
+    min_target, max_target``, ``operators=("+", "-", "*", "/")``, ``shuffle``) as task fields; other keys as given.
+    A bound given alone takes the task default's other end."""
+    defaults = CountdownTask()
+    out = {k: v for k, v in kwargs.items() if k not in REASONING_GYM_KEYS and k != "shuffle"}
+    for field_name in ("n_numbers", "value_range", "target_range"):
+        low_key, high_key = [k for k, v in REASONING_GYM_KEYS.items() if v == field_name]
+        if low_key in kwargs or high_key in kwargs:
+            if field_name in kwargs:
+                raise ValueError(f"give {field_name} or {low_key}/{high_key}, not both")
+            default = getattr(defaults, field_name)
+            low_default, high_default = (default, default) if isinstance(default, int) else default
+            low, high = kwargs.get(low_key, low_default), kwargs.get(high_key, high_default)
+            out[field_name] = low if field_name == "n_numbers" and low == high else (low, high)
+    if isinstance(out.get("operators"), (list, tuple)):
+        out["operators"] = "".join(out["operators"])
+    return out
 
 DIFFICULTY_LEVELS = ("any", "easy", "medium", "hard")
 """Difficulty level names: ``any`` (no solution-count filter) and the generator's labels."""
@@ -80,15 +115,29 @@ def entry(task: CountdownTask, index: int) -> dict[str, Any]:
         "question": task.prompt_text(puzzle),
         "answer": solution,
         "metadata": {
-            "source_dataset": DATASET_NAME,
+            "source_dataset": SOURCE_DATASET,
             "source_index": index,
             "numbers": list(puzzle.numbers),
             "target": puzzle.target,
             "n_numbers": puzzle.n_numbers,
             "expression": solution,
+            "difficulty": difficulty_metadata(task),
             "task": task.to_dict(),
         },
     }
+
+
+def difficulty_metadata(task: CountdownTask) -> dict[str, tuple[int, int]]:
+    """reasoning-gym's ``metadata["difficulty"]`` of a countdown entry: the ranges its config draws from."""
+    n = task.n_numbers
+    if isinstance(n, int):
+        numbers = (n, n)
+    elif isinstance(n, tuple) and len(n) == 2 and all(isinstance(x, int) for x in n):
+        numbers = (int(n[0]), int(n[1]))
+    else:  # weighted ((n, weight), ...) pairs
+        counts = [int(pair[0]) for pair in n]
+        numbers = (min(counts), max(counts))
+    return {"numbers": numbers, "value": tuple(task.value_range), "target": tuple(task.target_range)}
 
 
 def score_answer(answer: str | None, entry: dict[str, Any]) -> float:
@@ -116,14 +165,21 @@ def score_answer(answer: str | None, entry: dict[str, Any]) -> float:
 
 class CountdownDataset:
     """A procedural dataset of ``size`` entries of a task (reasoning-gym's ``ProceduralDataset`` shape):
-    ``len(ds)``, ``ds[i]``, iteration, ``ds.score_answer(answer, entry)``. ``seed`` replaces the task's seed."""
+    ``len(ds)``, ``ds[i]``, iteration, ``ds.score_answer(answer, entry)``. ``seed`` replaces the task's seed;
+    without a ``seed`` and without a ``task``, the seed is drawn at random as in reasoning-gym (``ds.seed`` records
+    it). Task fields may be given as reasoning-gym's ``CountdownConfig`` keywords (``min_numbers``/``max_numbers``,
+    ``min_value``/``max_value``, ``min_target``/``max_target``, ``operators`` as a tuple)."""
 
     def __init__(
         self, task: CountdownTask | None = None, *, size: int = 500, seed: int | None = None, **task_fields: Any
     ):
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
             raise ValueError(f"size must be an integer >= 0, got {size!r}")
-        task = task_from(task, task_fields, "CountdownDataset")
+        if seed is None and task is None and "seed" not in task_fields:
+            import random
+
+            seed = random.SystemRandom().randrange(2**31)
+        task = task_from(task, task_fields_from_reasoning_gym(task_fields), "CountdownDataset")
         self.task = task if seed is None else replace(task, seed=seed)
         self.size = size
         self.seed = self.task.seed

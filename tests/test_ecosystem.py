@@ -470,3 +470,23 @@ def test_usage_errors_are_one_line(argv):
                             timeout=120)  # fmt: skip
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert result.returncode == 2 and len(lines) == 1 and "error:" in lines[0] and "--help" in lines[0], lines
+
+
+def test_reasoning_gym_users_config_keywords_metadata_and_seeds():
+    """reasoning-gym's own CountdownConfig keywords work, entries carry ``difficulty`` and a source name of their
+    own (reasoning-gym's scorer for "countdown" has other rules), and ``seed=None`` is random as there."""
+    from countdown_env.procedural import SOURCE_DATASET, create_dataset
+
+    ds = create_dataset("countdown", min_numbers=3, max_numbers=4, min_value=1, max_value=20, min_target=10,
+                        max_target=200, operators=("+", "-", "*", "/"), shuffle=True, size=4, seed=1)  # fmt: skip
+    assert ds.task.n_numbers == (3, 4) and ds.task.value_range == (1, 20) and ds.task.target_range == (10, 200)
+    assert ds.task.operators == "+-*/"
+    meta = ds[0]["metadata"]
+    assert meta["difficulty"] == {"numbers": (3, 4), "value": (1, 20), "target": (10, 200)}
+    assert meta["source_dataset"] == SOURCE_DATASET != "countdown"
+    assert all(3 <= len(e["metadata"]["numbers"]) <= 4 for e in ds)
+    seeds = {create_dataset("countdown", size=1).seed for _ in range(4)}
+    assert len(seeds) > 1  # random per dataset (2**31 choices: four equal draws would be a bug)
+    assert create_dataset("countdown", size=2, seed=3)[1] == create_dataset("countdown", size=2, seed=3)[1]
+    with pytest.raises(ValueError, match="not both"):
+        create_dataset("countdown", n_numbers=3, min_numbers=3)
