@@ -83,7 +83,7 @@ def test_train_checkpoints_resume_and_plot(tiny_model_dir, toy_puzzles, tmp_path
     assert (out / "training.png").stat().st_size > 1000
     assert (out / "final" / "model.safetensors").is_file()
     history = json.loads((out / "log_history.json").read_text())
-    assert [e["step"] for e in history if "eval/pass@1" in e] == [0, 2]
+    assert [e["step"] for e in history if "eval_pass@1" in e] == [0, 2]
     resolved = json.loads((out / "resolved_config.json").read_text())  # the run can be redone from its folder
     assert resolved["learner"] == "grpo" and resolved["task"]["template"] == "compact"
     assert resolved["trainer"]["max_steps"] == 2 and resolved["model"] == str(tiny_model_dir)
@@ -96,7 +96,7 @@ def test_train_checkpoints_resume_and_plot(tiny_model_dir, toy_puzzles, tmp_path
     logged = [e["step"] for e in state["log_history"] if "loss" in e]
     assert logged == [1, 2, 3, 4]  # steps 1-2 from the first run, 3-4 after resuming, none repeated
     history = json.loads((out / "log_history.json").read_text())
-    assert [e["step"] for e in history if "eval/pass@1" in e] == [0, 2, 4]
+    assert [e["step"] for e in history if "eval_pass@1" in e] == [0, 2, 4]
 
     # countdown eval on the final model (task recorded in the folder)
     report_path = tmp_path / "report.json"
@@ -158,7 +158,7 @@ def test_demo_pipeline_quick(tmp_path):
     assert summary["gain"]["pass@1"] == pytest.approx(summary["after"]["pass@1"] - summary["before"]["pass@1"])
     history = json.loads((out / "grpo" / "log_history.json").read_text())
     expected_evals = list(range(0, settings["rl_steps"] + 1, settings["eval_every"]))
-    assert [e["step"] for e in history if "eval/pass@1" in e] == expected_evals
+    assert [e["step"] for e in history if "eval_pass@1" in e] == expected_evals
     train_rows = [json.loads(line) for line in (out / "data" / "train.jsonl").read_text().splitlines()]
     from countdown_env.eval_sets import load_eval_set
 
@@ -265,3 +265,12 @@ def test_a_missing_tracker_is_named_with_its_extra_before_any_work(capsys, monke
     assert main(["train", "--config", "cpu-tiny", "--report-to", "tensorboard", "--output-dir", "unused"]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "pip install -e '.[tensorboard]'" in line
+
+
+def test_eval_metrics_are_filed_under_eval_by_the_trackers():
+    """HF's tracker callbacks file ``eval_*`` keys under ``eval/`` and everything else under ``train/``: the
+    callback's keys must carry the ``eval_`` prefix (``eval/pass@1`` showed up as ``train/eval/pass@1``)."""
+    from transformers.integrations.integration_utils import rewrite_logs
+
+    rewritten = rewrite_logs({"eval_pass@1": 0.3, "eval_pass@1_low": 0.2, "loss": 1.0})
+    assert set(rewritten) == {"eval/pass@1", "eval/pass@1_low", "train/loss"}

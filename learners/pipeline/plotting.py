@@ -20,7 +20,7 @@ from typing import Any
 SERIES = {
     "reward": ("reward",),
     "accuracy": ("countdown/accuracy",),
-    "eval_pass@1": ("eval/pass@1",),
+    "eval_pass@1": ("eval_pass@1", "eval/pass@1"),
     "completion_length": ("countdown/mean_completion_length", "completions/mean_length"),
     "truncation_rate": ("countdown/truncation_rate", "completions/clipped_ratio"),
     "sft_loss": ("loss",),
@@ -118,7 +118,10 @@ def plot_training(
     import matplotlib.pyplot as plt
 
     data = curves(log_history)
-    evals = [e for e in log_history if "eval/pass@1" in e and "step" in e]
+    # "eval/..." is how histories before the eval_ prefix named the metrics (still read)
+    log_history = [{k.replace("eval/", "eval_", 1) if k.startswith("eval/") else k: v for k, v in e.items()}
+                   for e in log_history]  # fmt: skip
+    evals = [e for e in log_history if "eval_pass@1" in e and "step" in e]
     sft = sft_losses(sft_history)
     panels = []
     if data["reward"]:
@@ -149,16 +152,16 @@ def plot_training(
             ax.set_title("train accuracy (share correct; raw faint)", fontsize=9)
         elif panel == "eval":
             xs = [int(e["step"]) for e in evals]
-            ys = [float(e["eval/pass@1"]) for e in evals]
+            ys = [float(e["eval_pass@1"]) for e in evals]
             values = list(ys)
             ax.plot(xs, ys, "o-", color="black", label="eval pass@1")
-            if all("eval/pass@1_low" in e and "eval/pass@1_high" in e for e in evals):
-                lows = [float(e["eval/pass@1_low"]) for e in evals]
-                highs = [float(e["eval/pass@1_high"]) for e in evals]
+            if all("eval_pass@1_low" in e and "eval_pass@1_high" in e for e in evals):
+                lows = [float(e["eval_pass@1_low"]) for e in evals]
+                highs = [float(e["eval_pass@1_high"]) for e in evals]
                 ax.fill_between(xs, lows, highs, color="black", alpha=0.12, label="95 % CI")
                 values += lows + highs
-            ks = sorted({k for e in evals for k in e if k.startswith("eval/pass@") and k[10:].isdigit()} - {
-                "eval/pass@1"})  # fmt: skip
+            ks = sorted({k for e in evals for k in e if k.startswith("eval_pass@") and k[10:].isdigit()} - {
+                "eval_pass@1"})  # fmt: skip
             for key in ks:
                 points = [(int(e["step"]), float(e[key])) for e in evals if key in e]
                 ax.plot(*zip(*points, strict=True), "s--", color="tab:purple", alpha=0.7, label=key[5:])

@@ -330,7 +330,8 @@ def rows_to_puzzles(rows: list[dict]):
 
 # ---------------------------------------------------------------------------------------------- callbacks
 def make_callbacks(eval_rows: list[dict], eval_config: dict[str, Any], task, tokenizer):
-    """The eval-every-N-steps callback (logs ``eval/pass@1``) and the task recorder for checkpoints."""
+    """The eval-every-N-steps callback (logs ``eval_pass@1``: the ``eval_`` prefix files it under ``eval/`` in
+    TensorBoard and wandb, as HF's own eval metrics) and the task recorder for checkpoints."""
     from transformers import TrainerCallback
 
     from ..sampling import HFSampler
@@ -360,11 +361,11 @@ def make_callbacks(eval_rows: list[dict], eval_config: dict[str, Any], task, tok
             report = evaluate(sampler, tokenizer, rows, task=task, **settings)
             overall = report["overall"]
             low, high = overall["pass@1_ci95"]
-            logs = {"eval/pass@1": overall["pass@1"], "eval/pass@1_low": low, "eval/pass@1_high": high}
+            logs = {"eval_pass@1": overall["pass@1"], "eval_pass@1_low": low, "eval_pass@1_high": high}
             k = report["samples"]
             if f"pass@{k}" in overall and k > 1:
-                logs[f"eval/pass@{k}"] = overall[f"pass@{k}"]
-            logs["eval/format_rate"] = overall["format_rate"]
+                logs[f"eval_pass@{k}"] = overall[f"pass@{k}"]
+            logs["eval_format_rate"] = overall["format_rate"]
             should_log = control.should_log if control is not None else False
             self.trainer.log(logs)  # model is in eval mode here: TRL flushes only (empty) eval metrics
             if control is not None:  # Trainer.log resets should_log; keep this step's regular log
@@ -374,7 +375,7 @@ def make_callbacks(eval_rows: list[dict], eval_config: dict[str, Any], task, tok
 
         def on_train_begin(self, args, state, control, **kwargs):
             # after a resume, the restored history already holds the evals up to the checkpoint
-            self.done |= {e["step"] for e in state.log_history if "eval/pass@1" in e}
+            self.done |= {e["step"] for e in state.log_history if "eval_pass@1" in e or "eval/pass@1" in e}
             self._run(state)
 
         def on_step_end(self, args, state, control, **kwargs):
@@ -500,10 +501,10 @@ def train(learner: str, config: dict[str, Any], output_dir: str | Path, resume: 
         if getattr(trainer, "curriculum", None) is not None:
             summary["curriculum"] = trainer.curriculum.to_dict()
         summary["plot"] = str(plot_training(history, out / "training.png", title=f"{learner} on Countdown"))
-        evals = [e for e in history if "eval/pass@1" in e]
+        evals = [e for e in history if "eval_pass@1" in e]
         if evals:
-            summary["eval_pass@1_first"] = evals[0]["eval/pass@1"]
-            summary["eval_pass@1_last"] = evals[-1]["eval/pass@1"]
+            summary["eval_pass@1_first"] = evals[0]["eval_pass@1"]
+            summary["eval_pass@1_last"] = evals[-1]["eval_pass@1"]
         write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     return summary
 
