@@ -350,3 +350,15 @@ def test_accuracy_is_the_verifier_verdict_not_a_reward_threshold(tmp_path):
     logged = [h["countdown/accuracy"] for h in trainer.state.log_history if "countdown/accuracy" in h]
     per_step = [sum(verdicts[i * 8 : (i + 1) * 8]) / 8 for i in range(2)]
     assert logged == pytest.approx(per_step) and sum(verdicts) > 0
+
+
+def test_the_model_card_names_no_none_base_model(make_trainer, cpu_grpo_kwargs):
+    """TRL's card says "fine-tuned version of [None](https://huggingface.co/None)" for a local model folder."""
+    from pathlib import Path
+
+    from learners.grpo import GRPOLearner, grpo_config
+
+    trainer = make_trainer(GRPOLearner, grpo_config("grpo", **cpu_grpo_kwargs))
+    trainer.create_model_card(model_name="run")
+    card = (Path(trainer.args.output_dir) / "README.md").read_text()
+    assert "[None]" not in card and "huggingface.co/None" not in card and "local checkpoint" in card

@@ -490,3 +490,16 @@ def test_reasoning_gym_users_config_keywords_metadata_and_seeds():
     assert create_dataset("countdown", size=2, seed=3)[1] == create_dataset("countdown", size=2, seed=3)[1]
     with pytest.raises(ValueError, match="not both"):
         create_dataset("countdown", n_numbers=3, min_numbers=3)
+
+
+def test_generate_on_a_split_folder_says_it_prints_the_task_stream(tmp_path, capsys):
+    from countdown_env.cli import main
+
+    out = tmp_path / "n3"
+    args = ["build-splits", "--n-numbers", "3", "--train", "4", "--eval", "2", "--value-range", "1", "20",
+            "--target-range", "10", "100", "--out", str(out), "--no-progress", "--jsonl-only"]  # fmt: skip
+    assert main(args) == 0
+    capsys.readouterr()
+    assert main(["generate", "--task", str(out), "--count", "2"]) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) == 2 and "is a split" in captured.err and "eval.jsonl" in captured.err

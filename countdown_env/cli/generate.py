@@ -44,6 +44,12 @@ def load_task(path: str | None):
     except json.JSONDecodeError as exc:
         raise ValueError(f"{target}: not valid JSON ({exc.msg})") from None
     if isinstance(data, dict) and isinstance(data.get("task"), dict):  # a split manifest
+        where = target.parent
+        print(
+            f"countdown generate: note: --task {path} is a split: printing its task's puzzle stream; the split's "
+            f"own rows are {where}/<split>.jsonl (e.g. countdown eval --split {where}/eval.jsonl)",
+            file=sys.stderr,
+        )
         data = data["task"]
     return CountdownTask.from_dict(data)
 

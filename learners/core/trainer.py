@@ -176,6 +176,21 @@ class CountdownGRPOTrainer(GRPOTrainer):
 
             use_layerwise_sync(self)  # colocated vLLM on the CPU: TRL's per-parameter sync cannot load there
 
+    def create_model_card(self, *args, **kwargs):
+        """TRL's model card, without its "fine-tuned version of [None](https://huggingface.co/None)" for a model
+        that was loaded from a local folder (TRL names only Hub ids)."""
+        super().create_model_card(*args, **kwargs)
+        from pathlib import Path
+
+        card = Path(self.args.output_dir) / "README.md"
+        if self.is_world_process_zero() and card.is_file():
+            text = card.read_text(encoding="utf-8")
+            broken = "a fine-tuned version of [None](https://huggingface.co/None)"
+            if broken in text:
+                from countdown_env.atomic import write_text
+
+                write_text(card, text.replace(broken, "trained from a local checkpoint (not a Hugging Face Hub model)"))
+
     @property
     def reward_config(self):
         """The task's :class:`~countdown_env.rewards.RewardConfig` (tags from its template, rules, format bonus)."""
