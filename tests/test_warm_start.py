@@ -46,3 +46,19 @@ def test_model_name_warm_start_is_the_shipped_folder_in_train_configs():
     check_model("warm-start")  # a complete model folder: no error
     config = load_config("cpu-tiny", ["model=warm-start"])
     assert resolve_model(config["model"]) == SHIPPED_DIR
+
+
+def test_from_scratch_refuses_a_non_empty_out_at_once(tmp_path, capsys):
+    """A file the user kept in --out survives: no --overwrite, no replacement (it was deleted), and the refusal
+    comes before any SFT work."""
+    import time
+
+    from countdown_env.cli import main
+
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    start = time.perf_counter()
+    assert main(["warm-start", "--from-scratch", "--out", str(out)]) == 2
+    assert time.perf_counter() - start < 60 and (out / "notes.txt").read_text() == "keep me"
+    assert "--overwrite" in capsys.readouterr().err

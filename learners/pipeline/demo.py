@@ -135,8 +135,8 @@ def run_demo(
             quick = settings["rl_steps"] <= QUICK["rl_steps"]
             recipe = WarmStartRecipe.from_dict({**RECIPE.to_dict(), **(QUICK_RECIPE if quick else {})})
             measure = dict(eval_limit=settings["eval_limit"], groups=2, max_new_tokens=16) if quick else None
-            warm = build_warm_start(
-                out / "warm-start", recipe, measure=measure, log=lambda m: print(m, file=sys.stderr)
+            warm = build_warm_start(  # the demo's own sub-folder: a rerun replaces it
+                out / "warm-start", recipe, measure=measure, log=lambda m: print(m, file=sys.stderr), overwrite=True
             )
         else:
             warm = SHIPPED_DIR

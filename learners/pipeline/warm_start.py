@@ -136,11 +136,16 @@ def group_puzzles(task, count: int):
 
 
 def build_warm_start(
-    out: str | Path, recipe: WarmStartRecipe = RECIPE, *, measure: dict[str, Any] | None = None, log=print
+    out: str | Path,
+    recipe: WarmStartRecipe = RECIPE,
+    *,
+    measure: dict[str, Any] | None = None,
+    log=print,
+    overwrite: bool = False,
 ) -> Path:
-    """SFT the tiny model with ``recipe`` into ``out`` (built in a folder beside it and renamed in whole,
-    replacing an old ``out``); measure and report it (``measure``: keyword arguments of :func:`measure_warm_start`,
-    e.g. a smaller ``eval_limit``)."""
+    """SFT the tiny model with ``recipe`` into ``out`` (built in a folder beside it and renamed in whole); measure and
+    report it (``measure``: keyword arguments of :func:`measure_warm_start`, e.g. a smaller ``eval_limit``). A
+    non-empty ``out`` is refused at once unless ``overwrite`` (then replaced whole)."""
     import tempfile
 
     from countdown_env.atomic import atomic_dir
@@ -148,12 +153,13 @@ def build_warm_start(
 
     out = Path(out)
     task = tiny_task()
-    start = time.perf_counter()
-    exclude = [(tuple(sorted(r["numbers"])), r["target"]) for r in load_eval_set(EVAL_SET, as_dataset=False)]
-    exclude += [(tuple(sorted(p.numbers)), p.target) for p in group_puzzles(task, 64)]
-    records = sft_records(recipe, task, exclude)
-    log(f"{len(records)} SFT traces ({time.perf_counter() - start:.0f} s)")
-    with tempfile.TemporaryDirectory() as scratch, atomic_dir(out, overwrite=True) as model_dir:
+    # the output is claimed first: a non-empty --out without --overwrite fails before ~27 minutes of work
+    with tempfile.TemporaryDirectory() as scratch, atomic_dir(out, overwrite=overwrite) as model_dir:
+        start = time.perf_counter()
+        exclude = [(tuple(sorted(r["numbers"])), r["target"]) for r in load_eval_set(EVAL_SET, as_dataset=False)]
+        exclude += [(tuple(sorted(p.numbers)), p.target) for p in group_puzzles(task, 64)]
+        records = sft_records(recipe, task, exclude)
+        log(f"{len(records)} SFT traces ({time.perf_counter() - start:.0f} s)")
         _sft_and_measure(recipe, records, task, Path(scratch), model_dir, measure, log)
     return out
 
@@ -290,13 +296,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="rebuild the warm start with the shipped recipe (~27 CPU-minutes on one thread)",
     )
     parser.add_argument("--out", default="runs/warm-start", help="where --from-scratch writes the new checkpoint")
+    parser.add_argument("--overwrite", action="store_true", help="replace a non-empty --out (refused otherwise)")
     parser.add_argument("--measure", metavar="MODEL", help="measure a checkpoint folder with the warm-start figures")
     parser.add_argument("--eval-limit", type=int, help="measure on the first N puzzles of tiny_n3 only")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.from_scratch:
-        path = build_warm_start(args.out, RECIPE, log=lambda m: print(m, file=sys.stderr, flush=True))
+        path = build_warm_start(
+            args.out, RECIPE, log=lambda m: print(m, file=sys.stderr, flush=True), overwrite=args.overwrite
+        )
         report = json.loads((path / REPORT_FILE).read_text())
     elif args.measure:
         from .train import check_model
