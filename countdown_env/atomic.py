@@ -45,7 +45,7 @@ def _pid_alive(pid: int) -> bool:
 
 def remove_stale(target: str | os.PathLike) -> None:
     """Remove temporary leftovers of ``target`` whose writing process is gone (a killed earlier run)."""
-    target = Path(target)
+    target = Path(os.path.abspath(target))  # "." has no name to build a temporary one beside
     folder = target.parent
     if not folder.is_dir():
         return
@@ -77,7 +77,7 @@ def atomic_file(path: str | os.PathLike, mode: str = "wb", encoding: str | None 
     (on an exception the temporary file is removed and ``path`` is untouched)."""
     if "w" not in mode:
         raise ValueError(f"atomic_file writes whole files: mode must contain 'w', got {mode!r}")
-    path = Path(path)
+    path = Path(os.path.abspath(path))  # "." has no name to build a temporary one beside
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(path)
     tmp = _tmp_path(path)
@@ -115,9 +115,14 @@ def atomic_dir(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator[
     An existing non-empty ``out`` is refused unless ``overwrite`` (then it is replaced whole: renamed aside, the new
     folder renamed in, the old one removed). On an exception the temporary folder is removed and ``out`` untouched.
     """
-    path = Path(path)
+    path = Path(os.path.abspath(path))  # "." has no name to build a temporary one beside
     if path.exists() and not path.is_dir():
         raise OutputError(f"{path} exists and is not a folder")
+    if Path.cwd() == path or path in Path.cwd().parents:
+        raise OutputError(
+            f"{path} is the current folder (or holds it): the output is built beside it and renamed into place; "
+            "give a new folder name, e.g. --out ./splits"
+        )
     if _non_empty(path) and not overwrite:
         raise OutputError(f"{path} exists and is not empty; pass --overwrite to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -339,3 +339,19 @@ def _timed(fn, *args) -> float:
     start = time.perf_counter()
     fn(*args)
     return time.perf_counter() - start
+
+
+def test_out_dot_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
+    """``--out .`` gets one clear line (it failed with "PosixPath('.') has an empty name"); replacing the current
+    folder would leave the shell in a deleted directory, so it is refused and nothing is written."""
+    from countdown_env.cli import main
+
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    args = ["build-splits", "--n-numbers", "3", "--train", "4", "--eval", "2", "--value-range", "1", "20",
+            "--target-range", "10", "100", "--out", ".", "--no-progress", "--jsonl-only"]  # fmt: skip
+    assert main(args) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "current folder" in line and "empty name" not in line
+    assert list(here.iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["here"]

@@ -340,3 +340,14 @@ def test_raw_tokenizers_object_with_stop_id(hf_tokenizer):
     assert raw.decode(obs.tolist()) == prompt_text(PUZZLE) and env.unwrapped.vocab_size == raw.get_vocab_size()
     _, reward, terminated, _, info = env.step([*raw.encode(RIGHT).ids, end])
     assert terminated and reward == 1.0 and info["completion"] == RIGHT
+
+
+def test_huge_ids_and_budgets_get_clear_errors(char_tokenizer):
+    import gymnasium as gym
+
+    env = gym.make("CountdownTokens-v0", tokenizer=char_tokenizer, max_new_tokens=8)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        env.step([2**70])  # an OverflowError in the int64 conversion before
+    with pytest.raises(ValueError, match="max_new_tokens and max_prompt_tokens must be <="):
+        gym.make("CountdownTokens-v0", tokenizer=char_tokenizer, max_new_tokens=10**12)  # MemoryError at reset

@@ -27,6 +27,10 @@ MAX_FEEDBACK_TOKENS = 256
 """Default bound on the ids of one feedback insertion (multi-turn tasks)."""
 
 
+MAX_EPISODE_TOKENS = 1 << 20
+"""Bound of ``max_new_tokens`` and ``max_prompt_tokens`` (a 10**12 budget failed with MemoryError at reset)."""
+
+
 class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
     """Countdown at the token level: the policy emits the completion one token id (or one chunk) per step.
 
@@ -156,6 +160,11 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
             raise ValueError(f"max_prompt_tokens must be a positive integer, got {max_prompt_tokens!r}")
         if max_prompt_tokens < 1:
             raise ValueError(f"max_prompt_tokens must be a positive integer, got {max_prompt_tokens!r}")
+        if max_new_tokens > MAX_EPISODE_TOKENS or max_prompt_tokens > MAX_EPISODE_TOKENS:
+            raise ValueError(
+                f"max_new_tokens and max_prompt_tokens must be <= {MAX_EPISODE_TOKENS} (the episode's id buffer is "
+                f"allocated at reset), got {max_new_tokens} and {max_prompt_tokens}"
+            )
         if (
             isinstance(max_feedback_tokens, bool)
             or not isinstance(max_feedback_tokens, (int, np.integer))
@@ -300,6 +309,9 @@ class CountdownTokensEnv(gym.Env[np.ndarray, "int | np.ndarray"]):
         elif isinstance(action, (list, tuple)):
             if any(isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)) for a in action):
                 raise TypeError("CountdownTokens-v0: a chunk must hold integer token ids only")
+            bad = next((int(a) for a in action if not 0 <= int(a) < self.vocab_size), None)
+            if bad is not None:  # before the int64 conversion, which overflows on ids like 2**70
+                raise ValueError(f"token id {bad} is outside the vocabulary [0, {self.vocab_size})")
             chunk = np.asarray(action, dtype=np.int64)
         else:
             raise TypeError(
