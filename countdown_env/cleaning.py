@@ -241,14 +241,20 @@ def clean_rows(rows: Iterable[Any], report: CleaningReport | None = None, **kwar
     """Cleaned rows of ``rows`` (see :func:`clean_row` for ``kwargs``), counting drops into ``report``."""
     report = report if report is not None else CleaningReport()
     get_template(kwargs.get("template", "default"))
+    field, seen, first_keys = kwargs.get("response_field"), 0, None
     for row in rows:
         report.read += 1
+        if isinstance(row, dict):
+            seen += field in row if field else 0
+            first_keys = list(row)[:12] if first_keys is None else first_keys
         cleaned, reason = clean_row(row, **kwargs)
         if cleaned is None:
             report.dropped[reason] += 1
         else:
             report.kept += 1
             yield cleaned
+    if field and report.read and not seen:  # a typo would drop every row and "succeed"
+        raise ValueError(f"response field {field!r} is in no row (the first row's fields: {first_keys})")
 
 
 def clean_file(

@@ -554,11 +554,17 @@ def iter_jsonl(path: str | os.PathLike, *, bad_json: str = "raise") -> Iterator[
             if not line.strip():
                 continue
             try:
-                yield json.loads(line)
-            except json.JSONDecodeError as exc:
+                obj = json.loads(line)
+                if "\\u" in line:  # an escaped lone surrogate loads, then fails every UTF-8 write later
+                    json.dumps(obj, ensure_ascii=False).encode("utf-8")
+            except (ValueError, RecursionError, UnicodeEncodeError) as exc:
+                # JSONDecodeError, a 100 000-deep array (RecursionError), a 5 000-digit integer (ValueError)
                 if bad_json != "none":
-                    raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+                    why = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+                    raise ValueError(f"{path}:{lineno}: not valid JSON for this reader ({why})") from None
                 yield None
+                continue
+            yield obj
 
 
 def read_jsonl(path: str | os.PathLike) -> list[dict]:

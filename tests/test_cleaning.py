@@ -84,3 +84,24 @@ def test_cli_clean_sft(tmp_path, capsys):
 @pytest.mark.parametrize("row", [None, [], {"nums": "3 4", "target": 7}, {"nums": [3, 4], "target": -7}])
 def test_bad_rows_never_crash(row):
     assert clean_row(row) == (None, "bad_row")
+
+
+def test_hostile_rows_are_bad_rows_and_a_missing_field_is_an_error(tmp_path):
+    """One hostile row (an escaped lone surrogate, a 100 000-deep array, a 5 000-digit integer) is a bad_row among
+    good ones (it aborted the whole file); --response-field that no row has is refused (it dropped all and exited 0)."""
+    import json
+
+    from countdown_env.cleaning import clean_file
+
+    good = {"numbers": [3, 7, 11], "target": 32,
+            "response": "<reasoning>3*7=21, 21+11=32</reasoning>\n<solution>3 * 7 + 11</solution>"}  # fmt: skip
+    lines = [json.dumps(good), '{"numbers": [3, 7, 11], "target": 21, "response": "\\ud800"}',
+             "[" * 100_000 + "]" * 100_000, '{"target": ' + "9" * 5000 + "}", json.dumps(good)]  # fmt: skip
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    report = clean_file(src, tmp_path / "out")
+    assert report.read == 5 and report.kept == 2 and report.dropped["bad_row"] == 3
+    assert len((tmp_path / "out" / "sft.jsonl").read_text().splitlines()) == 2
+    with pytest.raises(ValueError, match="response field 'nope' is in no row"):
+        clean_file(src, tmp_path / "out2", response_field="nope")
+    assert not (tmp_path / "out2").exists()
