@@ -50,6 +50,10 @@ NO_ANSWER = "no_answer"
 EMPTY_REASONING = "empty_reasoning"
 FORBIDDEN_CHARACTERS = "forbidden_characters"
 CHANGED_DIGITS = "changed_digits"  # normalisation would create, join or split digits (5² -> 52, 1$2 -> 12)
+TOO_LONG = "too_long"  # a response over MAX_RESPONSE_CHARS: refused before any scan of it
+
+MAX_RESPONSE_CHARS = 200_000
+"""Longest response the cleaner reads (10 MB responses cost 0.5 s each in its scans)."""
 
 UNICODE_OPERATORS = {
     "×": "*", "✕": "*", "✖": "*", "⨉": "*", "∗": "*", "⋅": "*", "·": "*", "•": "*",
@@ -208,6 +212,8 @@ def clean_row(
     except PuzzleError:
         return None, BAD_ROW
     text = response_text(row.get(response_field) if response_field else _first(row, RESPONSE_FIELDS))
+    if text is not None and len(text) > MAX_RESPONSE_CHARS:
+        return None, TOO_LONG
     if text is None or not text.strip():
         return None, NO_RESPONSE
     parts = split_response(text)

@@ -105,3 +105,14 @@ def test_hostile_rows_are_bad_rows_and_a_missing_field_is_an_error(tmp_path):
     with pytest.raises(ValueError, match="response field 'nope' is in no row"):
         clean_file(src, tmp_path / "out2", response_field="nope")
     assert not (tmp_path / "out2").exists()
+
+
+def test_ten_megabyte_inputs_cost_no_scan():
+    """10 MB responses and expressions are refused or returned before any scan (2.1 s and 0.5 s before): the
+    cleaner drops the row as too_long, and normalisation returns the text untouched (its × not rewritten)."""
+    from countdown_env.answers import normalize_expression
+    from countdown_env.cleaning import TOO_LONG, clean_row
+
+    huge = "<reasoning>" + "1 × 2 " * 2_000_000 + "</reasoning><solution>1</solution>"
+    assert clean_row({"numbers": [1, 2], "target": 3, "response": huge})[1] == TOO_LONG
+    assert normalize_expression(huge) == huge

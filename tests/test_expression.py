@@ -371,3 +371,22 @@ def test_canonical_form_is_fast_for_deep_and_wide_expressions():
     assert set(forms[56:93]) == {forms[56]}
     assert canonical_form(nested_alternating(100)) == forms[92]  # cached
     assert _CANONICAL_CACHE.size <= _CANONICAL_CACHE.budget
+
+
+def test_the_canonical_form_cache_counts_bytes_of_its_entries():
+    """1 M distinct short calls held ~190 MB while the bound counted characters: the cache now charges each entry
+    its strings' sizes plus the entry's own overhead, so memory measured with tracemalloc stays near the bound."""
+    import tracemalloc
+
+    from countdown_env.expression import _ByteBoundedCache
+
+    budget = 2 << 20
+    cache = _ByteBoundedCache(budget)
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for i in range(40_000):
+        cache.put((f"{i}+{i + 1}", False), f"{i} + {i + 1}")
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert cache.size <= budget
+    assert held < 1.5 * budget  # counting characters, ~10x the budget would be held
