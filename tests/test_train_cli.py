@@ -274,3 +274,24 @@ def test_eval_metrics_are_filed_under_eval_by_the_trackers():
 
     rewritten = rewrite_logs({"eval_pass@1": 0.3, "eval_pass@1_low": 0.2, "loss": 1.0})
     assert set(rewritten) == {"eval/pass@1", "eval/pass@1_low", "train/loss"}
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("trainer.learning_rate=fast", "trainer.learning_rate must be a number, got 'fast'"),
+        ("trainer.learning_rate=[1, 2]", "trainer.learning_rate must be a number"),
+        ("trainer.max_steps=twelve", "trainer.max_steps must be int"),
+        ("trainer.num_generations=0", "trainer.num_generations must be >= 2"),
+        ("trainer.max_steps=-5", "trainer.max_steps must be >= 1 (or -1: epochs)"),
+        ("trainer.max_steps=0", "trainer.max_steps must be >= 1"),
+        ("trainer.save_steps=0", "trainer.save_steps must be > 0"),
+        ("trainer.per_device_train_batch_size=0", "per_device_train_batch_size must be >= 1"),
+    ],
+)
+def test_trainer_values_are_checked_in_one_line(setting, message, capsys):
+    from countdown_env.cli import main
+
+    assert main(["train", "--config", "cpu-tiny", "--set", setting, "--output-dir", "unused"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert message in line

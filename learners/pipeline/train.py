@@ -249,6 +249,7 @@ def validate_config(learner: str, config: dict[str, Any]) -> None:
     config_class, _ = get_learner(learner).load()
     refuse_unknown(f"trainer key ({config_class.__name__} option)", config.get("trainer") or {},
                    config_class.__dataclass_fields__)  # fmt: skip
+    check_trainer_values(config.get("trainer") or {}, config_class)
     check_model(config.get("model", "tiny"))
     _check_rollouts(config)
     import torch
@@ -256,6 +257,54 @@ def validate_config(learner: str, config: dict[str, Any]) -> None:
     if not torch.cuda.is_available():
         check_cpu_vllm(config.get("trainer") or {})
     _check_trackers((config.get("trainer") or {}).get("report_to"))
+
+
+AT_LEAST_ONE_TRAINER_KEYS = ("per_device_train_batch_size", "gradient_accumulation_steps", "max_completion_length",
+                             "num_iterations", "steps_per_generation")  # fmt: skip
+"""Trainer sizes that must be >= 1 when given (0 divides by zero or trains nothing)."""
+
+POSITIVE_TRAINER_KEYS = ("logging_steps", "save_steps", "eval_steps")
+"""Trainer periods that must be > 0 when given (below 1 they are a share of the run, as in HF)."""
+
+
+def check_trainer_values(trainer: dict[str, Any], config_class) -> None:
+    """Types and ranges of the trainer section, one line each: a value of the wrong type for its field's default
+    (``learning_rate: fast``, ``max_steps: twelve``, a list for a number), ``max_steps`` other than -1 or >= 1,
+    ``num_generations`` < 2, a size < 1, a period <= 0, a learning rate <= 0."""
+    import dataclasses
+
+    fields = config_class.__dataclass_fields__
+    for key, value in trainer.items():
+        default = fields[key].default
+        if default is dataclasses.MISSING or default is None or value is None:
+            continue
+        if isinstance(default, bool):
+            wanted, ok = bool, isinstance(value, bool)
+        elif isinstance(default, (int, float)):  # a str option may also take a list (report_to): not checked
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            integral = isinstance(default, int)
+            wanted = int if integral else float
+            ok = number and (not integral or float(value).is_integer())
+        else:
+            continue
+        if not ok:
+            raise ValueError(
+                f"trainer.{key} must be {'a number' if wanted is float else wanted.__name__}, got {value!r}"
+            )
+    steps = trainer.get("max_steps")
+    if steps is not None and steps != -1 and steps < 1:
+        raise ValueError(f"trainer.max_steps must be >= 1 (or -1: epochs), got {steps}")
+    if trainer.get("num_generations") is not None and trainer["num_generations"] < 2:
+        raise ValueError(f"trainer.num_generations must be >= 2 (a group needs two completions), got "
+                         f"{trainer['num_generations']}")  # fmt: skip
+    for key in AT_LEAST_ONE_TRAINER_KEYS:
+        if trainer.get(key) is not None and trainer[key] < 1:
+            raise ValueError(f"trainer.{key} must be >= 1, got {trainer[key]}")
+    for key in POSITIVE_TRAINER_KEYS:
+        if trainer.get(key) is not None and not trainer[key] > 0:
+            raise ValueError(f"trainer.{key} must be > 0 (below 1: a share of the run), got {trainer[key]}")
+    if trainer.get("learning_rate") is not None and not trainer["learning_rate"] > 0:
+        raise ValueError(f"trainer.learning_rate must be > 0, got {trainer['learning_rate']}")
 
 
 def _check_rollouts(config: dict[str, Any]) -> str:
