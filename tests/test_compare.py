@@ -261,3 +261,10 @@ def test_csv_round_trip(tmp_path):
         assert next(csv.reader(handle)) == list(CSV_COLUMNS)
     back = read_rows(path)[0]
     assert math.isnan(back["train_reward"]) and back["wall_seconds"] == 0.5 and back["step"] == 1
+
+
+def test_a_negative_seed_is_refused_at_once(capsys):
+    from countdown_env.cli import main
+
+    assert main(["compare", "--quick", "--seeds", "-1", "--learners", "grpo", "--out", "unused"]) == 2
+    assert "--seeds must be >= 0" in capsys.readouterr().err

@@ -89,6 +89,8 @@ class CompareSettings:
             get_learner(name)
         if len(set(self.learners)) != len(self.learners) or len(set(self.seeds)) != len(self.seeds):
             raise ValueError("learners and seeds must not repeat")
+        if any(seed < 0 for seed in self.seeds):
+            raise ValueError(f"--seeds must be >= 0 (numpy seeds), got {min(self.seeds)}")
         for name in ("steps", "eval_every", "train_size", "max_new_tokens", "prompts_per_step", "eval_batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
