@@ -406,8 +406,7 @@ trainer = Recorder(
 )
 trainer.train()
 torch.save(trainer.records, f"{out_dir}/rank{trainer.accelerator.process_index}.pt")
-trainer.accelerator.wait_for_everyone()  # leave the group together (a rank could abort at exit otherwise)
-torch.distributed.destroy_process_group()
+torch.distributed.destroy_process_group()  # gloo's threads joined before exit (a rank could abort otherwise)
 """
 
 

@@ -79,7 +79,6 @@ def shut_down(trainer) -> None:
     4 full suites under load)."""
     import torch.distributed as dist
 
-    trainer.accelerator.wait_for_everyone()
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
 
