@@ -406,7 +406,6 @@ trainer = Recorder(
 )
 trainer.train()
 torch.save(trainer.records, f"{out_dir}/rank{trainer.accelerator.process_index}.pt")
-torch.distributed.destroy_process_group()  # gloo's threads joined before exit (a rank could abort otherwise)
 """
 
 

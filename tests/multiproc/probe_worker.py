@@ -70,17 +70,6 @@ def train(trainer_cls, config_cls, model_dir: str, out_dir: str, **config_overri
         rollout_func=rollout,
     )
     trainer.train()
-    shut_down(trainer)
-
-
-def shut_down(trainer) -> None:
-    """Leave the process group together before exiting. Without it a rank could exit while gloo's threads were
-    still alive and abort at interpreter exit ("terminate called without an active exception", SIGABRT; seen 1 in
-    4 full suites under load)."""
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
 
 
 def append_rows(out_dir: str, rank: int, rows: list[dict]) -> None:
