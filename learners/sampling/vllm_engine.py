@@ -16,10 +16,10 @@ from .protocol import Sample, Sampling, budgets_of, cut, stop_ids_of
 
 
 def on_cpu() -> bool:
-    """Whether the installed vLLM is its CPU build."""
-    from vllm.platforms import current_platform
+    """Whether the installed vLLM is its CPU build (:func:`learners.core.vllm_sync.vllm_runs_on_cpu`)."""
+    from learners.core.vllm_sync import vllm_runs_on_cpu
 
-    return bool(current_platform.is_cpu())
+    return vllm_runs_on_cpu()
 
 
 def build_llm(
