@@ -8,7 +8,7 @@ transformers or trl.
 from __future__ import annotations
 
 from .lazy_exports import lazy_getattr
-from .puzzle import Puzzle, PuzzleError
+from .puzzle import Puzzle, PuzzleError, is_trivial
 
 __version__ = "0.1.0"
 
@@ -47,7 +47,7 @@ _EXPORTS = {
     "CountdownTokensEnv": "envs",
 }
 
-__all__ = ["Puzzle", "PuzzleError", "__version__", *_EXPORTS]
+__all__ = ["Puzzle", "PuzzleError", "__version__", "is_trivial", *_EXPORTS]
 
 
 def _register_envs() -> None:

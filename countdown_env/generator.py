@@ -27,6 +27,14 @@ draw), exact distribution.
 ``require_solvable=False`` draws a uniform target and does not check it (``solution`` is then ``None``).
 ``min_solutions``/``max_solutions`` redraw until ``count_solutions`` (same options) lies in range (slower).
 
+Trivial puzzles (the target is one of the numbers, :func:`countdown_env.puzzle.is_trivial`) are redrawn unless
+``allow_trivial``: index ``i`` keeps drawing candidates from its own ``default_rng([seed, i])`` until one is not
+trivial (before any solution count is asked). So index ``i`` still names one reproducible puzzle, unchanged from
+``allow_trivial=True`` wherever that puzzle is not trivial; where it is (about 2 % of indices for 3 and 4 numbers
+with the default ranges), index ``i`` names the next non-trivial candidate of the same stream, and no other index
+moves. The split builder and the SFT traces draw with ``allow_trivial=True`` and skip a trivial index instead
+(:mod:`countdown_env.splits`), which keeps their rows as they were built before this rule.
+
 Settings that cannot be met fail fast with :class:`UnsatisfiableSettings` (a ``ValueError`` naming the setting):
 a target range beyond any value the numbers can reach is refused at once (``|value| <= 2**(n-1) * high**n`` for
 ``n`` numbers of at most ``high``); otherwise, on first use, a probe on its own random stream (it does not change
@@ -49,7 +57,7 @@ from fractions import Fraction
 import numpy as np
 
 from . import solver
-from .puzzle import Puzzle
+from .puzzle import Puzzle, is_trivial
 from .task import CountdownTask, NumberCounts, task_from
 
 DIFFICULTY_THRESHOLDS: dict[int, tuple[int, int]] = {
@@ -156,6 +164,7 @@ class PuzzleGenerator:
         self.max_solutions = task.max_solutions
         self.seed = task.seed
         self.target_mode = task.target_mode
+        self.allow_trivial = task.allow_trivial
         self._op_list = sorted(self.ops)
         self._mixed = not isinstance(task.n_numbers, int)
 
@@ -256,15 +265,18 @@ class PuzzleGenerator:
             seen = []
             for _ in range(attempts):
                 puzzle, _ = self._draw_candidate(rng)
+                if not self._allowed(puzzle):
+                    continue
                 count = self._count(puzzle)
                 if low <= count <= high:
                     break
                 seen.append(count)
             else:
+                counts = f"their solution counts: {min(seen)}..{max(seen)}" if seen else "all of them trivial"
                 raise UnsatisfiableSettings(
                     f"{self._settings('min_solutions', 'max_solutions')} is met by none of {attempts} probe puzzles "
-                    f"(their solution counts: {min(seen)}..{max(seen)}; n_numbers={n}, value_range="
-                    f"{self.value_range}, target_range={self.target_range}): unreachable or too rare"
+                    f"({counts}; n_numbers={n}, value_range={self.value_range}, target_range={self.target_range}, "
+                    f"allow_trivial={self.allow_trivial}): unreachable or too rare"
                 )
         self._checked = True
 
@@ -281,7 +293,7 @@ class PuzzleGenerator:
             attempts = _probe_attempts(_SOLVE_MS, n, 4)
             for _ in range(attempts):
                 puzzle = Puzzle(self._draw_numbers(rng), int(rng.integers(t_lo, t_hi + 1)))
-                if self._solve(puzzle) is not None:
+                if self._allowed(puzzle) and self._solve(puzzle) is not None:
                     candidates.append(puzzle)
                     break
         else:
@@ -292,13 +304,13 @@ class PuzzleGenerator:
                     found = _random_expression(
                         numbers, rng, self._op_list, self.use_all_numbers, self.integer_intermediates, t_lo, t_hi
                     )
-                    if found is not None:
+                    if found is not None and self._allowed(Puzzle(numbers, found[0])):
                         candidates.append(Puzzle(numbers, found[0]))
                         break
                 if candidates:
                     break
         if not candidates:
-            rules = ("use_all_numbers", "integer_intermediates", "operators")
+            rules = ("use_all_numbers", "integer_intermediates", "operators", "allow_trivial")
             raise UnsatisfiableSettings(
                 f"target_range={self.target_range} is not met by any of {attempts} probe puzzles "
                 f"({self._settings('target_mode', 'n_numbers', 'value_range', *rules)}): widen target_range or "
@@ -314,15 +326,21 @@ class PuzzleGenerator:
         low, high = self._count_bounds()
         for _ in range(_MAX_DRAWS):
             puzzle, solution = self._draw_candidate(rng)
+            if not self._allowed(puzzle):  # the same index's stream draws the next candidate
+                continue
             if not counting:
                 return puzzle, solution, None
             count = self._count(puzzle)
             if low <= count <= high:
                 return puzzle, solution, count
         raise UnsatisfiableSettings(
-            f"no puzzle {index} met {self._settings('min_solutions', 'max_solutions')} in {_MAX_DRAWS} draws: "
-            "too rare for these settings"
+            f"no puzzle {index} met {self._settings('min_solutions', 'max_solutions', 'allow_trivial')} in "
+            f"{_MAX_DRAWS} draws: too rare for these settings"
         )
+
+    def _allowed(self, puzzle: Puzzle) -> bool:
+        """The task's trivial-puzzle rule: a trivial puzzle only with ``allow_trivial``."""
+        return self.allow_trivial or not is_trivial(puzzle)
 
     def _draw_numbers(self, rng: np.random.Generator) -> tuple[int, ...]:
         lo, hi = self.value_range

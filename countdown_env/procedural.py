@@ -15,7 +15,9 @@ same shapes here, built on a :class:`~countdown_env.task.CountdownTask`:
 
 - entry ``i`` is puzzle ``i`` of the task (deterministic per seed and index, any machine); ``question`` is the task's
   prompt as plain text (system turn, blank line, user turn), ``answer`` one reference expression (the generator's
-  witness, checked by the verifier), ``metadata`` the numbers, target, index, reference and the task's dict.
+  witness, checked by the verifier), ``metadata`` the numbers, target, index, reference and the task's dict. No
+  entry is trivial (the target one of the numbers) unless the task allows it (``create_dataset(...,
+  allow_trivial=True)``).
 - :func:`score_answer` is the project's verifier under the entry's rules: 1.0 for a correct expression, else 0.0.
   An answer that still holds the template's answer tags is reduced to its last answer block first.
 - :class:`CountdownCurriculum`: number-count levels and difficulty levels (``easy``/``medium``/``hard`` from the
@@ -325,7 +327,8 @@ class CountdownCurriculum:
     # -- data ------------------------------------------------------------------------------------------------
     def rows(self, base: CountdownTask | None = None, start: int = 0) -> Iterator[dict[str, Any]]:
         """Endless prompt rows (``prompt``, ``numbers``, ``target``): puzzle ``i, i + 1, ...`` of :meth:`task` at the
-        level current when the row is read, trivial puzzles (the target is one of the numbers) skipped."""
+        level current when the row is read. Trivial puzzles (the target is one of the numbers; common among
+        "easy") follow the base task's rule: none unless ``base.allow_trivial`` (the generator redraws them)."""
         index = start
         tasks: dict[tuple[int, int], CountdownTask] = {}
         while True:
@@ -335,8 +338,6 @@ class CountdownCurriculum:
                 task = tasks[key] = self.task(base)
             puzzle = task.puzzle(index)
             index += 1
-            if puzzle.target in puzzle.numbers:  # trivial (the splits skip these too); common among "easy"
-                continue
             yield {"prompt": task.messages(puzzle), "numbers": list(puzzle.numbers), "target": puzzle.target}
 
     def train_dataset(self, base: CountdownTask | None = None):

@@ -94,3 +94,15 @@ class Puzzle:
 
     def __str__(self) -> str:
         return f"{list(self.numbers)} -> {self.target}"
+
+
+def is_trivial(puzzle: Puzzle) -> bool:
+    """The task rule's test for a trivial puzzle: its target is one of its numbers, so writing that number down
+    (answer ``"23"`` for ``[46, 89, 47, 23] -> 23``) solves it. Every consumer (generator, splits, SFT traces,
+    curriculum, envs, verifiers, ``create_dataset``, ``countdown generate``) asks this one function; tasks leave
+    such puzzles out unless ``CountdownTask(allow_trivial=True)``.
+
+    >>> is_trivial(Puzzle([46, 89, 47, 23], 23)), is_trivial(Puzzle([25, 3, 7], 82))
+    (True, False)
+    """
+    return puzzle.target in puzzle.numbers

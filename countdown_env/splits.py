@@ -3,7 +3,10 @@
 Each split is drawn from its own seeded puzzle stream per number count (the eval stream never depends on the
 train size), duplicates are dropped by canonical key (sorted numbers, target: a permutation of the numbers is
 the same puzzle), and train never holds a puzzle of eval (nor of ``exclude``). Trivial puzzles (the target is one
-of the numbers) are skipped unless ``allow_trivial``. Every row carries a reference
+of the numbers, :func:`~countdown_env.puzzle.is_trivial`) are left out unless the task's ``allow_trivial``: each
+stream draws with ``allow_trivial=True`` and the build skips a trivial index (the generator itself would redraw
+it within the index), so the rows are those built before the task rule existed (the committed eval sets under
+``datasets/`` are rebuilt byte for byte). Every row carries a reference
 solution checked by the verifier. Sizes are totals, shared as evenly as possible across ``n_numbers`` (earlier
 counts take the remainder); rows are interleaved across counts so that any prefix is balanced.
 
@@ -36,7 +39,7 @@ from typing import Any
 
 from .atomic import atomic_dir, write_text
 from .dataset_card import write_card
-from .puzzle import Puzzle
+from .puzzle import Puzzle, is_trivial
 from .task import CountdownTask, task_from
 
 SPLIT_COLUMNS = ("prompt", "numbers", "target", "n_numbers", "solution", "num_solutions", "difficulty")
@@ -77,6 +80,9 @@ class SplitSpec:
     rules, template; its ``seed`` is the build's seed), the number counts, the split sizes (totals over the
     counts), ``allow_trivial`` and ``exclude``.
 
+    ``allow_trivial`` is the task's field (``None``, the default: the task's, False for a new task; True or False
+    replaces the task's), so the recorded task says whether the rows may hold trivial puzzles.
+
     ``SplitSpec(n_numbers=(3, 4), train_size=..., task=task)`` or, as before, with the task's fields as keywords
     (``seed=``, ``value_range=``, ``template=`` ...). ``n_numbers`` defaults to the task's counts, else (3, 4, 5);
     the stored task's ``n_numbers`` holds the counts (the task's own when they match, else an int for one count and
@@ -101,7 +107,7 @@ class SplitSpec:
         eval_size: int = 512,
         *,
         task: CountdownTask | None = None,
-        allow_trivial: bool = False,
+        allow_trivial: bool | None = None,
         exclude: frozenset[PuzzleKey] | Iterable = frozenset(),
         counts: bool = True,
         **task_fields: Any,
@@ -130,6 +136,11 @@ class SplitSpec:
             raise SplitError("train_size and eval_size are both 0: nothing to build")
         if not task.require_solvable:
             raise SplitError("split rows carry a verified solution: the task needs require_solvable=True")
+        if allow_trivial is not None:
+            if not isinstance(allow_trivial, bool):
+                raise SplitError(f"allow_trivial must be True, False or None (the task's), got {allow_trivial!r}")
+            if allow_trivial != task.allow_trivial:
+                task = replace(task, allow_trivial=allow_trivial)
         if task.counts != ns:  # the task records the counts built (as given when they are the task's own)
             task = replace(task, n_numbers=ns[0] if len(ns) == 1 else tuple((n, 1.0) for n in ns))
         set_field = object.__setattr__
@@ -137,7 +148,7 @@ class SplitSpec:
         set_field(self, "n_numbers", ns)
         set_field(self, "train_size", train_size)
         set_field(self, "eval_size", eval_size)
-        set_field(self, "allow_trivial", bool(allow_trivial))
+        set_field(self, "allow_trivial", task.allow_trivial)
         set_field(self, "exclude", frozenset(_key(k) for k in exclude))
         set_field(self, "counts", counts)
 
@@ -154,8 +165,8 @@ class SplitSpec:
         return {n: base + (k < extra) for k, n in enumerate(self.n_numbers)}
 
     def stream_task(self, n: int, split: str) -> CountdownTask:
-        """The task of one (count, split) stream: ``n`` numbers, seed :func:`stream_seed`."""
-        return replace(self.task, n_numbers=n, seed=stream_seed(self.task.seed, n, split))
+        """The task that draws one (count, split) stream: :func:`stream_task`."""
+        return stream_task(self.task, n, split)
 
     def to_dict(self) -> dict[str, Any]:
         """The build settings as plain JSON types: the task's fields (``n_numbers`` as the list of counts), the
@@ -192,10 +203,13 @@ def stream_seed(seed: int, n_numbers: int, split: str) -> int:
     return int.from_bytes(digest[:4], "big")
 
 
-def _is_trivial(puzzle: Puzzle) -> bool:
-    """The target is one of the numbers: solved by writing it down (the generator's random-expression targets
-    give about 2 % of these for 3 and 4 numbers)."""
-    return puzzle.target in puzzle.numbers
+def stream_task(task: CountdownTask, n: int, split: str) -> CountdownTask:
+    """The task that draws one (count, split) stream of a build of ``task``: ``n`` numbers, seed :func:`stream_seed`,
+    and ``allow_trivial=True``: the stream holds every puzzle and the build skips the trivial ones unless
+    ``task.allow_trivial`` (:func:`_distinct_draws`), so an index the generator would redraw is dropped instead and
+    the rows stay those of builds made before the trivial rule moved into the task (the generator's ~2 % trivial
+    draws for 3 and 4 numbers)."""
+    return replace(task, n_numbers=n, seed=stream_seed(task.seed, n, split), allow_trivial=True)
 
 
 def _row(record, rules: CountdownTask, counts: bool = True) -> dict[str, Any]:
@@ -234,7 +248,7 @@ def _distinct_draws(
         item = draw(index)
         index += 1
         puzzle = item if isinstance(item, Puzzle) else item.puzzle
-        if puzzle.key in taken or (not spec.allow_trivial and _is_trivial(puzzle)):
+        if puzzle.key in taken or (not spec.allow_trivial and is_trivial(puzzle)):
             misses += 1
             if misses > MAX_CONSECUTIVE_DUPLICATES:
                 raise SplitError(
@@ -319,7 +333,7 @@ def _rows_for_items(task_json: str, counts: bool, items: list[tuple[str, int, in
     for split, n, index in items:
         gen = streams.get((split, n))
         if gen is None:
-            gen = streams[(split, n)] = replace(task, n_numbers=n, seed=stream_seed(task.seed, n, split)).generator()
+            gen = streams[(split, n)] = stream_task(task, n, split).generator()
         rows.append(_row(gen.record(index, count=counts), task, counts))
     return rows
 

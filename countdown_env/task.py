@@ -5,7 +5,8 @@ A task is four things, written once and serialisable (``to_dict`` / ``from_dict`
 - generator settings: ``n_numbers`` (an int; a ``(lo, hi)`` range drawn uniformly per index; or
   ``((n, weight), ...)`` drawn per index with probability ``weight / sum(weights)``), ``value_range``,
   ``target_range``, ``operators``, ``require_solvable``, ``min_solutions`` / ``max_solutions``, ``target_mode``,
-  ``seed`` (see :mod:`countdown_env.generator` for how a puzzle is drawn);
+  ``seed`` (see :mod:`countdown_env.generator` for how a puzzle is drawn), ``allow_trivial`` (default False: no
+  puzzle whose target is one of its numbers, :func:`countdown_env.puzzle.is_trivial`; one rule for every consumer);
 - rules: ``use_all_numbers`` (every number exactly once instead of at most once), ``integer_intermediates``
   (every intermediate a positive integer). They reach the generator, the prompt's rule sentence and the verifier
   alike, so a puzzle is always asked and graded under the rules it was generated for;
@@ -150,6 +151,11 @@ class CountdownTask:
     max_turns: int = 1
     turn_discount: float = 1.0
     feedback: str = "default"
+    allow_trivial: bool = False
+    """Draw trivial puzzles too (the target is one of the numbers: answer ``"23"`` solves ``[46, 89, 47, 23] -> 23``).
+    Default False: the generator redraws them (see :mod:`countdown_env.generator`), so no env reset, verifiers
+    dataset, ``create_dataset`` entry, ``countdown generate`` line, split or curriculum row is trivial. A generator
+    setting (last field so that positional construction is unchanged); tasks saved before it load with False."""
 
     def __post_init__(self) -> None:
         from .solver import MAX_COUNT_NUMBERS, MAX_SOLVE_NUMBERS, check_operators
@@ -175,10 +181,15 @@ class CountdownTask:
             raise ValueError(f"min/max_solutions need counting: at most {MAX_COUNT_NUMBERS} numbers, got {largest}")
         if self.require_solvable and self.target_mode == "uniform" and largest > MAX_SOLVE_NUMBERS:
             raise ValueError(f"target_mode='uniform' runs solve(): at most {MAX_SOLVE_NUMBERS} numbers, got {largest}")
-        for name in ("require_solvable", "use_all_numbers", "integer_intermediates"):
+        for name in ("require_solvable", "use_all_numbers", "integer_intermediates", "allow_trivial"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
             set_field(self, name, bool(getattr(self, name)))
+        if self.require_solvable and 1 in self.counts and not self.allow_trivial:
+            raise ValueError(
+                "n_numbers=1 with require_solvable: every solvable 1-number puzzle is trivial (its target is its "
+                "number); set allow_trivial=True to draw them"
+            )
         if not isinstance(self.template, str):
             raise ValueError(f"template must be a template name, got {type(self.template).__name__}")
         get_template(self.template)  # one-line ValueError naming the known templates

@@ -62,10 +62,12 @@ def test_solvable_when_required_with_a_verified_witness(n, use_all, integer):
         use_all_numbers=use_all,
         integer_intermediates=integer,
         seed=n,
+        allow_trivial=n == 1,  # every solvable 1-number puzzle is trivial
     )
     for i in range(15):
         puzzle, witness, _ = gen._draw(i)
         assert puzzle.n_numbers == n and all(1 <= x <= 20 for x in puzzle.numbers) and 1 <= puzzle.target <= 200
+        assert n == 1 or puzzle.target not in puzzle.numbers
         assert verify(witness, puzzle, use_all_numbers=use_all, integer_intermediates=integer).correct, witness
         if n <= 5:
             assert solve(puzzle, use_all_numbers=use_all, integer_intermediates=integer) is not None
@@ -141,7 +143,7 @@ def test_infinite_stream_protocol():
 
 
 def test_unsatisfiable_options_raise_quickly():
-    gen = PuzzleGenerator(n_numbers=1, value_range=(1, 3), target_range=(50, 60), seed=0)
+    gen = PuzzleGenerator(n_numbers=1, value_range=(1, 3), target_range=(50, 60), seed=0, allow_trivial=True)
     with pytest.raises(ValueError, match=r"target_range=\(50, 60\) cannot be reached"):
         gen[0]
     # reachable by the bound, but not by these numbers (2 * 2 * 2 = 8 is the most): the probe says so

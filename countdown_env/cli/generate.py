@@ -1,5 +1,9 @@
 """``countdown generate``: puzzles of a task as JSON lines (``index``, ``numbers``, ``target``, ``n_numbers``,
-``solution``), the same on any machine for the same settings and seed."""
+``solution``), the same on any machine for the same settings and seed.
+
+``index`` is the task's puzzle index (``task.puzzle(index)``, drawn from its own seeded stream): no line is a trivial
+puzzle (the target one of the numbers) unless ``--allow-trivial`` or the ``--task`` allows them; an index whose
+first draw is trivial names the next non-trivial draw of the same index's stream (no other index changes)."""
 
 from __future__ import annotations
 
@@ -25,6 +29,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_range_arguments(parser, value_range=None, target_range=None)
     add_rule_arguments(parser)
+    parser.add_argument(
+        "--allow-trivial",
+        action="store_true",
+        help="also print trivial puzzles (the target is one of the numbers); by default each index redraws them",
+    )
 
 
 def load_task(path: str | None):
@@ -67,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
         "target_range": tuple(args.target_range) if args.target_range else None,
         "use_all_numbers": True if args.use_all_numbers else None,
         "integer_intermediates": True if args.integer_intermediates else None,
+        "allow_trivial": True if args.allow_trivial else None,
     }
     task = replace(task, **{k: v for k, v in changes.items() if v is not None})
     for index in range(args.start, args.start + args.count):
