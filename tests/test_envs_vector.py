@@ -76,3 +76,46 @@ def test_registered_vector_kwargs_do_not_reach_single_envs():
     envs = gym.make_vec("Countdown-v0", num_envs=2, vectorization_mode="sync", **SMALL)
     assert envs.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP
     envs.close()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_explicit_autoreset_mode_is_honoured(mode):
+    """The caller's vector_kwargs win over the registered SameStep (Gymnasium lets spec kwargs win by default)."""
+    next_step = {"autoreset_mode": "NextStep"}
+    envs = gym.make_vec("Countdown-v0", num_envs=3, vectorization_mode=mode, vector_kwargs=next_step, **SMALL)
+    assert envs.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP
+    obs, info = envs.reset(seed=0)
+    puzzles, rewards = info["puzzle"], []
+    for _ in range(4):  # next-step autoreset: every other step is a reset step whose actions are dropped
+        obs, reward, terminated, truncated, info = envs.step(perfect_answers(puzzles))
+        rewards.append(reward.tolist())
+        if not terminated.any():  # a reset step: the info holds the new puzzles
+            puzzles = info["puzzle"]
+    envs.close()
+    assert rewards == [[1.0] * 3, [0.0] * 3, [1.0] * 3, [0.0] * 3]
+
+
+def test_other_vector_kwargs_keep_same_step_and_the_token_env_takes_a_mode():
+    envs = gym.make_vec("Countdown-v0", num_envs=2, vectorization_mode="sync", vector_kwargs={"copy": False}, **SMALL)
+    assert envs.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP and envs.copy is False
+    envs.close()
+    disabled = {"autoreset_mode": gym.vector.AutoresetMode.DISABLED}
+    tok = CharTokenizer()
+    envs = gym.make_vec("CountdownTokens-v0", num_envs=2, vector_kwargs=disabled, tokenizer=tok, **SMALL)
+    assert envs.metadata["autoreset_mode"] == gym.vector.AutoresetMode.DISABLED
+    envs.close()
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: gym.make_vec("Countdown-v0", num_envs=2, vector_kwargs={"autoreset_mode": "Sometimes"}),
+         r"autoreset_mode must be one of \['NextStep', 'SameStep', 'Disabled'\], got 'Sometimes'"),
+        (lambda: gym.make_vec("Countdown-v0", num_envs=2, vector_kwargs="NextStep"), "must be a dict"),
+        (lambda: gym.make("Countdown-v0", vector_kwargs={"autoreset_mode": "NextStep"}), r"pass it to gym\.make_vec"),
+    ],
+)  # fmt: skip
+def test_vector_settings_that_cannot_apply_are_refused_in_one_line(call, match):
+    with pytest.raises(ValueError, match=match) as info:
+        call()
+    assert "\n" not in str(info.value)
