@@ -4,13 +4,20 @@
   (same folder, so the same file system), flush and ``fsync`` it, then ``os.replace`` it onto the target. A crash
   or ``kill -9`` at any point leaves the old file (or none) and at most a hidden ``.NAME.tmp-PID`` file beside it.
 - :func:`atomic_dir`: build a folder in a temporary folder beside the target, then rename it into place; an existing
-  target (only with ``overwrite=True``) is first renamed aside and removed after the new one is in place, so a kill
-  leaves the old folder, no folder, or the complete new one, never a mix.
+  target (only with ``overwrite=True``) is first renamed aside and removed after the new one is in place. The whole
+  build holds :func:`output_claim` on the target (a second writer is refused at once, not at rename time), and
+  ``overwrite`` is checked again just before the rename. A kill leaves the old folder, the complete new one, or —
+  between the two renames — the old one renamed aside, which the next writer of the target renames back: cleanup
+  never deletes the last complete copy.
+- :func:`output_claim`: an exclusive claim on an output (a ``flock`` on a hidden ``.NAME.lock`` beside it, removed
+  on release), held by every command that writes a folder over time (builds, ``train``, ``compare``, ``demo``,
+  ``warm-start``); the kernel drops it when its process dies, so a killed run never leaves a claim behind.
 - :func:`check_output`: the checks every writing command runs before any work: the output is not one of the inputs
   and does not contain one, and an existing non-empty output needs ``overwrite``.
 
 Temporary names start with ``.`` and end with ``.tmp-PID``; leftovers of killed runs are removed by the next run
-that writes the same target (when their process is gone).
+that writes the same target (when their process is gone). A symlinked target is written where the link points (the
+link stays).
 """
 
 from __future__ import annotations
@@ -29,6 +36,10 @@ class OutputError(ValueError):
     """An output that would overwrite or contain an input, or an existing output without ``overwrite``."""
 
 
+class OutputBusy(OutputError):
+    """Another live process holds the output's claim."""
+
+
 def _tmp_path(target: Path) -> Path:
     return target.with_name(f".{target.name}{TMP_MARK}{os.getpid()}")
 
@@ -43,23 +54,46 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def remove_stale(target: str | os.PathLike) -> None:
-    """Remove temporary leftovers of ``target`` whose writing process is gone (a killed earlier run)."""
-    target = Path(os.path.abspath(target))  # "." has no name to build a temporary one beside
+def _old_path(target: Path) -> Path:
+    return target.with_name(f".{target.name}{TMP_MARK}{os.getpid()}.old")
+
+
+def remove_stale(target: str | os.PathLike) -> bool:
+    """Remove temporary leftovers of ``target`` whose writing process is gone (a killed earlier run).
+
+    A leftover ``.old`` copy while ``target`` itself is missing is a replace killed between its two renames: it is
+    the last complete copy, so it is renamed back to ``target`` instead of removed. Returns whether one was."""
+    target = _output_path(target)
     folder = target.parent
     if not folder.is_dir():
-        return
+        return False
     prefix = f".{target.name}{TMP_MARK}"
+    stale = []
     for entry in folder.iterdir():
         if not entry.name.startswith(prefix):
             continue
         tail = entry.name[len(prefix) :].split(".")[0]
         if tail.isdigit() and int(tail) != os.getpid() and not _pid_alive(int(tail)):
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                with contextlib.suppress(OSError):
-                    entry.unlink()
+            stale.append(entry)
+    restored = False
+    for entry in sorted(stale, key=lambda e: not e.name.endswith(".old")):
+        if entry.name.endswith(".old") and not os.path.lexists(target):
+            os.replace(entry, target)
+            _fsync_dir(folder)
+            restored = True
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                entry.unlink()
+    return restored
+
+
+def _output_path(target: str | os.PathLike) -> Path:
+    """The absolute path an output is written at: symlinks resolved (the link is kept, its target written), and
+    ``.`` given a name to build a temporary sibling beside."""
+    return Path(os.path.realpath(target))
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -71,13 +105,20 @@ def _fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
+def _named(exc: OSError, path: Path) -> OSError:
+    """``exc`` with ``path`` named (a full disk raised by ``write`` names no file)."""
+    if exc.filename is None and exc.errno is not None:
+        return type(exc)(exc.errno, exc.strerror, str(path))
+    return exc
+
+
 @contextlib.contextmanager
 def atomic_file(path: str | os.PathLike, mode: str = "wb", encoding: str | None = None) -> Iterator[IO]:
     """``with atomic_file(path) as fh:`` writes ``fh`` to a temporary file and moves it onto ``path`` on success
     (on an exception the temporary file is removed and ``path`` is untouched)."""
     if "w" not in mode:
         raise ValueError(f"atomic_file writes whole files: mode must contain 'w', got {mode!r}")
-    path = Path(os.path.abspath(path))  # "." has no name to build a temporary one beside
+    path = _output_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(path)
     tmp = _tmp_path(path)
@@ -89,6 +130,10 @@ def atomic_file(path: str | os.PathLike, mode: str = "wb", encoding: str | None 
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise _named(exc, path) from exc
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
@@ -108,14 +153,80 @@ def write_text(path: str | os.PathLike, text: str) -> Path:
     return write_bytes(path, text.encode("utf-8"))
 
 
+_HELD: set[Path] = set()
+"""The lock files this process holds (claims are re-entrant within a process)."""
+
+
+def claim_path(target: str | os.PathLike) -> Path:
+    """The hidden lock file beside ``target`` that :func:`output_claim` holds."""
+    target = _output_path(target)
+    return target.with_name(f".{target.name}.lock")
+
+
+@contextlib.contextmanager
+def output_claim(target: str | os.PathLike) -> Iterator[Path]:
+    """Hold an exclusive claim on the output ``target`` for the ``with`` block; a claim on the same target by
+    another process raises :class:`OutputBusy` at once. Re-entrant in one process (a command that claims its output
+    and then builds it with :func:`atomic_dir` holds one claim).
+
+    The claim is a ``flock`` on ``.NAME.lock`` beside the target, so a killed holder releases it with its process
+    (its lock file stays until the next claim of the target removes it). The holder removes the file while it still
+    holds the lock; a claimer that locked a file removed under it sees its inode gone and tries again, so two
+    claims never hold two different files. On a system without ``fcntl`` the claim is a no-op."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no claim
+        yield _output_path(target)
+        return
+    lock = claim_path(target)
+    if lock in _HELD:
+        yield _output_path(target)
+        return
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(100):
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+            os.close(fd)
+            raise OutputBusy(
+                f"{_output_path(target)} is being written by another process (PID {holder}); "
+                "wait for it to finish or write elsewhere"
+            ) from None
+        try:
+            same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # locked a file its holder had just removed: claim the new one
+    else:
+        raise OutputBusy(f"{_output_path(target)}: could not claim {lock}")
+    _HELD.add(lock)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield _output_path(target)
+    finally:
+        _HELD.discard(lock)
+        with contextlib.suppress(OSError):
+            lock.unlink()
+        os.close(fd)  # closing the descriptor releases the flock
+
+
 @contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator[Path]:
     """``with atomic_dir(out) as tmp:`` build the folder's files under ``tmp``; on success ``tmp`` becomes ``out``.
 
-    An existing non-empty ``out`` is refused unless ``overwrite`` (then it is replaced whole: renamed aside, the new
-    folder renamed in, the old one removed). On an exception the temporary folder is removed and ``out`` untouched.
+    The build holds :func:`output_claim` on ``out`` from the first check to the rename. An existing non-empty
+    ``out`` is refused unless ``overwrite`` — checked at the start and again just before the rename, so a folder
+    that appeared meanwhile is never replaced without it. With ``overwrite`` the old folder is renamed aside, the
+    new one renamed in, and only then the old one removed (a kill between the renames leaves the old one aside,
+    and the next writer of ``out`` renames it back). On an exception the temporary folder is removed and ``out``
+    untouched.
     """
-    path = Path(os.path.abspath(path))  # "." has no name to build a temporary one beside
+    path = _output_path(path)
     if path.exists() and not path.is_dir():
         raise OutputError(f"{path} exists and is not a folder")
     if Path.cwd() == path or path in Path.cwd().parents:
@@ -123,31 +234,41 @@ def atomic_dir(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator[
             f"{path} is the current folder (or holds it): the output is built beside it and renamed into place; "
             "give a new folder name, e.g. --out ./splits"
         )
-    if _non_empty(path) and not overwrite:
-        raise OutputError(f"{path} exists and is not empty; pass --overwrite to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale(path)
-    tmp = _tmp_path(path)
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
-    try:
-        yield tmp
-        _fsync_dir(tmp)
-        if path.exists():
-            old = path.with_name(f".{path.name}{TMP_MARK}{os.getpid()}.old")
-            if old.exists():
-                shutil.rmtree(old)
-            os.replace(path, old)
-            os.replace(tmp, path)
-            _fsync_dir(path.parent)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, path)
-            _fsync_dir(path.parent)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with output_claim(path):
+        recovered = remove_stale(path)
+        _refuse_existing(path, overwrite, recovered)
+        tmp = _tmp_path(path)
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir()
+        try:
+            yield tmp
+            _fsync_dir(tmp)
+            _refuse_existing(path, overwrite, recovered)
+            if path.exists():
+                old = _old_path(path)
+                if old.exists():
+                    shutil.rmtree(old)
+                os.replace(path, old)
+                os.replace(tmp, path)
+                _fsync_dir(path.parent)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(tmp, path)
+                _fsync_dir(path.parent)
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise _named(exc, path) from exc
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+
+def _refuse_existing(path: Path, overwrite: bool, recovered: bool) -> None:
+    if _non_empty(path) and not overwrite:
+        note = " (recovered from an interrupted replace)" if recovered else ""
+        raise OutputError(f"{path} exists and is not empty{note}; pass --overwrite to replace it")
 
 
 def _non_empty(path: Path) -> bool:

@@ -275,7 +275,7 @@ def clean_file(
     """
     import json
 
-    from .atomic import atomic_dir, check_output, write_text
+    from .atomic import atomic_dir, check_output, output_claim, write_text
     from .splits import iter_jsonl, write_jsonl
 
     in_path, out_path = Path(in_path), Path(out_path)
@@ -283,13 +283,14 @@ def clean_file(
         raise FileNotFoundError(f"no such input file: {in_path}")
     if not in_path.is_file():
         raise ValueError(f"the input {in_path} is not a file")
-    check_output(out_path, [in_path], overwrite=overwrite)
-    report = CleaningReport()
-    rows = clean_rows(iter_jsonl(in_path, bad_json="none"), report, **kwargs)  # bad JSON: a bad row
-    if out_path.suffix == ".jsonl":
-        write_jsonl(rows, out_path)
-    else:
-        with atomic_dir(out_path, overwrite=overwrite) as tmp:
-            write_jsonl(rows, tmp / "sft.jsonl")
-            write_text(tmp / "report.json", json.dumps(report.to_dict(), indent=2) + "\n")
+    with output_claim(out_path):  # from the check to the rename: a second writer is refused, not overwritten
+        check_output(out_path, [in_path], overwrite=overwrite)
+        report = CleaningReport()
+        rows = clean_rows(iter_jsonl(in_path, bad_json="none"), report, **kwargs)  # bad JSON: a bad row
+        if out_path.suffix == ".jsonl":
+            write_jsonl(rows, out_path)
+        else:
+            with atomic_dir(out_path, overwrite=overwrite) as tmp:
+                write_jsonl(rows, tmp / "sft.jsonl")
+                write_text(tmp / "report.json", json.dumps(report.to_dict(), indent=2) + "\n")
     return report

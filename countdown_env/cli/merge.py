@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from .options import claiming_out
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("shards", nargs="+", help="the N shard folders (any order)")
@@ -13,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jsonl-only", action="store_true", help="skip the HF save_to_disk copy")
 
 
-def run(args: argparse.Namespace) -> int:
+def _build(args: argparse.Namespace) -> int:
     from ..atomic import check_output
     from ..splits import merge_shards, write_splits
     from .splits import print_summary
@@ -23,3 +25,6 @@ def run(args: argparse.Namespace) -> int:
     hashes = write_splits(records, args.out, spec=info, save_to_disk=not args.jsonl_only, overwrite=args.overwrite)
     print_summary(records, hashes, None, args.out)
     return 0
+
+
+run = claiming_out(_build)

@@ -1,9 +1,11 @@
-"""Command-line options that the puzzle-building subcommands share (``demo``, ``build-splits``, ``build-sft``)."""
+"""Command-line options that the puzzle-building subcommands share (``demo``, ``build-splits``, ``build-sft``), and
+:func:`claiming_out` for the subcommands that write ``--out``."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable, Sequence
+import functools
+from collections.abc import Callable, Iterable, Sequence
 
 
 def add_range_arguments(
@@ -48,3 +50,17 @@ def excluded_keys(paths: Iterable[str]) -> list[tuple]:
     from ..splits import read_jsonl
 
     return [Puzzle.from_dict(row).key for path in paths for row in read_jsonl(path)]
+
+
+def claiming_out(build: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """A subcommand's ``run`` that holds the exclusive claim on ``args.out`` (:func:`countdown_env.atomic.output_claim`)
+    from its first check to its last rename: a second writer into the same output is refused at once."""
+
+    @functools.wraps(build)
+    def run(args: argparse.Namespace) -> int:
+        from ..atomic import output_claim
+
+        with output_claim(args.out):
+            return build(args)
+
+    return run

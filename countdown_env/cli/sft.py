@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 
 from ..traces import MIXED, STYLES
-from .options import add_exclude_argument, add_range_arguments, add_rule_arguments, add_template_argument, excluded_keys
+from .options import (
+    add_exclude_argument,
+    add_range_arguments,
+    add_rule_arguments,
+    add_template_argument,
+    claiming_out,
+    excluded_keys,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (shown when stderr is a terminal)")
 
 
-def run(args: argparse.Namespace) -> int:
+def _build(args: argparse.Namespace) -> int:
     from ..atomic import check_output
     from ..sft import build_sft_records
     from ..splits import write_jsonl
@@ -54,3 +61,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {len(records)} SFT rows to {target} (sha256 {digest})")
     print(f"  completion chars: min {lengths[0]}, median {lengths[len(lengths) // 2]}, max {lengths[-1]}")
     return 0
+
+
+run = claiming_out(_build)

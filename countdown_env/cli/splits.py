@@ -11,7 +11,14 @@ import argparse
 import time
 from collections import Counter
 
-from .options import add_exclude_argument, add_range_arguments, add_rule_arguments, add_template_argument, excluded_keys
+from .options import (
+    add_exclude_argument,
+    add_range_arguments,
+    add_rule_arguments,
+    add_template_argument,
+    claiming_out,
+    excluded_keys,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (shown when stderr is a terminal)")
 
 
-def run(args: argparse.Namespace) -> int:
+def _build(args: argparse.Namespace) -> int:
     from ..atomic import check_output
     from ..splits import SplitSpec, build_shard, build_split_records, parse_shard, write_shard, write_splits
 
@@ -91,3 +98,6 @@ def print_summary(records: dict, hashes: dict, seconds: float | None, out: str) 
             line += f", by difficulty {dict(Counter(r['difficulty'] for r in rows))}"
         print(line)
         print(f"    {name}.jsonl sha256 {hashes[name]}")
+
+
+run = claiming_out(_build)

@@ -57,12 +57,17 @@ Logged metrics (under ``countdown/``): ``accuracy`` (share of answers the task's
 the reward functions pay; logged when the rows have puzzles), ``format_rate``,
 ``mean_completion_length`` (tokens), ``truncation_rate`` (no end-of-turn token within the budget),
 ``homogeneous_group_frac`` (groups whose rewards all agree: zero GRPO advantage).
+
+Checkpoints: every ``checkpoint-N`` also holds the task (``countdown_task.json``) and whatever
+``checkpoint_writers`` add, then a manifest of sha256s written last; ``save_total_limit`` rotation happens after the
+manifest (:mod:`learners.core.checkpoints`), so the newest complete checkpoint is never removed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -171,6 +176,12 @@ class CountdownGRPOTrainer(GRPOTrainer):
 
             cpu_engine_defaults()
         super().__init__(model, reward_funcs, args, *trainer_args, **trainer_kwargs)
+        # checkpoints get a manifest written last, and are rotated after it (learners/core/checkpoints.py)
+        from .checkpoints import manifest_callback
+
+        self.checkpoint_writers: list[Callable[[Path], Any]] = [self.task.save]
+        keep, self.args.save_total_limit = self.args.save_total_limit, None
+        self.add_callback(manifest_callback(self, keep))
         if self.use_vllm:
             from .vllm_sync import use_layerwise_sync
 
@@ -180,8 +191,6 @@ class CountdownGRPOTrainer(GRPOTrainer):
         """TRL's model card, without its "fine-tuned version of [None](https://huggingface.co/None)" for a model
         that was loaded from a local folder (TRL names only Hub ids)."""
         super().create_model_card(*args, **kwargs)
-        from pathlib import Path
-
         card = Path(self.args.output_dir) / "README.md"
         if self.is_world_process_zero() and card.is_file():
             text = card.read_text(encoding="utf-8")

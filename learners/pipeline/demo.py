@@ -110,7 +110,25 @@ def run_demo(
     progress: bool | None = None,
     **overrides: Any,
 ) -> dict[str, Any]:
-    """Run the pipeline into ``out``; returns the summary (also written as ``summary.json``/``summary.md``)."""
+    """Run the pipeline into ``out``; returns the summary (also written as ``summary.json``/``summary.md``). The
+    folder is held exclusively for the whole run (a second demo into it is refused at once); a rerun replaces the
+    files of the previous one."""
+    from countdown_env.atomic import output_claim
+
+    with output_claim(out):
+        return _run_demo(out, learner=learner, seed=seed, from_scratch=from_scratch, progress=progress, **overrides)
+
+
+def _run_demo(
+    out: str | Path,
+    *,
+    learner: str = LEARNER,
+    seed: int = 0,
+    from_scratch: bool = False,
+    progress: bool | None = None,
+    **overrides: Any,
+) -> dict[str, Any]:
+    """:func:`run_demo` under its claim."""
     from countdown_env.atomic import write_text
     from countdown_env.eval_sets import load_eval_set
     from countdown_env.splits import SplitSpec, build_split_records, write_jsonl
@@ -197,7 +215,7 @@ def run_demo(
                 f"trainer.disable_tqdm={str(progress is False).lower()}",
             ],
         )
-        rl = train(learner, config, out / learner)
+        rl = train(learner, config, out / learner, overwrite=True)  # the demo's own sub-folder: a rerun replaces it
         for checkpoint in (out / learner).glob("checkpoint-*"):
             shutil.rmtree(checkpoint, ignore_errors=True)
 

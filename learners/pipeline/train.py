@@ -25,7 +25,9 @@ GPU the CPU settings are forced (``use_cpu``, no bf16, no gradient checkpointing
 :mod:`learners.core.vllm_sync`), while ``vllm_mode: server`` is refused in one line (TRL syncs a server's weights
 through NCCL, i.e. CUDA). The run writes ``OUTPUT/final`` (model + tokenizer + task), ``OUTPUT/log_history.json``,
 ``OUTPUT/training.png`` (train reward/accuracy and eval pass@1 against steps) and TRL's ``checkpoint-N``
-folders; ``--resume`` continues from the newest checkpoint (or ``--resume PATH``).
+folders (each with a manifest of sha256s, :mod:`learners.core.checkpoints`). A non-empty ``--output-dir`` needs
+``--resume`` (continue from the newest complete checkpoint, or ``--resume PATH``; a finished run is left as it is) or
+``--overwrite`` (start again): :mod:`learners.pipeline.run_folder`.
 """
 
 from __future__ import annotations
@@ -378,9 +380,9 @@ def rows_to_puzzles(rows: list[dict]):
 
 
 # ---------------------------------------------------------------------------------------------- callbacks
-def make_callbacks(eval_rows: list[dict], eval_config: dict[str, Any], task, tokenizer):
+def make_eval_callback(eval_rows: list[dict], eval_config: dict[str, Any], task, tokenizer):
     """The eval-every-N-steps callback (logs ``eval_pass@1``: the ``eval_`` prefix files it under ``eval/`` in
-    TensorBoard and wandb, as HF's own eval metrics) and the task recorder for checkpoints."""
+    TensorBoard and wandb, as HF's own eval metrics). The task is recorded in checkpoints by the base trainer."""
     from transformers import TrainerCallback
 
     from ..sampling import HFSampler
@@ -423,7 +425,14 @@ def make_callbacks(eval_rows: list[dict], eval_config: dict[str, Any], task, tok
                 model.train()
 
         def on_train_begin(self, args, state, control, **kwargs):
-            # after a resume, the restored history already holds the evals up to the checkpoint
+            # after a resume, the restored history already holds the evals up to the checkpoint, and the resume
+            # step itself is not on the schedule (unless it is a multiple of `every`, evaluated then)
+            self.done |= {e["step"] for e in state.log_history if "eval_pass@1" in e or "eval/pass@1" in e}
+            if state.global_step == 0:
+                self._run(state)
+
+        def finish_restored(self, state):
+            """The end-of-training eval of a run restored from its last checkpoint (not trained again)."""
             self.done |= {e["step"] for e in state.log_history if "eval_pass@1" in e or "eval/pass@1" in e}
             self._run(state)
 
@@ -434,15 +443,7 @@ def make_callbacks(eval_rows: list[dict], eval_config: dict[str, Any], task, tok
         def on_train_end(self, args, state, control, **kwargs):
             self._run(state)
 
-    class TaskCallback(TrainerCallback):
-        """Record the task in every checkpoint so that eval/resume prompt and score as training did."""
-
-        def on_save(self, args, state, control, **kwargs):
-            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            if state.is_world_process_zero and folder.is_dir():
-                task.save(folder)
-
-    return EvalCallback(), TaskCallback()
+    return EvalCallback()
 
 
 # ----------------------------------------------------------------------------------------------- training
@@ -490,7 +491,7 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
 
     train_puzzles = rows_to_puzzles(train_rows)
     routed = route_kwargs(_check_rollouts(config), task, tokenizer, train_puzzles, args)
-    callbacks = make_callbacks(eval_rows, config.get("eval") or {}, task, tokenizer)
+    eval_callback = make_eval_callback(eval_rows, config.get("eval") or {}, task, tokenizer)
     trainer = trainer_class(
         model=str(model),
         args=args,
@@ -498,10 +499,11 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
         processing_class=tokenizer,
         task=task,
         **routed,
-        callbacks=list(callbacks) + ([curriculum.callback()] if curriculum is not None else []),
+        callbacks=[eval_callback] + ([curriculum.callback()] if curriculum is not None else []),
     )
     trainer.curriculum = curriculum
-    callbacks[0].trainer = trainer
+    trainer.eval_callback = eval_callback
+    eval_callback.trainer = trainer
     return trainer
 
 
@@ -516,29 +518,70 @@ def _curriculum(config: dict[str, Any]):
     return CountdownCurriculum.from_dict(section)
 
 
-def latest_checkpoint(output_dir: str | Path) -> str | None:
-    folders = [p for p in Path(output_dir).glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
-    return str(max(folders, key=lambda p: int(p.name.split("-")[-1]))) if folders else None
+def train(
+    learner: str,
+    config: dict[str, Any],
+    output_dir: str | Path,
+    resume: str | bool | None = None,
+    *,
+    overwrite: bool = False,
+) -> dict:
+    """Train, save ``final/``, the log history and the PNG; return a small summary dict.
+
+    The run folder's rules (:mod:`learners.pipeline.run_folder`): held exclusively for the whole run; a non-empty
+    folder needs ``resume`` (continue from the newest complete checkpoint, or the checkpoint ``resume`` names) or
+    ``overwrite`` (start again); resuming a run that already reached ``max_steps`` trains nothing and returns its
+    summary."""
+    from countdown_env.atomic import output_claim
+
+    from .run_folder import prepare_run_folder
+
+    out = Path(output_dir)
+    validate_config(learner, config)  # before the claim: a typo is one line, whatever the folder holds
+    with output_claim(out):
+        start = prepare_run_folder(out, resume=resume, overwrite=overwrite, max_steps=_max_steps(learner, config))
+        if start.finished is not None:
+            print(f"countdown train: {out} already finished at step {start.finished['steps']}; nothing to do",
+                  file=sys.stderr)  # fmt: skip
+            return start.finished
+        return _train(learner, config, out, start.checkpoint)
 
 
-def train(learner: str, config: dict[str, Any], output_dir: str | Path, resume: str | bool | None = None) -> dict:
-    """Train, save ``final/``, the log history and the PNG; return a small summary dict."""
+def _max_steps(learner: str, config: dict[str, Any]) -> int:
+    from ..core.registry import get_learner
+
+    steps = (config.get("trainer") or {}).get("max_steps")
+    if steps is None:
+        config_class, _ = get_learner(learner).load()
+        steps = config_class.__dataclass_fields__["max_steps"].default
+    return int(steps)
+
+
+def _train(learner: str, config: dict[str, Any], out: Path, checkpoint: Path | None) -> dict:
     from countdown_env.atomic import write_text
 
+    from ..core.checkpoints import checkpoint_step
     from .plotting import plot_training
     from .tiny import save_tokenizer
 
-    out = Path(output_dir)
-    trainer = build_trainer(learner, config, out)
+    max_steps = _max_steps(learner, config)
+    restore = checkpoint is not None and 0 < max_steps <= checkpoint_step(checkpoint)
+    # a run killed after its last checkpoint: finish from that checkpoint without training (TRL would train a step
+    # more); its weights are the model, its trainer state the history
+    trainer = build_trainer(learner, {**config, "model": str(checkpoint)} if restore else config, out)
     if trainer.is_world_process_zero():  # the YAML after --set, so that the run can be redone from its folder
         resolved = {"learner": learner, **config, "model": str(config.get("model", "tiny"))}
         write_text(out / RESOLVED_CONFIG, json.dumps(resolved, indent=2, default=str) + "\n")
-    checkpoint = None
-    if resume:
-        checkpoint = latest_checkpoint(out) if resume is True else str(resume)
-        if checkpoint is None:
-            raise FileNotFoundError(f"--resume: no checkpoint-* folder in {out}")
-    trainer.train(resume_from_checkpoint=checkpoint)
+    if restore:
+        from transformers import TrainerState
+
+        print(f"countdown train: {checkpoint} is the last step; finishing the run from it", file=sys.stderr)
+        trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
+        trainer.eval_callback.finish_restored(trainer.state)
+    else:
+        if checkpoint is not None:
+            print(f"countdown train: resuming from {checkpoint}", file=sys.stderr)
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
     final = out / "final"
     trainer.save_model(str(final))
     summary: dict[str, Any] = {"learner": learner, "steps": trainer.state.global_step, "final": str(final)}
@@ -591,7 +634,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (TRL's; trainer.disable_tqdm)")
     parser.add_argument(
-        "--resume", nargs="?", const=True, default=None, help="resume from the newest checkpoint (or PATH)"
+        "--resume",
+        nargs="?",
+        const=True,
+        default=None,
+        help="continue the run in --output-dir from its newest complete checkpoint (or from PATH); a run that "
+        "already reached max_steps is left as it is",
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="empty a non-empty --output-dir that holds an earlier run first"
     )
 
 
@@ -609,6 +660,6 @@ def run(args: argparse.Namespace) -> int:
         overrides.append(f"rollouts={args.rollouts}")
     # user errors (ValueError, OSError, RuntimeError) reach countdown_env.cli.main: one line, exit status 2
     config = load_config(args.config, overrides)
-    summary = train(args.learner, config, args.output_dir, resume=args.resume)
+    summary = train(args.learner, config, args.output_dir, resume=args.resume, overwrite=args.overwrite)
     print(json.dumps(summary, indent=2))
     return 0

@@ -159,7 +159,15 @@ def run_compare(
     overwrite: bool = False,
     progress_bars: bool | None = None,
 ) -> dict:
-    """Run (or resume) the comparison into ``out``; returns ``{"failures": {...}, "finished": n, ...}``."""
+    """Run (or resume) the comparison into ``out``; returns ``{"failures": {...}, "finished": n, ...}``. The folder
+    is held exclusively for the whole comparison (a second compare into it is refused at once)."""
+    from countdown_env.atomic import output_claim
+
+    with output_claim(out):
+        return _run_compare(settings, Path(out), resume=resume, overwrite=overwrite, progress_bars=progress_bars)
+
+
+def _run_compare(settings: CompareSettings, out: Path, *, resume: bool, overwrite: bool, progress_bars) -> dict:
     from countdown_env.eval_sets import load_eval_set
     from countdown_env.splits import write_jsonl
 

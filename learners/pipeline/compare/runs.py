@@ -1,6 +1,7 @@
 """One run (one learner, one seed): its warm start, its trainer with the counting subclass and the callback that
-times steps, evaluates at step 0 / every ``--eval-every`` steps / the end and snapshots the counters into every
-checkpoint (``--resume``), and its files in ``DIR/runs/LEARNER-sSEED/``."""
+times steps and evaluates at step 0 / every ``--eval-every`` steps / the end; the counters are snapshotted into every
+checkpoint before its manifest (``--resume`` takes the newest complete one), and its files are in
+``DIR/runs/LEARNER-sSEED/``."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any
 
 from countdown_env.atomic import write_bytes, write_text
 
+from ...core.checkpoints import checkpoint_step, checkpoints, newest_complete_checkpoint
 from ..warm_start import SHIPPED_DIR
 from .counting import Tally, instrumented
 from .progress import Progress
@@ -160,19 +162,7 @@ def _make_callback(trainer, tally: Tally, rows: list[dict], evaluated: set[int],
         def on_train_end(self, args, state, control, **kwargs):
             self.evaluate(state.global_step)
 
-        def on_save(self, args, state, control, **kwargs):
-            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            if folder.is_dir():
-                snapshot = {"tally": dataclasses.asdict(tally), "rows": rows, "evaluated": sorted(evaluated)}
-                write_text(folder / STATE_FILE, json.dumps(snapshot, indent=1) + "\n")
-                context["task"].save(folder)
-
     return CompareCallback()
-
-
-def _checkpoints(run_dir: Path) -> list[Path]:
-    found = [p for p in run_dir.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
-    return sorted(found, key=lambda p: int(p.name.split("-")[-1]))
 
 
 def train_one(learner: str, seed: int, settings: CompareSettings, shared: dict[str, Any], resume: bool) -> dict:
@@ -184,10 +174,9 @@ def train_one(learner: str, seed: int, settings: CompareSettings, shared: dict[s
 
     run_dir: Path = shared["out"] / "runs" / run_name(learner, seed)
     progress: Progress = shared["progress"]
-    checkpoint = None
-    if resume:
-        usable = [c for c in _checkpoints(run_dir) if (c / STATE_FILE).is_file()]
-        checkpoint = usable[-1] if usable else None
+    checkpoint, skipped = None, []
+    if resume:  # the newest checkpoint whose files (counters included) match its manifest; damaged ones named
+        checkpoint = newest_complete_checkpoint(run_dir, warn=skipped.append)
     if checkpoint is None and run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -205,6 +194,8 @@ def train_one(learner: str, seed: int, settings: CompareSettings, shared: dict[s
         write_text(run_dir / "rows.csv", rows_to_csv(rows))
     shared["rows"][(learner, seed)] = rows
     progress.start(learner, seed, settings.steps, int(checkpoint.name.split("-")[-1]) if checkpoint else 0)
+    for message in skipped:
+        progress.line(f"warning: {message}")
     if checkpoint is not None:
         progress.line(f"resuming from {checkpoint.name}")
 
@@ -236,13 +227,23 @@ def train_one(learner: str, seed: int, settings: CompareSettings, shared: dict[s
         eval_batch_size=settings.eval_batch_size,
     )
     trainer.add_callback(_make_callback(trainer, tally, rows, evaluated, context))
-    trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
 
-    final_step = trainer.state.global_step
+    def snapshot(folder: Path) -> None:  # the counters and eval rows up to this checkpoint, inside its manifest
+        state = {"tally": dataclasses.asdict(tally), "rows": rows, "evaluated": sorted(evaluated)}
+        write_text(folder / STATE_FILE, json.dumps(state, indent=1) + "\n")
+
+    trainer.checkpoint_writers.append(snapshot)
+    if checkpoint is not None and checkpoint_step(checkpoint) >= settings.steps and settings.steps in evaluated:
+        # killed after the last checkpoint, before DONE: nothing left to train (TRL would train one step more)
+        log_history = json.loads((checkpoint / "trainer_state.json").read_text())["log_history"]
+        final_step = checkpoint_step(checkpoint)
+    else:
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        final_step, log_history = trainer.state.global_step, trainer.state.log_history
     if final_step != settings.steps:
         raise RuntimeError(f"training stopped at step {final_step} of {settings.steps}")
     write_bytes(run_dir / "final_eval.jsonl", (run_dir / "evals" / f"step-{final_step}.jsonl").read_bytes())
-    write_text(run_dir / "log_history.json", json.dumps(trainer.state.log_history, indent=1) + "\n")
+    write_text(run_dir / "log_history.json", json.dumps(log_history, indent=1) + "\n")
     final = rows[-1]
     record = {
         "learner": learner,
@@ -255,7 +256,7 @@ def train_one(learner: str, seed: int, settings: CompareSettings, shared: dict[s
         "config": {k: v for k, v in learner_trainer_kwargs(settings, learner, seed, run_dir).items()},
     }
     if not settings.keep_checkpoints:
-        for folder in _checkpoints(run_dir):
+        for folder in checkpoints(run_dir):
             shutil.rmtree(folder, ignore_errors=True)
     write_text(run_dir / "DONE", json.dumps(record, indent=2, default=str) + "\n")
     return record

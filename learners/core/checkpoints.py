@@ -1,0 +1,149 @@
+"""Checkpoints that can be trusted: a manifest of sha256s written last, verified before any resume.
+
+Every checkpoint the base trainer saves gets ``checkpoint_manifest.json`` (the size and sha256 of each of its files),
+written atomically after TRL's save and after the extra files of :attr:`CountdownGRPOTrainer.checkpoint_writers`
+(the task, compare's counters). A checkpoint without a manifest was interrupted while it was saved; one whose files
+differ from its manifest was damaged afterwards (a truncated or zeroed ``model.safetensors``, a missing
+``optimizer.pt``). Either way :func:`newest_complete_checkpoint` skips it with a warning naming it and falls back to
+the newest complete one.
+
+Rotation (``save_total_limit``) is done here, after the manifest, instead of inside TRL's save: transformers rotates
+*before* ``on_save`` callbacks run, so a kill between its rotation and the manifest could leave no complete
+checkpoint at all. Here an older checkpoint is removed only once a newer one is complete, and the newest complete one
+is never removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+MANIFEST = "checkpoint_manifest.json"
+PREFIX = "checkpoint-"
+
+
+class CheckpointError(ValueError):
+    """No complete checkpoint to resume from (one line for the user)."""
+
+
+def checkpoint_step(folder: Path) -> int | None:
+    """The step of a ``checkpoint-N`` folder, ``None`` for any other name."""
+    tail = folder.name[len(PREFIX) :] if folder.name.startswith(PREFIX) else ""
+    return int(tail) if tail.isdigit() else None
+
+
+def checkpoints(output_dir: str | Path) -> list[Path]:
+    """The ``checkpoint-N`` folders of ``output_dir``, oldest first."""
+    found = [p for p in Path(output_dir).glob(f"{PREFIX}*") if p.is_dir() and checkpoint_step(p) is not None]
+    return sorted(found, key=checkpoint_step)
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
+
+
+def write_manifest(folder: str | Path) -> Path:
+    """Write ``folder``'s manifest (every file's size and sha256), atomically; returns its path."""
+    from countdown_env.atomic import write_text
+
+    folder = Path(folder)
+    files = {p.relative_to(folder).as_posix(): {"size": p.stat().st_size, "sha256": _sha256(p)} for p in _files(folder)}
+    manifest = {"step": checkpoint_step(folder), "files": files}
+    return write_text(folder / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+
+
+def checkpoint_problem(folder: str | Path) -> str | None:
+    """Why ``folder`` cannot be resumed from (no manifest, a file missing, resized or changed), or ``None``."""
+    folder = Path(folder)
+    path = folder / MANIFEST
+    if not path.is_file():
+        return f"{MANIFEST} missing (a save that did not finish, or not written by countdown-rl)"
+    try:
+        files = json.loads(path.read_text(encoding="utf-8"))["files"]
+        items = [(str(name), int(entry["size"]), str(entry["sha256"])) for name, entry in files.items()]
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+        return f"{MANIFEST} unreadable"
+    for name, size, digest in items:
+        file = folder / name
+        if not file.is_file():
+            return f"{name} missing"
+        if file.stat().st_size != size:
+            return f"{name} has {file.stat().st_size} bytes, its manifest {size}"
+        if _sha256(file) != digest:
+            return f"{name} differs from its manifest (sha256)"
+    return None
+
+
+def warn(message: str) -> None:
+    print(f"countdown: warning: {message}", file=sys.stderr)
+
+
+def newest_complete_checkpoint(output_dir: str | Path, *, warn: Callable[[str], None] = warn) -> Path | None:
+    """The newest checkpoint of ``output_dir`` whose files match its manifest; each newer one that does not is
+    named through ``warn``. ``None`` when there is none."""
+    for folder in reversed(checkpoints(output_dir)):
+        problem = checkpoint_problem(folder)
+        if problem is None:
+            return folder
+        warn(f"skipping {folder}: {problem}")
+    return None
+
+
+def resume_checkpoint(output_dir: str | Path, path: str | Path | None = None) -> Path:
+    """The checkpoint a ``--resume`` continues from: ``path`` when given (refused when damaged), else the newest
+    complete one of ``output_dir``; :class:`CheckpointError` in one line when there is none."""
+    if path is not None:
+        folder = Path(path)
+        if not folder.is_dir():
+            raise CheckpointError(f"--resume {folder}: no such checkpoint folder")
+        problem = checkpoint_problem(folder)
+        if problem is not None:
+            raise CheckpointError(f"--resume {folder}: {problem}")
+        return folder
+    folder = newest_complete_checkpoint(output_dir)
+    if folder is None:
+        found = len(checkpoints(output_dir))
+        detail = f"none of its {found} checkpoint-* folders is complete" if found else "no checkpoint-* folder"
+        raise CheckpointError(f"--resume: {detail} in {output_dir}")
+    return folder
+
+
+def rotate(output_dir: str | Path, keep: int | None) -> None:
+    """Remove checkpoints older than the ``keep`` newest complete ones (and incomplete ones older than those)."""
+    if not keep or keep < 1:
+        return
+    complete = [c for c in checkpoints(output_dir) if (c / MANIFEST).is_file()]
+    if len(complete) < keep:
+        return
+    oldest_kept = checkpoint_step(complete[-keep])
+    for folder in checkpoints(output_dir):
+        if checkpoint_step(folder) < oldest_kept:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def manifest_callback(trainer: Any, keep: int | None):
+    """A ``TrainerCallback`` that, on every save, runs ``trainer.checkpoint_writers`` on the new checkpoint folder,
+    writes its manifest, then rotates to ``keep`` complete checkpoints (process zero only)."""
+    from transformers import TrainerCallback
+
+    class CheckpointManifest(TrainerCallback):
+        def on_save(self, args, state, control, **kwargs):
+            folder = Path(args.output_dir) / f"{PREFIX}{state.global_step}"
+            if not state.is_world_process_zero or not folder.is_dir():
+                return
+            for write_extra in trainer.checkpoint_writers:
+                write_extra(folder)
+            write_manifest(folder)
+            rotate(args.output_dir, keep)
+
+    return CheckpointManifest()
