@@ -58,6 +58,7 @@ REASON_GROUPS: dict[str, str] = {
     "too_many_numbers": "unreadable",
     "too_long": "unreadable",
     "no_answer": "no_answer",
+    "episode_error": "unreadable",  # recorded by rollouts for a failed episode; never fed back
 }
 
 

@@ -70,6 +70,9 @@ TOO_LONG = _ex.TOO_LONG
 TOO_DEEP = _ex.TOO_DEEP
 TOO_LARGE = _ex.TOO_LARGE
 TOO_MANY_NUMBERS = _ex.TOO_MANY_NUMBERS
+EPISODE_ERROR = "episode_error"
+"""Not a verdict of :func:`verify`: the reason a rollout records for an episode the environment failed on
+(``learners.pipeline.rollouts``); it scores 0 and carries the error in ``message``."""
 
 REASONS: tuple[str, ...] = (
     OK,
@@ -89,6 +92,7 @@ REASONS: tuple[str, ...] = (
     TOO_DEEP,
     TOO_LARGE,
     TOO_MANY_NUMBERS,
+    EPISODE_ERROR,
 )
 """Every reason a :class:`Verification` can carry; ``ok`` is the only one with ``correct=True``."""
 

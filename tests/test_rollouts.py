@@ -172,3 +172,32 @@ def test_two_grpo_steps_from_environment_episodes(tiny_model_dir, tmp_path):
         )
         assert rollout.rewards.tolist() == [t.reward for t in dataset_route]
         assert rollout.puzzles == [Puzzle(r["numbers"], r["target"]) for r in rollout.inputs]
+
+
+def test_an_episode_the_env_fails_on_is_recorded_not_fatal(tiny_tokenizer, monkeypatch, capsys):
+    """Issue 24 item 1: one sample's environment error scores 0 with its reason; the other rows play on."""
+    from countdown_env.envs.countdown_tokens import CountdownTokensEnv
+
+    task = CountdownTask(template="compact", feedback="compact", max_turns=2)
+    scripts = [[answer("3 + 7"), answer("3 * 7")], [answer("2 * 5 + 9")], [answer("4"), answer("4 + 6")]]
+    real_step = CountdownTokensEnv.step
+
+    def step(env, action):
+        if env._puzzle.target == 32 and env._turn >= 2:  # the third row's second answer: the env fails on it
+            raise ValueError("feedback longer than its budget")
+        return real_step(env, action)
+
+    monkeypatch.setattr(CountdownTokensEnv, "step", step)
+    sampler = ScriptedSampler(tiny_tokenizer, scripts)
+    episodes = EnvRollouts(task, tiny_tokenizer, PUZZLES).play(PUZZLES, sampler, Sampling(), max_new_tokens=48)
+    assert [e["reward"] for e in episodes[:2]] == [1.0, 1.0] and [e["error"] for e in episodes[:2]] == [None, None]
+    failed = episodes[2]
+    assert failed["reward"] == 0.0 and failed["error"] == "ValueError: feedback longer than its budget"
+    trajectory = failed["trajectory"]
+    assert trajectory.verification.reason == "episode_error" and trajectory.turns == 2
+    assert "feedback longer" in trajectory.verification.message and not trajectory.verification.correct
+    ids, mask, logps = failed["completion_ids"], failed["env_mask"], failed["logprobs"]
+    assert len(ids) == len(mask) == len(logps)
+    policy = tiny_tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if m], skip_special_tokens=False)
+    assert policy == answer("4") + answer("4 + 6")  # both of its answers kept, the feedback between masked
+    assert "1 of 3 episodes failed in the environment" in capsys.readouterr().err

@@ -30,6 +30,7 @@ With vLLM, TRL syncs the weights before calling the rollout function.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -128,6 +129,7 @@ class EnvRollouts:
         observations = [env.reset(options={"puzzle": p})[0] for env, p in zip(envs, puzzles, strict=True)]
         prompt_lengths = [len(obs) for obs in observations]
         logprobs: list[list[float]] = [[] for _ in puzzles]
+        masks: list[list[int]] = [[] for _ in puzzles]
         final: list[dict[str, Any] | None] = [None] * len(puzzles)
         active = list(range(len(puzzles)))
         turn = 0
@@ -147,9 +149,16 @@ class EnvRollouts:
                 if not ids:
                     raise RuntimeError(f"the {getattr(sampler, 'name', 'sampler')} sampler returned no ids")
                 before = len(observations[i])
-                obs, reward, terminated, truncated, info = envs[i].step(np.asarray(ids, dtype=np.int64))
-                taken = len(obs) - before - int(info.get("feedback_length", 0))
-                logprobs[i] += [float(x) for x in logps[:taken]] + [0.0] * int(info.get("feedback_length", 0))
+                try:
+                    obs, reward, terminated, truncated, info = envs[i].step(np.asarray(ids, dtype=np.int64))
+                except Exception as exc:  # noqa: BLE001 - one sample's failure must not kill the batch
+                    final[i] = self._failed(puzzles[i], observations[i], prompt_lengths[i], ids, masks[i], exc)
+                    logprobs[i] += [float(x) for x in logps[: len(ids)]]
+                    continue
+                feedback = int(info.get("feedback_length", 0))
+                taken = len(obs) - before - feedback
+                logprobs[i] += [float(x) for x in logps[:taken]] + [0.0] * feedback
+                masks[i] += [1] * taken + [0] * feedback
                 observations[i] = obs
                 if terminated or truncated:
                     final[i] = {"reward": float(reward), "trajectory": info["trajectory"]}
@@ -157,22 +166,54 @@ class EnvRollouts:
                     still.append(i)
             active = still
         episodes = []
+        failures = [f["error"] for f in final if "error" in f]
+        if failures:
+            print(
+                f"countdown: warning: {len(failures)} of {len(puzzles)} episodes failed in the environment and score "
+                f"0 (first: {failures[0]})",
+                file=sys.stderr,
+            )
         for i, puzzle in enumerate(puzzles):
             trajectory = final[i]["trajectory"]
-            completion = observations[i][prompt_lengths[i] :]
-            mask = trajectory.env_mask if trajectory.env_mask is not None else np.ones(len(completion), np.int64)
             episodes.append(
                 {
-                    "prompt_ids": observations[i][: prompt_lengths[i]].tolist(),
-                    "completion_ids": completion.tolist(),
+                    "prompt_ids": trajectory.prompt_ids.tolist(),
+                    "completion_ids": trajectory.completion_ids.tolist(),
                     "logprobs": logprobs[i],
-                    "env_mask": mask.tolist(),
+                    "env_mask": trajectory.env_mask.tolist()
+                    if trajectory.env_mask is not None
+                    else [1] * len(trajectory.completion_ids),
                     "reward": final[i]["reward"],
                     "trajectory": trajectory,
                     "puzzle": puzzle,
+                    "error": final[i].get("error"),
                 }
             )
         return episodes
+
+    def _failed(self, puzzle, observation, prompt_length, ids, mask, exc: Exception) -> dict[str, Any]:
+        """A failed episode: the ids played so far plus the failing turn's, reward 0, and the reason in its
+        verification (``episode_error``) and ``error``."""
+        from countdown_env.trajectory import Trajectory
+        from countdown_env.verifier import EPISODE_ERROR, Verification
+
+        error = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+        completion = np.concatenate([observation[prompt_length:], np.asarray(ids, dtype=np.int64)])
+        full_mask = mask + [1] * len(ids)
+        turns = 1 + sum(1 for a, b in zip(full_mask, full_mask[1:], strict=False) if a == 0 and b == 1)
+        trajectory = Trajectory(
+            puzzle=puzzle,
+            prompt_ids=observation[:prompt_length].copy(),
+            completion_ids=completion,
+            completion_text=self.tokenizer.decode(list(ids), skip_special_tokens=True),
+            reward=0.0,
+            verification=Verification(False, EPISODE_ERROR, None, (), None, error),
+            format_ok=False,
+            truncated=False,
+            env_mask=np.asarray(full_mask, dtype=np.int64),
+            turns=turns,
+        )
+        return {"reward": 0.0, "trajectory": trajectory, "error": error}
 
 
 def env_episode_reward(prompts, completions, env_reward=None, **kwargs) -> list[float]:

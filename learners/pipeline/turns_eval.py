@@ -78,6 +78,7 @@ def evaluate_turns(
         "n_puzzles": len(puzzles),
         "turns": turns,
         "mean_turns": float(np.mean([e["trajectory"].turns for e in episodes])),
+        "failed_episodes": sum(e["error"] is not None for e in episodes),  # the env failed: scored 0, not fatal
         "seconds": seconds,
     }
 
@@ -122,4 +123,6 @@ def format_turns(report: dict[str, Any]) -> str:
         low, high = stats["pass@1_ci95"]
         unit = "turn" if t == "1" else "turns"
         lines.append(f"pass@1 within {t} {unit}: {stats['pass@1']:.3f} [{low:.3f}, {high:.3f}]")
+    if report.get("failed_episodes"):
+        lines.append(f"{report['failed_episodes']} episodes failed in the environment (scored 0)")
     return "\n".join(lines)
