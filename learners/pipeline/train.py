@@ -228,6 +228,7 @@ def validate_config(learner: str, config: dict[str, Any]) -> None:
     from countdown_env.task import CountdownTask
 
     from ..core.registry import get_learner
+    from ..core.trainer_fields import trainer_fields
     from .tiny import build_tiny_model
 
     refuse_unknown("config section", set(config), SECTIONS)
@@ -248,16 +249,17 @@ def validate_config(learner: str, config: dict[str, Any]) -> None:
                 raise FileNotFoundError(f"data.{key}: no such file {data[key]}")
             verify_split(data[key])
     refuse_unknown("eval key", config.get("eval") or {}, EVAL_KEYS)
-    config_class, _ = get_learner(learner).load()
-    refuse_unknown(f"trainer key ({config_class.__name__} option)", config.get("trainer") or {},
-                   config_class.__dataclass_fields__)  # fmt: skip
-    check_trainer_values(config.get("trainer") or {}, config_class)
+    spec = get_learner(learner)
+    fields = trainer_fields(spec)  # without importing TRL (learners/core/trainer_fields.json)
+    refuse_unknown(f"trainer key ({spec.config_class} option)", config.get("trainer") or {}, fields)
+    check_trainer_values(config.get("trainer") or {}, fields)
     check_model(config.get("model", "tiny"))
     _check_rollouts(config)
-    import torch
+    if (config.get("trainer") or {}).get("use_vllm"):
+        import torch
 
-    if not torch.cuda.is_available():
-        check_cpu_vllm(config.get("trainer") or {})
+        if not torch.cuda.is_available():
+            check_cpu_vllm(config.get("trainer") or {})
     _check_trackers((config.get("trainer") or {}).get("report_to"))
 
 
@@ -269,16 +271,14 @@ POSITIVE_TRAINER_KEYS = ("logging_steps", "save_steps", "eval_steps")
 """Trainer periods that must be > 0 when given (below 1 they are a share of the run, as in HF)."""
 
 
-def check_trainer_values(trainer: dict[str, Any], config_class) -> None:
+def check_trainer_values(trainer: dict[str, Any], defaults: dict[str, Any]) -> None:
     """Types and ranges of the trainer section, one line each: a value of the wrong type for its field's default
-    (``learning_rate: fast``, ``max_steps: twelve``, a list for a number), ``max_steps`` other than -1 or >= 1,
-    ``num_generations`` < 2, a size < 1, a period <= 0, a learning rate <= 0."""
-    import dataclasses
-
-    fields = config_class.__dataclass_fields__
+    (``defaults``: option -> default, :func:`learners.core.trainer_fields.trainer_fields`; ``learning_rate: fast``,
+    ``max_steps: twelve``, a list for a number), ``max_steps`` other than -1 or >= 1, ``num_generations`` < 2, a size
+    < 1, a period <= 0, a learning rate <= 0."""
     for key, value in trainer.items():
-        default = fields[key].default
-        if default is dataclasses.MISSING or default is None or value is None:
+        default = defaults.get(key)
+        if default is None or value is None:
             continue
         if isinstance(default, bool):
             wanted, ok = bool, isinstance(value, bool)
@@ -549,12 +549,10 @@ def train(
 
 def _max_steps(learner: str, config: dict[str, Any]) -> int:
     from ..core.registry import get_learner
+    from ..core.trainer_fields import trainer_fields
 
     steps = (config.get("trainer") or {}).get("max_steps")
-    if steps is None:
-        config_class, _ = get_learner(learner).load()
-        steps = config_class.__dataclass_fields__["max_steps"].default
-    return int(steps)
+    return int(steps if steps is not None else trainer_fields(get_learner(learner))["max_steps"])
 
 
 def _train(learner: str, config: dict[str, Any], out: Path, checkpoint: Path | None) -> dict:
