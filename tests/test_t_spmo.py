@@ -92,17 +92,17 @@ def test_registered(cpu_grpo_kwargs):
 
 def test_replay_buffer_keeps_recent_distinct_completions_per_kind():
     buffer = ReplayBuffer(capacity=2, keep_failures=True)
-    buffer.add("p", [1, 2, 3], 1.0)
-    buffer.add("p", [1, 2, 3], 1.0)  # duplicate: stored once
-    buffer.add("p", [4, 5], 1.0)
-    buffer.add("p", [6, 7], 1.0)  # evicts [1, 2, 3]
-    buffer.add("p", [8, 9], 0.0)
-    buffer.add("p", [9, 9], float("nan"))  # unscorable: ignored
+    buffer.add("p", [1, 2, 3], True)
+    buffer.add("p", [1, 2, 3], True)  # duplicate: stored once
+    buffer.add("p", [4, 5], True)
+    buffer.add("p", [6, 7], True)  # evicts [1, 2, 3]
+    buffer.add("p", [8, 9], False)
+    buffer.add("p", [9, 9], None)  # unscorable: ignored
     assert buffer.completions("p", True) == [(4, 5), (6, 7)]
     assert buffer.completions("p", False) == [(8, 9)]
     assert buffer.completions("q", True) == []
     without_failures = ReplayBuffer(keep_failures=False)
-    without_failures.add("p", [1, 2], 0.0)
+    without_failures.add("p", [1, 2], False)
     assert without_failures.completions("p", False) == []
 
 
@@ -110,10 +110,10 @@ def test_replay_plans_cut_proper_prefixes_within_budget():
     import numpy as np
 
     buffer = ReplayBuffer(capacity=4, keep_failures=True, min_prefix=2)
-    buffer.add("a", [1, 2, 3, 4, 5], 1.0)
-    buffer.add("a", [1, 2], 1.0)  # too short for min_prefix=2: never replayed
-    buffer.add("a", [7, 8, 9], 0.0)
-    buffer.add("b", [5, 5, 5, 5], 0.0)
+    buffer.add("a", [1, 2, 3, 4, 5], True)
+    buffer.add("a", [1, 2], True)  # too short for min_prefix=2: never replayed
+    buffer.add("a", [7, 8, 9], False)
+    buffer.add("b", [5, 5, 5, 5], False)
     plans = buffer.plan(["a", "b", "c"], 3, 1, np.random.default_rng(0))
     assert [p.group for p in plans] == [0, 0, 0, 0, 1]
     assert [p.success for p in plans] == [True, True, True, False, False]

@@ -29,8 +29,13 @@ class PSPPOConfig(CountdownConfig):
         min_survival (`float`, defaults to 1e-3): floor ε on ξ (lowered automatically to B/(2T), or
             (B−1)/(2(T−1)) with ``first_token_always``, for very long completions so that the budget stays feasible).
         first_token_always (`bool`, defaults to True): ξ_1 = 1, every completion keeps its first token.
-        success_threshold (`float`, defaults to 1.0): a rollout with reward ≥ this counts as a success in the
-            uncertainty bound (Countdown's correct answer scores 1).
+        success_threshold (`float`, defaults to 1.0): the uncertainty bound's success is a correct answer (the paper's
+            binary correctness reward): on every row that carries a puzzle, the verifier's verdict with a completion
+            cut at the budget counting as wrong (:mod:`learners.core.verdicts`), whatever the reward functions pay (a
+            DAPO overlong penalty or a format bonus changes nothing). Only rows without a puzzle (a dataset without
+            ``numbers``/``target``, no environment puzzle) have no verdict; for them a total reward ≥ this counts as a
+            success, a binarisation of the reward (the paper binarises non-binary rewards for the same estimator,
+            Appendix G).
         proxy_batch_size (`int`, defaults to 8): rows per forward in the no-grad proxy pass.
         skip_zero_advantage (`bool`, defaults to True): skip rows with zero advantage when beta = 0.
         epsilon (`float`, defaults to 0.1): PPO clip range (Appendix I).
@@ -41,7 +46,10 @@ class PSPPOConfig(CountdownConfig):
     uncertainty_top_k: int = field(default=16, metadata={"help": "Top-k in the reward-uncertainty bound."})
     min_survival: float = field(default=1e-3, metadata={"help": "Floor on the survival probabilities."})
     first_token_always: bool = field(default=True, metadata={"help": "Fix xi_1 = 1."})
-    success_threshold: float = field(default=1.0, metadata={"help": "Reward counted as success."})
+    success_threshold: float = field(
+        default=1.0,
+        metadata={"help": "Only for rows without a puzzle (no verdict): reward counted as success. Else correctness."},
+    )
     proxy_batch_size: int = field(default=8, metadata={"help": "Rows per forward of the proxy pass."})
     skip_zero_advantage: bool = field(default=True, metadata={"help": "Skip zero-advantage rows if beta = 0."})
     epsilon: float = field(default=0.1, metadata={"help": "PPO clip range (PS-PPO, arXiv 2606.29758, Appendix I)."})

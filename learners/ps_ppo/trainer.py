@@ -7,6 +7,7 @@ import torch
 
 from ..core.prefix_batches import kept_lengths
 from ..core.trainer import CountdownGRPOTrainer, Rollout
+from ..core.verdicts import rollout_successes
 from .config import _MASK_WEIGHTED, CUTOFF_STRATEGIES, PSPPOConfig
 from .cutoff_weights import design_weights, head_statistics, reward_uncertainty_bound
 from .survival import survival_probabilities
@@ -73,7 +74,10 @@ class PSPPOTrainer(CountdownGRPOTrainer):
         group_lengths = group_max.tolist()
 
         proxy_weights = None
-        success = torch.nan_to_num(rollout.rewards, nan=-torch.inf) >= args.success_threshold
+        # success is correctness (the verifier's verdict, learners.core.verdicts), whatever the reward functions pay;
+        # the reward threshold only binarises rows without a puzzle (no verdict)
+        unverified = torch.nan_to_num(rollout.rewards, nan=-torch.inf) >= args.success_threshold
+        success = rollout_successes(self, batch, rollout, fallback=unverified).to(rollout.rewards.device)
         # γ̄ ≡ 0 in a group whose rollouts all succeed or all fail: its weights vanish whatever the proxy. A group
         # within the budget is not truncated. Only the remaining groups need the proxy pass.
         mixed = success.view(-1, k).any(dim=1) & ~success.view(-1, k).all(dim=1)

@@ -29,7 +29,12 @@ class TSPMOConfig(CountdownConfig):
         replay_failure: C_failure, restarts per prompt and step from stored failed completions.
         replay_capacity: completions kept per prompt and kind in the replay buffer.
         replay_min_prefix: the fewest completion tokens a restart keeps (>= 1).
-        success_threshold: a completion with total reward >= this is a success (Countdown: 1.0).
+        success_threshold: replay's success is a correct answer (the paper's exact-match reward): on every row that
+            carries a puzzle, the verifier's verdict with a completion cut at the budget counting as wrong
+            (:mod:`learners.core.verdicts`), whatever the reward functions pay (a DAPO overlong penalty or a format
+            bonus changes nothing). Only rows without a puzzle (a dataset without ``numbers``/``target``, no
+            environment puzzle) have no verdict; for them a total reward >= this counts as a success, the
+            exact-match reward read as 1 (Countdown's correct answer scores 1).
         replay_seed: seed of the replay plans (the same on every process).
         loss_type: ``"dapo"`` (default: divide by the unique transitions of the generation batch) or ``"bnpo"``.
     """
@@ -44,7 +49,10 @@ class TSPMOConfig(CountdownConfig):
     replay_failure: int = field(default=0, metadata={"help": "C_failure: restarts per prompt from failures."})
     replay_capacity: int = field(default=8, metadata={"help": "Completions kept per prompt and kind."})
     replay_min_prefix: int = field(default=1, metadata={"help": "Fewest completion tokens a restart keeps."})
-    success_threshold: float = field(default=1.0, metadata={"help": "Reward counted as a success."})
+    success_threshold: float = field(
+        default=1.0,
+        metadata={"help": "Only for rows without a puzzle (no verdict): reward counted as success. Else correctness."},
+    )
     replay_seed: int = field(default=0, metadata={"help": "Seed of the replay plans."})
 
     def __post_init__(self):

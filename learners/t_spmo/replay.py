@@ -7,8 +7,9 @@ deep prefix: each step, for each prompt, ``C_success`` restarts from successful 
 failed ones. Our specification:
 
 - **What is stored.** Per prompt (key: the prompt's token ids), the most recent ``capacity`` distinct successful
-  completions (reward >= ``success_threshold``) and, separately, failed ones. The current step's completions are
-  added *before* planning, so a prompt's first success can be replayed in the same step.
+  completions and, separately, failed ones. A success is a correct answer (the trainer passes the verifier's
+  verdict, :mod:`learners.core.verdicts`; never a reward threshold). The current step's completions are added
+  *before* planning, so a prompt's first success can be replayed in the same step.
 - **Which completion.** Uniform over the stored completions of the kind (with replacement across the budget).
 - **Where to restart.** A prefix length |q| uniform in ``[min_prefix, len(y) - 1]``: at least ``min_prefix``
   tokens are kept and at least one token (e.g. the end-of-turn token) is regenerated. Completions shorter than
@@ -54,7 +55,6 @@ class ReplayBuffer:
 
     Args:
         capacity: completions kept per prompt and kind (oldest dropped first); at least 1.
-        success_threshold: a completion with reward >= this value is a success (Countdown: 1.0).
         keep_failures: store failed completions too (needed only when the failure budget is positive).
         min_prefix: the fewest tokens a restart keeps (>= 1; a restart from 0 tokens is an ordinary sample).
         max_prompts: prompts remembered (least recently updated forgotten first); bounds memory on long runs.
@@ -64,7 +64,6 @@ class ReplayBuffer:
         self,
         capacity: int = 8,
         *,
-        success_threshold: float = 1.0,
         keep_failures: bool = False,
         min_prefix: int = 1,
         max_prompts: int = 100_000,
@@ -76,7 +75,6 @@ class ReplayBuffer:
         if max_prompts < 1:
             raise ValueError(f"max_prompts must be >= 1, got {max_prompts}")
         self.capacity = capacity
-        self.success_threshold = float(success_threshold)
         self.keep_failures = keep_failures
         self.min_prefix = min_prefix
         self.max_prompts = max_prompts
@@ -86,11 +84,13 @@ class ReplayBuffer:
     def __len__(self) -> int:
         return len(self._store)
 
-    def add(self, key: Hashable, completion: Sequence[int], reward: float) -> None:
-        """Remember ``completion`` (token ids, without padding) of prompt ``key``; NaN rewards are ignored."""
-        if reward != reward:  # NaN: unscorable
+    def add(self, key: Hashable, completion: Sequence[int], success: bool | None) -> None:
+        """Remember ``completion`` (token ids, without padding) of prompt ``key`` as a success (a correct answer) or
+        a failure; ``success=None`` (unscorable, e.g. a NaN reward) is ignored."""
+        if success is None:
             return
-        success = reward >= self.success_threshold
+        if not isinstance(success, bool):
+            raise TypeError(f"success must be True, False or None (unscorable), got {type(success).__name__}")
         if not success and not self.keep_failures:
             return
         if key not in self._store:

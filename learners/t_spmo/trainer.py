@@ -14,6 +14,7 @@ from trl.trainer.utils import use_adapter
 
 from learners.core.batch_keys import PER_TOKEN_KEYS
 from learners.core.trainer import CountdownGRPOTrainer, Rollout
+from learners.core.verdicts import rollout_successes
 from learners.sampling import trainer_sampler, trainer_sampling
 from learners.t_spmo.prefix_trie import PrefixAdvantages, prefix_advantages
 from learners.t_spmo.replay import ReplayBuffer, ReplayPlan
@@ -41,7 +42,6 @@ class TSPMOTrainer(CountdownGRPOTrainer):
         self.replay_enabled = args.replay_success + args.replay_failure > 0
         self.replay_buffer = ReplayBuffer(
             args.replay_capacity,
-            success_threshold=args.success_threshold,
             keep_failures=args.replay_failure > 0,
             min_prefix=args.replay_min_prefix,
         )
@@ -134,9 +134,15 @@ class TSPMOTrainer(CountdownGRPOTrainer):
         all_inputs = gather_object(list(rollout.inputs))
         keys = [tuple(prompt_ids[g * size][prompt_mask[g * size].bool()].tolist()) for g in range(rollout.num_groups)]
         lengths = mask.sum(dim=1).tolist()
-        for row, (reward, length) in enumerate(zip(rewards.tolist(), lengths, strict=True)):
-            if length:
-                self.replay_buffer.add(keys[row // size], ids[row, :length].tolist(), reward)
+        # a success is a correct answer (the verifier's verdict), whatever the reward functions pay; the reward
+        # threshold only binarises rows without a puzzle (no verdict)
+        unverified = torch.nan_to_num(rewards, nan=-torch.inf) >= self.args.success_threshold
+        successes = rollout_successes(self, batch, rollout, fallback=unverified).tolist()
+        scored = zip(rewards.tolist(), lengths, successes, strict=True)
+        for row, (reward, length, success) in enumerate(scored):
+            if length:  # a NaN reward (unscorable) is left out, as the trie leaves it out
+                kind = None if reward != reward else success
+                self.replay_buffer.add(keys[row // size], ids[row, :length].tolist(), kind)
         plans = self.replay_buffer.plan(keys, self.args.replay_success, self.args.replay_failure, self._replay_rng)
         self.last_replay_plans = plans
         slots = self._replay_slots(batch["completion_ids"].size(0), rollout.num_groups)

@@ -36,13 +36,36 @@ def rollout(prompts, trainer):
     return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": None}
 
 
+SOLUTIONS = {((3, 7, 11), 21): "3*7", ((2, 5, 9), 19): "2*5+9", ((4, 6, 8), 32): "4*8", ((1, 3, 5), 15): "3*5"}
+"""A correct answer per puzzle of PUZZLES (short enough for 8 new tokens with the tags and eos)."""
+
+
+def answering_rollout(prompts, trainer):
+    """:func:`rollout`, but every row whose global row plus step is a multiple of 3 answers its puzzle correctly
+    (``<solution>...</solution>``): every group holds correct and wrong answers, so learners whose successes are
+    the verifier's verdicts (PS-PPO) see mixed groups."""
+    out = rollout(prompts, trainer)
+    tok = trainer.processing_class
+    rank, local = trainer.accelerator.process_index, len(prompts)
+    for i, prompt in enumerate(prompts):
+        if (rank * local + i + trainer.state.global_step) % 3:
+            continue
+        text = prompt[-1]["content"]  # the compact template: "Numbers: 3, 7, 11\nTarget: 21"
+        asked = {f"Numbers: {', '.join(map(str, ns))}\nTarget: {t}": answer for (ns, t), answer in SOLUTIONS.items()}
+        (answer,) = [answer for question, answer in asked.items() if question in text]
+        body = tok.encode(f"<solution>{answer}</solution>", add_special_tokens=False)
+        out["completion_ids"][i] = body + [tok.eos_token_id]
+    return out
+
+
 def reward(completions, **kwargs):
     """Completion length mod 3: groups get mixed rewards without any model skill."""
     return [float(len(c[0]["content"]) % 3) for c in completions]
 
 
-def train(trainer_cls, config_cls, model_dir: str, out_dir: str, **config_overrides) -> None:
-    """Two steps of ``trainer_cls`` on the tiny model with :func:`rollout` and :func:`reward`.
+def train(trainer_cls, config_cls, model_dir: str, out_dir: str, rollout_func=rollout, **config_overrides) -> None:
+    """Two steps of ``trainer_cls`` on the tiny model with ``rollout_func`` (default :func:`rollout`) and
+    :func:`reward`.
 
     The config is the tiny CPU run with ``GLOBAL_BATCH / WORLD_SIZE`` rows per process and 8 new tokens;
     ``config_overrides`` replace or add keys (a learner's own options).
@@ -67,7 +90,7 @@ def train(trainer_cls, config_cls, model_dir: str, out_dir: str, **config_overri
         args=config_cls(**kwargs),
         train_dataset=prompt_dataset([Puzzle(n, t) for n, t in PUZZLES], "compact"),
         processing_class=load_tokenizer(model_dir),
-        rollout_func=rollout,
+        rollout_func=rollout_func,
     )
     trainer.train()
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from probe_worker import append_rows, train
+from probe_worker import answering_rollout, append_rows, train
 
 
 def main(model_dir: str, out_dir: str) -> None:
@@ -37,8 +37,9 @@ def main(model_dir: str, out_dir: str) -> None:
             append_rows(out_dir, self.accelerator.process_index, rows)
             return batch
 
-    # learning rate 0: both steps see the same weights, so ξ must match to float precision
-    train(Probe, PSPPOConfig, model_dir, out_dir, learning_rate=0.0, budget=2.0, success_threshold=1.0)
+    # learning rate 0: both steps see the same weights, so ξ must match to float precision; PS-PPO's successes are
+    # the verifier's verdicts (not the length reward), so the rollout answers some rows correctly: mixed groups
+    train(Probe, PSPPOConfig, model_dir, out_dir, rollout_func=answering_rollout, learning_rate=0.0, budget=2.0)
 
 
 if __name__ == "__main__":
