@@ -152,10 +152,12 @@ class CountdownTask:
     turn_discount: float = 1.0
     feedback: str = "default"
     allow_trivial: bool = False
-    """Draw trivial puzzles too (the target is one of the numbers: answer ``"23"`` solves ``[46, 89, 47, 23] -> 23``).
-    Default False: the generator redraws them (see :mod:`countdown_env.generator`), so no env reset, verifiers
-    dataset, ``create_dataset`` entry, ``countdown generate`` line, split or curriculum row is trivial. A generator
-    setting (last field so that positional construction is unchanged); tasks saved before it load with False."""
+    """Draw trivial puzzles too (the target is one of the numbers: answer ``"23"`` solves ``[46, 89, 47, 23] -> 23``;
+    :func:`countdown_env.puzzle.is_trivial`). Default False: puzzle ``i`` redraws a trivial candidate from index
+    ``i``'s own stream (:mod:`countdown_env.generator`), so no env reset, verifiers dataset row, ``create_dataset``
+    entry, ``countdown generate`` line or curriculum row is trivial; splits and SFT traces skip the index instead
+    (:mod:`countdown_env.splits`). A generator setting, last so that positional construction is unchanged; tasks
+    saved before it load with False. Solvable 1-number tasks need True (every such puzzle is trivial)."""
 
     def __post_init__(self) -> None:
         from .solver import MAX_COUNT_NUMBERS, MAX_SOLVE_NUMBERS, check_operators
