@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 from accelerate.utils import gather_object
+from transformers import ProcessorMixin
 from trl.data_utils import is_conversational
 from trl.models import unwrap_model_for_generation
 from trl.trainer.utils import use_adapter
@@ -61,7 +62,8 @@ class TSPMOTrainer(CountdownGRPOTrainer):
             "tools": bool(self.tools),
             "environment_factory": self.environment_factories is not None,
             "rollout_func": self.rollout_func is not None,
-            "a multimodal processor": bool(self._is_vlm),
+            # TRL's private `_is_vlm` is this test of the public processing_class
+            "a multimodal processor": isinstance(self.processing_class, ProcessorMixin),
             "model-based reward functions": any(isinstance(f, torch.nn.Module) for f in self.reward_funcs),
             "async reward functions": any(inspect.iscoroutinefunction(f) for f in self.reward_funcs),
             "FSDP (replay samples from the unwrapped policy)": self.is_fsdp_enabled,
@@ -72,7 +74,7 @@ class TSPMOTrainer(CountdownGRPOTrainer):
 
     # ------------------------------------------------------------------------------------------------ seam 1
     def shape_batch(self, batch: dict[str, Any], rollout: Rollout) -> dict[str, Any]:
-        pad_id = self._tokenizer.pad_token_id
+        pad_id = _pad_token_id(self)
         ids = self.gather_rows(batch["completion_ids"], pad_value=pad_id)
         mask = self.gather_rows(batch["completion_mask"], pad_value=0)
         rewards = rollout.rewards.clone()
@@ -128,7 +130,7 @@ class TSPMOTrainer(CountdownGRPOTrainer):
         """Plan, generate, score and append the replayed rows; return what the trie needs of all processes."""
         num_processes, rank = self.accelerator.num_processes, self.accelerator.process_index
         size = rollout.num_generations
-        pad_id = self._tokenizer.pad_token_id
+        pad_id = _pad_token_id(self)
         prompt_ids = self.gather_rows(batch["prompt_ids"], pad_value=pad_id)
         prompt_mask = self.gather_rows(batch["prompt_mask"], pad_value=0)
         all_inputs = gather_object(list(rollout.inputs))
@@ -185,8 +187,9 @@ class TSPMOTrainer(CountdownGRPOTrainer):
     @torch.no_grad()
     def _generate_continuations(self, inputs: list[list[int]], plans: list[ReplayPlan]) -> list[list[int]]:
         """Sample a continuation of each prompt∘prefix with the current policy, through the sampler that generates
-        like this trainer (its colocated vLLM engine, its vLLM server, else ``generate`` on the gathered policy);
-        return prefix + continuation."""
+        like this trainer (:func:`learners.sampling.trainer_sampler`: its colocated vLLM engine, its vLLM server,
+        else ``generate`` on the policy gathered by TRL's public ``unwrap_model_for_generation``) with its sampling
+        settings (:func:`learners.sampling.trainer_sampling`); return prefix + continuation."""
         if not inputs:
             return []
         budgets = [self.max_completion_length - len(p.prefix) for p in plans]
@@ -204,7 +207,15 @@ class TSPMOTrainer(CountdownGRPOTrainer):
         return [list(plan.prefix) + one.ids for plan, (one,) in zip(plans, samples, strict=True)]
 
     def _score_replays(self, plans, completions, all_inputs, size) -> torch.Tensor:
-        """Total reward of each replayed completion with the trainer's reward functions (weights, NaN rules)."""
+        """Total reward of each replayed completion with the trainer's reward functions, as TRL scores a batch: the
+        dataset columns as keyword arguments, ``None`` read as NaN, weighted by ``reward_weights``, NaN where every
+        function gave NaN (the base's rollout rewards).
+
+        Scored here, on this process's replayed rows: TRL's ``_calculate_rewards`` (private) gathers its result
+        across processes (a collective, while each process replays its own number of rows) and the base trainer
+        keeps its result as the rollout's rewards; the base has no public per-process scoring helper. What is
+        read is public (``reward_funcs``, ``reward_func_names``, ``reward_weights``, ``processing_class``,
+        ``state``); TRL's ``log_extra``/``log_metric`` hooks become no-ops (replayed rows are not the batch's)."""
         if not plans:
             return torch.zeros(0)
         examples = [all_inputs[p.group * size] for p in plans]
@@ -233,7 +244,7 @@ class TSPMOTrainer(CountdownGRPOTrainer):
         prompts = [list(keys[p.group]) for p in plans] + [first_prompt] * (slots - len(plans))
         bodies = list(completions) + [first_completion] * (slots - len(plans))
         stop_ids = set(self.eos_token_ids) if self.mask_truncated_completions else None
-        rows = padded_rows(prompts, bodies, self._tokenizer.pad_token_id, stop_ids, device=device)
+        rows = padded_rows(prompts, bodies, _pad_token_id(self), stop_ids, device=device)
         rows["completion_mask"] = rows["completion_mask"].to(batch["completion_mask"].dtype)
         width = rows["completion_ids"].size(1)
         extra = [k for k, v in batch.items() if isinstance(v, torch.Tensor) and v.dim() > 0 and k not in rows]
@@ -305,6 +316,15 @@ class TSPMOTrainer(CountdownGRPOTrainer):
             penalty = sum(((p.float() - a.float()) ** 2).sum() for p, a in pairs)
         self.log_metric("tspmo/l2_penalty", float(penalty.detach()))
         return self.args.l2_coef * penalty / self._l2_unique
+
+
+def _pad_token_id(trainer) -> int:
+    """The pad id of the trainer's tokenizer, read through the public ``processing_class`` (the tokenizer, or a
+    processor's ``tokenizer``): the object TRL keeps as its private ``_tokenizer`` and gives a pad token (the eos
+    token when it has none) at construction."""
+    processing_class = trainer.processing_class
+    tokenizer = processing_class.tokenizer if isinstance(processing_class, ProcessorMixin) else processing_class
+    return tokenizer.pad_token_id
 
 
 def _ignore(*args, **kwargs) -> None:
