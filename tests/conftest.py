@@ -37,7 +37,7 @@ def tiny_model_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_tokenizer(tiny_model_dir):
-    from learners.pipeline.tiny import load_tokenizer
+    from learners.pipeline.tokenizer_io import load_tokenizer
 
     return load_tokenizer(tiny_model_dir)
 
@@ -80,7 +80,7 @@ def make_trainer(tiny_model_dir, toy_prompt_dataset):
     """
     from transformers import AutoModelForCausalLM
 
-    from learners.pipeline.tiny import load_tokenizer
+    from learners.pipeline.tokenizer_io import load_tokenizer
 
     def make(trainer_class, args, *, reward_funcs=parity_reward, dataset=None, model_dir=None, **kwargs):
         model_dir = model_dir or tiny_model_dir

@@ -195,7 +195,8 @@ def test_no_counts_skips_the_difficulty_and_allows_eight_numbers(tmp_path):
 # --------------------------------------------------------------------------------------------- 4. fail fast
 @pytest.mark.parametrize("n", [3, 6])
 def test_impossible_uniform_targets_fail_within_two_seconds(n):
-    from countdown_env.generator import PuzzleGenerator, UnsatisfiableSettings
+    from countdown_env.generator import UnsatisfiableSettings
+    from countdown_env.task import PuzzleGenerator
 
     # 2 * 2 * 2 = 8 is the most three numbers in 1..2 make; six make 64, never a prime above it
     target = (9, 9) if n == 3 else (67, 67)
@@ -207,7 +208,8 @@ def test_impossible_uniform_targets_fail_within_two_seconds(n):
 
 
 def test_unreachable_min_solutions_fails_within_two_seconds():
-    from countdown_env.generator import PuzzleGenerator, UnsatisfiableSettings
+    from countdown_env.generator import UnsatisfiableSettings
+    from countdown_env.task import PuzzleGenerator
 
     gen = PuzzleGenerator(n_numbers=6, min_solutions=1_000_000, seed=0)
     start = time.perf_counter()
@@ -225,9 +227,8 @@ def test_build_splits_with_unreachable_settings_fails_fast(tmp_path):
 
 
 def test_bad_numbers_are_refused_everywhere_with_one_message():
-    from countdown_env.generator import PuzzleGenerator
     from countdown_env.splits import SplitSpec
-    from countdown_env.task import CountdownTask
+    from countdown_env.task import CountdownTask, PuzzleGenerator
 
     for build in (CountdownTask, PuzzleGenerator, SplitSpec):
         with pytest.raises(ValueError, match=r"value_range must be a pair \(low, high\) of integers, got \(1.5, 10\)"):

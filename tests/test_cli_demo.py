@@ -9,8 +9,8 @@ import pytest
 
 from countdown_env.cli import main
 from countdown_env.cli.demo import wrong_answers
-from countdown_env.generator import PuzzleGenerator
 from countdown_env.solver import solve
+from countdown_env.task import PuzzleGenerator
 from countdown_env.verifier import verify
 
 

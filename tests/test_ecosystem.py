@@ -377,14 +377,14 @@ def test_version(capsys):
 
 
 @pytest.mark.parametrize("name", ["demo", "build-splits", "build-sft", "clean-sft", "train", "eval", "merge-splits",
-                                  "compare", "demo-train", "generate", "solve", "verify"])  # fmt: skip
+                                  "compare", "demo-train", "warm-start", "generate", "solve", "verify"])  # fmt: skip
 def test_every_option_has_help_and_shows_its_default(name, capsys):
     import argparse
     import importlib
 
-    from countdown_env.cli import SUBCOMMANDS, main
+    from countdown_env.cli import commands, main
 
-    module = importlib.import_module(SUBCOMMANDS[name][0])
+    module = importlib.import_module(commands()[name][0])
     parser = argparse.ArgumentParser()
     module.add_arguments(parser)
     for action in parser._actions:

@@ -12,10 +12,10 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import countdown_env
-from countdown_env.generator import PuzzleGenerator
 from countdown_env.prompts import chat_messages, format_completion, prompt_text
 from countdown_env.puzzle import Puzzle
 from countdown_env.rewards import RewardConfig, score_completion
+from countdown_env.task import PuzzleGenerator
 
 PUZZLE = Puzzle([3, 7, 11], 21)
 RIGHT = format_completion("3 times 7 is 21", "3 * 7")

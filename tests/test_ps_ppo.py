@@ -181,7 +181,7 @@ def test_shape_batch_survival_matches_the_design_pipeline(
     """Seam 1's ξ = solver(γ̄·ū) for a mixed group; a homogeneous group is not even run through the proxy pass."""
     import learners.ps_ppo.trainer as ps_ppo
     from learners.core.trainer import Rollout
-    from learners.ps_ppo.cutoff_weights import design_weights, head_statistics, reward_uncertainty_bound
+    from learners.ps_ppo.design_weights import design_weights, head_statistics, reward_uncertainty_bound
 
     cpu_grpo_kwargs.update(budget=4, min_survival=1e-3)
     trainer = make_trainer(PSPPOTrainer, PSPPOConfig(**cpu_grpo_kwargs))

@@ -131,7 +131,8 @@ def test_two_grpo_steps_from_environment_episodes(tiny_model_dir, tmp_path):
 
     from learners.core.registry import get_learner
     from learners.pipeline.data import prompt_dataset
-    from learners.pipeline.tiny import load_tokenizer, tiny_cpu_kwargs
+    from learners.pipeline.tiny import tiny_cpu_kwargs
+    from learners.pipeline.tokenizer_io import load_tokenizer
 
     spec = get_learner("grpo")
     args = spec.make_config(**tiny_cpu_kwargs(tmp_path / "out", max_completion_length=24))

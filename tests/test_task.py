@@ -12,10 +12,9 @@ import numpy as np
 import pytest
 
 from countdown_env.envs.char_tokenizer import CharTokenizer
-from countdown_env.generator import PuzzleGenerator
 from countdown_env.prompts import TEMPLATES
 from countdown_env.solver import solve
-from countdown_env.task import TASK_FILE, CountdownTask
+from countdown_env.task import TASK_FILE, CountdownTask, PuzzleGenerator
 
 BONUS = 0.25
 TAGS = {"default": ("reasoning", "solution"), "tinyzero": ("think", "answer"), "compact": ("reasoning", "solution")}

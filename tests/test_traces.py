@@ -8,8 +8,8 @@ from fractions import Fraction
 import pytest
 
 from countdown_env.answers import has_valid_format
-from countdown_env.generator import PuzzleGenerator
 from countdown_env.puzzle import Puzzle
+from countdown_env.task import PuzzleGenerator
 from countdown_env.traces import STYLES, TraceError, TraceStyle, make_trace, resolve_style
 from countdown_env.verifier import verify_completion
 

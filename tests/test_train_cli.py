@@ -35,7 +35,7 @@ def _overrides(model_dir, train, eval_, steps):
 
 
 def test_overrides_and_config_lookup(tmp_path):
-    from learners.pipeline.train import apply_overrides, find_config, load_config
+    from learners.pipeline.run_config import apply_overrides, find_config, load_config
 
     config = load_config("cpu-tiny", ["trainer.max_steps=3", "eval.every=0", "task.n_numbers=[3, 4]"])
     assert config["trainer"]["max_steps"] == 3 and config["eval"]["every"] == 0
@@ -54,7 +54,7 @@ def test_overrides_and_config_lookup(tmp_path):
 
 
 def test_gpu_presets_follow_seed_000():
-    from learners.pipeline.train import load_config
+    from learners.pipeline.run_config import load_config
 
     for name in ("qwen3-0.6b-vllm-server", "qwen3-0.6b-vllm-colocate"):
         t = load_config(name)["trainer"]
@@ -318,7 +318,7 @@ def test_config_errors_need_no_trl_import(tmp_path):
 
     from learners.core.trainer_fields import _recorded
 
-    assert _recorded() is not None, "trainer_fields.json is stale for this stack: python -m learners.core.trainer_fields"
+    assert _recorded() is not None, "stale trainer_fields.json: run python -m learners.core.trainer_fields"
     code = (
         "import sys\nfrom countdown_env.cli import main\n"
         "rc = main(['train', '--output-dir', sys.argv[1], '--set', 'trainer.learning_rate=fast'])\n"

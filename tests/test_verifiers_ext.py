@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from countdown_env.generator import PuzzleGenerator
 from countdown_env.prompts import chat_messages, format_completion
 from countdown_env.puzzle import Puzzle
 from countdown_env.rewards import RewardConfig
 from countdown_env.solver import solve
+from countdown_env.task import PuzzleGenerator
 from verifiers_ext.puzzle_source import PuzzleSource
 from verifiers_ext.reply_scoring import correctness, format_score, puzzle_from_info, reply_text
 

@@ -190,7 +190,8 @@ def _sync_run(tiny_model_dir, tmp_path, sync: str):
     from learners.core import vllm_sync
     from learners.core.registry import get_learner
     from learners.pipeline.data import prompt_dataset
-    from learners.pipeline.tiny import load_tokenizer, tiny_cpu_kwargs
+    from learners.pipeline.tiny import tiny_cpu_kwargs
+    from learners.pipeline.tokenizer_io import load_tokenizer
     from tests.conftest import TOY_PUZZLES, parity_reward
 
     spec = get_learner("grpo")

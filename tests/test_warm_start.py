@@ -39,7 +39,8 @@ def test_load_warm_start_offline_with_a_round_tripping_tokenizer():
 
 
 def test_model_name_warm_start_is_the_shipped_folder_in_train_configs():
-    from learners.pipeline.train import check_model, load_config, resolve_model
+    from learners.pipeline.models import check_model, resolve_model
+    from learners.pipeline.run_config import load_config
 
     assert resolve_model("warm-start") == SHIPPED_DIR
     assert resolve_model("runs/x") == "runs/x"

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..grpo.presets import PRESETS
+from .presets import PRESETS
 
 
 @dataclass(frozen=True)

@@ -140,6 +140,17 @@ class Rollout:
         return (high <= low) | ~finite.any(dim=1)
 
 
+@dataclass(frozen=True)
+class LossCall:
+    """What the last call of the loss ran on (:attr:`CountdownGRPOTrainer.last_loss_call`): ``loss_tokens`` (tokens
+    of the loss mask after seam 2), ``completion_tokens`` (the micro-batch's completion ids, padding included) and
+    ``forward_tokens`` (the completion columns its forward ran: all of them, or the prefix buckets' share)."""
+
+    loss_tokens: int
+    completion_tokens: int
+    forward_tokens: int
+
+
 def puzzles_from_inputs(inputs: Sequence[dict[str, Any]]) -> list[Any] | None:
     """The ``Puzzle`` of each dataset row with ``numbers`` (or ``nums``) and ``target``, or ``None`` when a column
     is missing."""
@@ -166,6 +177,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
         if task is not None and not isinstance(task, CountdownTask):
             raise TypeError(f"task must be a countdown_env.task.CountdownTask, got {type(task).__name__}")
         self.task = task if task is not None else CountdownTask()
+        self.last_loss_call: LossCall | None = None
         self._rollout_trajectories: list[Any] | None = None
         self._rollout_rewards_per_func: torch.Tensor | None = None
         self.uses_env_reward = reward_funcs is None and trainer_kwargs.get("environment_factory") is None
@@ -283,6 +295,8 @@ class CountdownGRPOTrainer(GRPOTrainer):
         inputs = self.select_loss_tokens(inputs)
         if inputs is None:
             raise TypeError(f"{type(self).__name__}.select_loss_tokens must return the inputs dict")
+        completion_tokens = int(inputs["completion_ids"].numel())
+        forward_frac = 1.0
         if self.truncate_to_loss_tokens():
             loss, stats = prefix_loss(
                 super()._compute_loss,
@@ -292,9 +306,15 @@ class CountdownGRPOTrainer(GRPOTrainer):
                 self.args.max_buckets,
                 equal_rows=self.accelerator.num_processes > 1,  # TRL gathers per-row metrics in every call
             )
-            self.log_metric("loss/forward_token_frac", stats["tokens"] / max(stats["full_tokens"], 1))
+            forward_frac = stats["tokens"] / max(stats["full_tokens"], 1)
+            self.log_metric("loss/forward_token_frac", forward_frac)
         else:
             loss = super()._compute_loss(model, inputs)
+        self.last_loss_call = LossCall(
+            loss_tokens=int((self.loss_mask(inputs) != 0).sum()),
+            completion_tokens=completion_tokens,
+            forward_tokens=round(completion_tokens * forward_frac),
+        )
         penalty = self.loss_penalty(model)
         if penalty is not None:
             steps = self.current_gradient_accumulation_steps if self.model.training else 1

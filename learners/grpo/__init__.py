@@ -86,6 +86,6 @@ __getattr__, __dir__ = lazy_exports(
         "GRPOLearner": "trainer",
         "dppo_keep_mask": "trainer",
         "prime_rl_advantages": "trainer",
-        "PRESETS": "presets",
+        "PRESETS": "config",
     },
 )

@@ -18,7 +18,6 @@ bit-identical across machines). ``--quick`` shrinks everything to a smoke test o
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
@@ -55,37 +54,6 @@ QUICK: dict[str, Any] = dict(
 LR_SCHEDULERS = ("constant", "linear", "cosine")
 QUICK_RECIPE = dict(sft_size=16, steps=2, batch_size=8)
 """``--quick --from-scratch``: the warm-start recipe shrunk to a smoke test."""
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..core.registry import LEARNERS
-
-    parser.add_argument("--out", default="runs/demo", help="output folder")
-    parser.add_argument(
-        "--learner", default=LEARNER, choices=list(LEARNERS), help="registered learner for the RL stage"
-    )
-    parser.add_argument("--quick", action="store_true", help="a few-second smoke test instead of the real demo")
-    parser.add_argument("--from-scratch", action="store_true", help="rebuild the warm start instead of the shipped one")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the training split and of RL")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars (shown when stderr is a terminal)")
-    for key, value in DEFAULTS.items():
-        flag = f"--{key.replace('_', '-')}"
-        if isinstance(value, str):
-            parser.add_argument(flag, choices=LR_SCHEDULERS, default=None, help=f"default {value}")
-        else:
-            kind = float if isinstance(value, float) else int
-            parser.add_argument(flag, type=kind, default=None, help=f"default {value}")
-
-
-def _settings(args: argparse.Namespace) -> dict[str, Any]:
-    settings = dict(QUICK if args.quick else DEFAULTS)
-    for key in DEFAULTS:
-        value = getattr(args, key, None)
-        if value is not None:
-            if not isinstance(value, str) and value <= 0:
-                raise ValueError(f"--{key.replace('_', '-')} must be > 0")
-            settings[key] = value
-    return settings
 
 
 def _stage(name: str, timings: dict[str, float]):
@@ -135,11 +103,13 @@ def _run_demo(
 
     from ..sampling import HFSampler
     from .data import model_task
-    from .evaluate import evaluate, format_report, write_report
+    from .eval_report import format_report, write_report
+    from .evaluate import evaluate
     from .plotting import plot_training
-    from .sft import SFT_HISTORY_FILE
-    from .tiny import load_tokenizer
-    from .train import load_config, train
+    from .run_config import load_config
+    from .run_driver import train
+    from .sft_training import SFT_HISTORY_FILE
+    from .tokenizer_io import load_tokenizer
     from .warm_start import EVAL_SET, RECIPE, SHIPPED_DIR, WarmStartRecipe, build_warm_start, tiny_task
 
     settings = {**DEFAULTS, **overrides}
@@ -248,7 +218,7 @@ def rl_gain(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     scored by its fraction of correct samples), and whether the two models' own 95 % CIs overlap."""
     import numpy as np
 
-    from .compare.stats import paired_bootstrap_diff
+    from .statistics import paired_bootstrap_diff
 
     def scores(report: dict[str, Any]) -> np.ndarray:
         return np.array([np.mean(p["correct"]) for p in report["puzzles"]])
@@ -304,14 +274,3 @@ def markdown_summary(summary: dict[str, Any], before: dict[str, Any], after: dic
         "",
     ]
     return "\n".join(lines)
-
-
-def run(args: argparse.Namespace) -> int:
-    settings = _settings(args)
-    progress = False if args.no_progress else None
-    summary = run_demo(
-        args.out, learner=args.learner, seed=args.seed, from_scratch=args.from_scratch, progress=progress, **settings
-    )
-    print((Path(args.out) / "summary.md").read_text())
-    print(json.dumps(summary["seconds"]))
-    return 0

@@ -201,16 +201,6 @@ def save_tokenizer(tokenizer, out_dir: str | Path) -> None:
     path.write_text(json.dumps(config, indent=2) + "\n")
 
 
-def load_tokenizer(model_dir: str | Path):
-    """Load a tokenizer folder; for tiny-model folders this is the character tokenizer, checked by round trip."""
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    if IM_START in tokenizer.get_vocab() and len(tokenizer) == len(vocabulary()):
-        check_round_trip(tokenizer)
-    return tokenizer
-
-
 def count_parameters(model) -> int:
     """Number of distinct parameters (tied weights counted once)."""
     return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())

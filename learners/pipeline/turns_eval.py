@@ -40,8 +40,8 @@ def evaluate_turns(
     from countdown_env import Puzzle
 
     from ..sampling import Sampling
-    from .evaluate import bootstrap_ci
     from .rollouts import EnvRollouts
+    from .statistics import bootstrap_ci
 
     if samples < 1 or max_turns < 1:
         raise ValueError("samples and max_turns must be >= 1")
@@ -95,9 +95,10 @@ def evaluate_turns_model_dir(
     **kwargs: Any,
 ) -> dict[str, Any]:
     """Load a checkpoint folder and :func:`evaluate_turns` it on ``split`` under the single-turn eval's task."""
-    from .evaluate import eval_task, load_rows, model_sampler
-    from .tiny import load_tokenizer
-    from .train import check_model, resolve_model
+    from .eval_models import eval_task, model_sampler
+    from .evaluate import load_rows
+    from .models import check_model, resolve_model
+    from .tokenizer_io import load_tokenizer
 
     name, model_dir = str(model_dir), resolve_model(model_dir)  # "warm-start": the shipped folder
     check_model(model_dir)

@@ -19,7 +19,6 @@ and ``countdown warm-start --from-scratch`` rebuilds it with the recipe.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -27,9 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-SHIPPED_DIR = Path(__file__).resolve().parent / "tiny_warm_start"
-"""The shipped warm start: ``model.safetensors``, tokenizer files, ``countdown_task.json``, ``recipe.json``,
-``eval_report.json``."""
+from .models import SHIPPED_DIR
 
 RECIPE_FILE = "recipe.json"
 REPORT_FILE = "eval_report.json"
@@ -84,7 +81,7 @@ def load_warm_start(directory: str | Path | None = None, *, device: str = "cpu")
     from transformers import AutoModelForCausalLM
 
     from .data import model_task
-    from .tiny import load_tokenizer
+    from .tokenizer_io import load_tokenizer
 
     folder = Path(directory) if directory is not None else SHIPPED_DIR
     if not (folder / "config.json").is_file():
@@ -169,7 +166,7 @@ def _sft_and_measure(recipe, records, task, scratch: Path, model_dir: Path, meas
     import torch
     from transformers import AutoModelForCausalLM
 
-    from .sft import run_sft
+    from .sft_training import run_sft
     from .tiny import build_tiny_model
 
     init = build_tiny_model(
@@ -247,7 +244,7 @@ def measure_warm_start(
     from ..sampling import HFSampler
     from .data import model_task
     from .evaluate import evaluate
-    from .tiny import load_tokenizer
+    from .tokenizer_io import load_tokenizer
 
     start = time.perf_counter()
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
@@ -286,38 +283,3 @@ def measure_warm_start(
         "eval_minutes": round((time.perf_counter() - start) / 60, 2),
         "task": task.to_dict(),
     }
-
-
-# ------------------------------------------------------------------------------------------------------- CLI
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--from-scratch",
-        action="store_true",
-        help="rebuild the warm start with the shipped recipe (~27 CPU-minutes on one thread)",
-    )
-    parser.add_argument("--out", default="runs/warm-start", help="where --from-scratch writes the new checkpoint")
-    parser.add_argument("--overwrite", action="store_true", help="replace a non-empty --out (refused otherwise)")
-    parser.add_argument("--measure", metavar="MODEL", help="measure a checkpoint folder with the warm-start figures")
-    parser.add_argument("--eval-limit", type=int, help="measure on the first N puzzles of tiny_n3 only")
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.from_scratch:
-        path = build_warm_start(
-            args.out, RECIPE, log=lambda m: print(m, file=sys.stderr, flush=True), overwrite=args.overwrite
-        )
-        report = json.loads((path / REPORT_FILE).read_text())
-    elif args.measure:
-        from .train import check_model
-
-        check_model(args.measure, allow_hub=False)  # a missing folder fails here in one line, not at the Hub
-        report = measure_warm_start(args.measure, eval_limit=args.eval_limit)
-        path = Path(args.measure)
-    else:
-        path = SHIPPED_DIR
-        if not (path / REPORT_FILE).is_file():
-            print(f"countdown warm-start: error: no shipped warm start at {path}", file=sys.stderr)
-            return 2
-        report = json.loads((path / REPORT_FILE).read_text())
-    print(json.dumps({"path": str(path), **{k: v for k, v in report.items() if k != "task"}}, indent=2))
-    return 0

@@ -39,7 +39,7 @@ Survival design (Section 3.3, Algorithm 1 lines 7-9): per prompt :math:`x`,
     \qquad w_t(x) = \bar\gamma_t(x)\,\bar u_t(x),
 
 solved exactly by :func:`learners.ps_ppo.survival.survival_probabilities` (√-allocation, PAV, saturation), with the
-forward-only weights of :mod:`learners.ps_ppo.cutoff_weights` (score-norm proxy :math:`\bar u`, reward-uncertainty bound
+forward-only weights of :mod:`learners.ps_ppo.design_weights` (score-norm proxy :math:`\bar u`, reward-uncertainty bound
 :math:`\bar\gamma`, top-k 16) computed in one no-grad pass of the sampling policy over the group's rollouts.
 :math:`T` is the group's longest completion. ``first_token_always`` fixes :math:`\xi_1 = 1` (Section 3.2).
 
@@ -76,8 +76,8 @@ __getattr__, __dir__ = lazy_exports(
         "PSPPOConfig": "config",
         "CUTOFF_STRATEGIES": "config",
         "PSPPOTrainer": "trainer",
-        "strategy_weights": "trainer",
-        "sample_cutoff_weights": "trainer",
+        "strategy_weights": "design_weights",
+        "sample_cutoff_weights": "survival",
         "survival_probabilities": "survival",
     },
 )

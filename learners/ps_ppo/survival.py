@@ -31,10 +31,14 @@ completion keeps at least its first token) and solves the rest with budget ``B �
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-__all__ = ["pool_adjacent_violators", "survival_probabilities", "survival_objective"]
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["pool_adjacent_violators", "survival_probabilities", "survival_objective", "sample_cutoff_weights"]
 
 
 def pool_adjacent_violators(weights: np.ndarray) -> np.ndarray:
@@ -154,3 +158,20 @@ def survival_objective(weights, xi) -> float:
     w = np.asarray(weights, dtype=np.float64)
     x = np.asarray(xi, dtype=np.float64)
     return float(np.sum(w / x))
+
+
+def sample_cutoff_weights(
+    survival: torch.Tensor, lengths: torch.Tensor, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """Draw ``H_i`` from each row's survival function and return the (B,T) weights ``1[t ≤ H_i]/ξ_t``.
+
+    ``survival`` is (B,T), non-increasing over each row's first ``lengths[i]`` columns; columns at or after
+    ``lengths[i]`` get weight 0. ``P(H ≥ t) = P(U ≤ ξ_t) = ξ_t`` with one uniform ``U`` per row.
+    """
+    import torch
+
+    rows, width = survival.shape
+    u = torch.rand(rows, 1, generator=generator).to(survival.device)
+    valid = torch.arange(width, device=survival.device).unsqueeze(0) < lengths.to(survival.device).unsqueeze(1)
+    keep = (survival >= u) & valid
+    return torch.where(keep, 1.0 / survival.clamp(min=1e-30), torch.zeros_like(survival))

@@ -8,43 +8,11 @@ import torch
 from ..core.prefix_batches import kept_lengths
 from ..core.trainer import CountdownGRPOTrainer, Rollout
 from ..core.verdicts import rollout_successes
-from .config import _MASK_WEIGHTED, CUTOFF_STRATEGIES, PSPPOConfig
-from .cutoff_weights import design_weights, head_statistics, reward_uncertainty_bound
-from .survival import survival_probabilities
+from .config import _MASK_WEIGHTED, PSPPOConfig
+from .design_weights import design_weights, head_statistics, reward_uncertainty_bound, strategy_weights
+from .survival import sample_cutoff_weights, survival_probabilities
 
-__all__ = ["CUTOFF_STRATEGIES", "PSPPOConfig", "PSPPOTrainer", "strategy_weights", "sample_cutoff_weights"]
-
-
-def strategy_weights(strategy: str, length: int, proxy_weights: np.ndarray | None = None) -> np.ndarray:
-    """The weight vector fed to the survival solver for ``strategy`` over ``length`` steps."""
-    t = np.arange(1, length + 1, dtype=np.float64)
-    if strategy == "uniform":
-        return (length - t + 1.0) ** 2
-    if strategy == "time_prior":
-        return 1.0 / t
-    if proxy_weights is None:
-        raise ValueError(f"strategy {strategy!r} needs the proxy design weights")
-    w = np.asarray(proxy_weights[:length], dtype=np.float64)
-    if strategy == "optimized":
-        return w
-    if strategy == "heuristic":
-        return w**2
-    raise ValueError(f"unknown cutoff strategy {strategy!r}; choose one of {CUTOFF_STRATEGIES}")
-
-
-def sample_cutoff_weights(
-    survival: torch.Tensor, lengths: torch.Tensor, generator: torch.Generator | None = None
-) -> torch.Tensor:
-    """Draw ``H_i`` from each row's survival function and return the (B,T) weights ``1[t ≤ H_i]/ξ_t``.
-
-    ``survival`` is (B,T), non-increasing over each row's first ``lengths[i]`` columns; columns at or after
-    ``lengths[i]`` get weight 0. ``P(H ≥ t) = P(U ≤ ξ_t) = ξ_t`` with one uniform ``U`` per row.
-    """
-    rows, width = survival.shape
-    u = torch.rand(rows, 1, generator=generator).to(survival.device)
-    valid = torch.arange(width, device=survival.device).unsqueeze(0) < lengths.to(survival.device).unsqueeze(1)
-    keep = (survival >= u) & valid
-    return torch.where(keep, 1.0 / survival.clamp(min=1e-30), torch.zeros_like(survival))
+__all__ = ["PSPPOTrainer"]
 
 
 class PSPPOTrainer(CountdownGRPOTrainer):

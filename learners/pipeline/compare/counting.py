@@ -10,8 +10,6 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-FORWARD_FRAC_METRIC = "loss/forward_token_frac"
-
 
 @dataclasses.dataclass
 class Tally:
@@ -49,8 +47,8 @@ class Tally:
 
 def instrumented(trainer_class: type) -> type:
     """A subclass of a learner's trainer that counts, without changing anything it computes, what each step
-    generated (seam 1), which tokens its loss used (after seam 2's ``select_loss_tokens``) and how many
-    completion columns the loss's forward ran (``loss/forward_token_frac`` of truncating learners)."""
+    generated (seam 1) and, after every loss call, the base trainer's record of it
+    (:class:`~learners.core.trainer.LossCall`: the tokens its loss used and the completion columns its forward ran)."""
 
     class Instrumented(trainer_class):
         compare_tally: Tally
@@ -60,26 +58,11 @@ def instrumented(trainer_class: type) -> type:
                 self.compare_tally.see_rollout(batch, rollout)
             return super().shape_batch(batch, rollout)
 
-        def select_loss_tokens(self, inputs):
-            out = super().select_loss_tokens(inputs)
-            if out is not None:
-                mask = self.loss_mask(out)
-                self._compare_call = (int((mask != 0).sum()), int(out["completion_ids"].numel()))
-            return out
-
-        def log_metric(self, name, value, mode=None):
-            if name == FORWARD_FRAC_METRIC:
-                self._compare_frac = float(value)
-            super().log_metric(name, value, mode)
-
         def _compute_loss(self, model, inputs):
-            self._compare_call, self._compare_frac = None, None
             loss = super()._compute_loss(model, inputs)
-            if self.model.training and self._compare_call is not None:
-                loss_tokens, full = self._compare_call
-                frac = 1.0 if self._compare_frac is None else self._compare_frac
-                self.compare_tally.loss_tokens += loss_tokens
-                self.compare_tally.forward_tokens += round(full * frac)
+            if self.model.training and self.last_loss_call is not None:
+                self.compare_tally.loss_tokens += self.last_loss_call.loss_tokens
+                self.compare_tally.forward_tokens += self.last_loss_call.forward_tokens
             return loss
 
     Instrumented.__name__ = Instrumented.__qualname__ = f"Compare{trainer_class.__name__}"

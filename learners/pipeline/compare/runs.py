@@ -12,6 +12,7 @@ import shutil
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,8 @@ from countdown_env.atomic import write_bytes, write_text
 from ...core.checkpoints import checkpoint_step, checkpoints, newest_complete_checkpoint
 from ..warm_start import SHIPPED_DIR
 from .counting import Tally, instrumented
-from .progress import Progress
 from .results import rows_to_csv
+from .run_progress import Progress
 from .settings import EVAL_SAMPLES, EVAL_TEMPERATURE, CompareSettings, learner_trainer_kwargs
 
 STATE_FILE = "compare_state.json"
@@ -90,42 +91,76 @@ def run_name(learner: str, seed: int) -> str:
     return f"{learner}-s{seed}"
 
 
-def _make_callback(trainer, tally: Tally, rows: list[dict], evaluated: set[int], context: dict[str, Any]):
+@dataclasses.dataclass
+class Comparison:
+    """What every run of one comparison shares: its folder, the model every run starts from, the task and tokenizer,
+    the eval rows, the training puzzles of a seed, the progress display, every run's eval rows (``rows``, for
+    ``results.csv``, rewritten through ``on_row`` after each eval) and the step-0 eval of each seed."""
+
+    settings: CompareSettings
+    out: Path
+    model: Path
+    task: Any
+    tokenizer: Any
+    eval_rows: list[dict]
+    train_puzzles: Callable[[int], list]
+    progress: Progress
+    on_row: Callable[[], None]
+    rows: dict[tuple[str, int], list[dict]] = dataclasses.field(default_factory=dict)
+    initial_evals: dict[int, dict] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class RunState:
+    """One run's counters, eval rows and evaluated steps: restored from a checkpoint on ``--resume`` and written
+    into every checkpoint (``compare_state.json``)."""
+
+    tally: Tally = dataclasses.field(default_factory=Tally)
+    rows: list[dict] = dataclasses.field(default_factory=list)
+    evaluated: set[int] = dataclasses.field(default_factory=set)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tally": dataclasses.asdict(self.tally), "rows": self.rows, "evaluated": sorted(self.evaluated)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunState:
+        return cls(Tally(**data["tally"]), list(data["rows"]), set(data["evaluated"]))
+
+
+def _make_callback(trainer, comparison: Comparison, run_state: RunState, learner: str, seed: int, run_dir: Path):
     from transformers import TrainerCallback
 
-    run_dir: Path = context["run_dir"]
-    progress: Progress = context["progress"]
-    every, max_steps = context["eval_every"], context["steps"]
+    settings, progress, tally = comparison.settings, comparison.progress, run_state.tally
 
     class CompareCallback(TrainerCallback):
-        """Times the optimiser steps, evaluates at step 0 / every K / the end, snapshots counters on save."""
+        """Times the optimiser steps, evaluates at step 0 / every K / the end."""
 
         started: float | None = None
 
         def evaluate(self, step: int) -> None:
-            if step in evaluated:
+            if step in run_state.evaluated:
                 return
             # Every run of a seed starts from the same model and samples its eval with the same seed: step 0's
             # report is the same for all learners, so it is computed once per seed.
-            initial = context["initial_evals"]
-            if step == 0 and context["seed"] in initial:
-                report = initial[context["seed"]]
+            initial = comparison.initial_evals
+            if step == 0 and seed in initial:
+                report = initial[seed]
             else:
                 report = evaluate_policy(
                     trainer.model,
-                    context["tokenizer"],
-                    context["eval_rows"],
-                    context["task"],
-                    max_new_tokens=context["max_new_tokens"],
-                    seed=context["seed"],
-                    batch_size=context["eval_batch_size"],
+                    comparison.tokenizer,
+                    comparison.eval_rows,
+                    comparison.task,
+                    max_new_tokens=settings.max_new_tokens,
+                    seed=seed,
+                    batch_size=settings.eval_batch_size,
                 )
                 if step == 0:
-                    initial[context["seed"]] = report
+                    initial[seed] = report
             overall = report["overall"]
             row = {
-                "learner": context["learner"],
-                "seed": context["seed"],
+                "learner": learner,
+                "seed": seed,
                 "step": step,
                 "pass@1": overall["pass@1"],
                 f"pass@{EVAL_SAMPLES}": overall.get(f"pass@{EVAL_SAMPLES}", math.nan),
@@ -139,11 +174,11 @@ def _make_callback(trainer, tally: Tally, rows: list[dict], evaluated: set[int],
             }
             lines = "".join(json.dumps(p, separators=(",", ":")) + "\n" for p in report["puzzles"])
             write_text(run_dir / "evals" / f"step-{step}.jsonl", lines)
-            rows.append(row)
-            evaluated.add(step)
-            write_text(run_dir / "rows.csv", rows_to_csv(rows))
+            run_state.rows.append(row)
+            run_state.evaluated.add(step)
+            write_text(run_dir / "rows.csv", rows_to_csv(run_state.rows))
             progress.eval(row)
-            context["on_row"]()
+            comparison.on_row()
 
         def on_train_begin(self, args, state, control, **kwargs):
             self.evaluate(state.global_step)
@@ -156,7 +191,7 @@ def _make_callback(trainer, tally: Tally, rows: list[dict], evaluated: set[int],
                 tally.wall_seconds += time.perf_counter() - self.started
                 self.started = None
             progress.step()
-            if state.global_step % every == 0 or state.global_step >= max_steps:
+            if state.global_step % settings.eval_every == 0 or state.global_step >= settings.steps:
                 self.evaluate(state.global_step)
 
         def on_train_end(self, args, state, control, **kwargs):
@@ -165,15 +200,15 @@ def _make_callback(trainer, tally: Tally, rows: list[dict], evaluated: set[int],
     return CompareCallback()
 
 
-def train_one(learner: str, seed: int, settings: CompareSettings, shared: dict[str, Any], resume: bool) -> dict:
+def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> dict:
     """Train and evaluate one (learner, seed) run in ``DIR/runs/NAME``; returns its ``DONE`` record."""
     from transformers import PrinterCallback
 
-    from ...core.registry import get_learner
     from ..data import prompt_dataset
+    from ..run_driver import make_trainer, write_run_record
 
-    run_dir: Path = shared["out"] / "runs" / run_name(learner, seed)
-    progress: Progress = shared["progress"]
+    settings, progress = comparison.settings, comparison.progress
+    run_dir = comparison.out / "runs" / run_name(learner, seed)
     checkpoint, skipped = None, []
     if resume:  # the newest checkpoint whose files (counters included) match its manifest; damaged ones named
         checkpoint = newest_complete_checkpoint(run_dir, warn=skipped.append)
@@ -182,58 +217,46 @@ def train_one(learner: str, seed: int, settings: CompareSettings, shared: dict[s
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "ERROR").unlink(missing_ok=True)
 
-    tally, rows, evaluated = Tally(), [], set()
+    run_state = RunState()
     if checkpoint is not None:
-        snapshot = json.loads((checkpoint / STATE_FILE).read_text())
-        tally = Tally(**snapshot["tally"])
-        rows = snapshot["rows"]
-        evaluated = set(snapshot["evaluated"])
+        run_state = RunState.from_dict(json.loads((checkpoint / STATE_FILE).read_text()))
         for stale in (run_dir / "evals").glob("step-*.jsonl"):
-            if int(stale.stem.split("-")[1]) not in evaluated:
+            if int(stale.stem.split("-")[1]) not in run_state.evaluated:
                 stale.unlink()
-        write_text(run_dir / "rows.csv", rows_to_csv(rows))
-    shared["rows"][(learner, seed)] = rows
-    progress.start(learner, seed, settings.steps, int(checkpoint.name.split("-")[-1]) if checkpoint else 0)
+        write_text(run_dir / "rows.csv", rows_to_csv(run_state.rows))
+    comparison.rows[(learner, seed)] = run_state.rows
+    progress.start(learner, seed, settings.steps, checkpoint_step(checkpoint) if checkpoint else 0)
     for message in skipped:
         progress.line(f"warning: {message}")
     if checkpoint is not None:
         progress.line(f"resuming from {checkpoint.name}")
 
-    spec = get_learner(learner)
-    config = spec.make_config(**learner_trainer_kwargs(settings, learner, seed, run_dir))
-    _, trainer_class = spec.load()
-    train_rows = shared["train_rows"](seed)
-    from ..rollouts import route_kwargs
-
-    routed = route_kwargs(settings.rollouts, shared["task"], shared["tokenizer"], train_rows, config)
-    trainer = instrumented(trainer_class)(
-        model=str(shared["model"]),
-        args=config,
-        train_dataset=prompt_dataset(train_rows, shared["task"]),
-        processing_class=shared["tokenizer"],
-        task=shared["task"],
-        **routed,
+    trainer_args = learner_trainer_kwargs(settings, learner, seed, run_dir)
+    train_puzzles = comparison.train_puzzles(seed)
+    trainer = make_trainer(
+        learner,
+        trainer_args,
+        model=comparison.model,
+        task=comparison.task,
+        tokenizer=comparison.tokenizer,
+        train_dataset=prompt_dataset(train_puzzles, comparison.task),
+        train_puzzles=train_puzzles,
+        rollouts=settings.rollouts,
+        wrap=instrumented,
     )
-    trainer.compare_tally = tally
+    record = {"learner": learner, "model": str(comparison.model), "task": comparison.task.to_dict(),
+              "rollouts": settings.rollouts, "trainer": trainer_args}  # fmt: skip
+    write_run_record(run_dir, record)
+    trainer.compare_tally = run_state.tally
     trainer.remove_callback(PrinterCallback)
-    context = dict(
-        shared,
-        run_dir=run_dir,
-        learner=learner,
-        seed=seed,
-        steps=settings.steps,
-        eval_every=settings.eval_every,
-        max_new_tokens=settings.max_new_tokens,
-        eval_batch_size=settings.eval_batch_size,
-    )
-    trainer.add_callback(_make_callback(trainer, tally, rows, evaluated, context))
+    trainer.add_callback(_make_callback(trainer, comparison, run_state, learner, seed, run_dir))
 
     def snapshot(folder: Path) -> None:  # the counters and eval rows up to this checkpoint, inside its manifest
-        state = {"tally": dataclasses.asdict(tally), "rows": rows, "evaluated": sorted(evaluated)}
-        write_text(folder / STATE_FILE, json.dumps(state, indent=1) + "\n")
+        write_text(folder / STATE_FILE, json.dumps(run_state.to_dict(), indent=1) + "\n")
 
     trainer.checkpoint_writers.append(snapshot)
-    if checkpoint is not None and checkpoint_step(checkpoint) >= settings.steps and settings.steps in evaluated:
+    finished = checkpoint is not None and checkpoint_step(checkpoint) >= settings.steps
+    if finished and settings.steps in run_state.evaluated:
         # killed after the last checkpoint, before DONE: nothing left to train (TRL would train one step more)
         log_history = json.loads((checkpoint / "trainer_state.json").read_text())["log_history"]
         final_step = checkpoint_step(checkpoint)
@@ -244,19 +267,19 @@ def train_one(learner: str, seed: int, settings: CompareSettings, shared: dict[s
         raise RuntimeError(f"training stopped at step {final_step} of {settings.steps}")
     write_bytes(run_dir / "final_eval.jsonl", (run_dir / "evals" / f"step-{final_step}.jsonl").read_bytes())
     write_text(run_dir / "log_history.json", json.dumps(log_history, indent=1) + "\n")
-    final = rows[-1]
-    record = {
+    final = run_state.rows[-1]
+    done = {
         "learner": learner,
         "seed": seed,
         "steps": final_step,
         "pass@1": final["pass@1"],
         f"pass@{EVAL_SAMPLES}": final[f"pass@{EVAL_SAMPLES}"],
-        "wall_seconds": tally.wall_seconds,
-        "prompt_digest": tally.prompt_digest,
-        "config": {k: v for k, v in learner_trainer_kwargs(settings, learner, seed, run_dir).items()},
+        "wall_seconds": run_state.tally.wall_seconds,
+        "prompt_digest": run_state.tally.prompt_digest,
+        "config": trainer_args,
     }
     if not settings.keep_checkpoints:
         for folder in checkpoints(run_dir):
             shutil.rmtree(folder, ignore_errors=True)
-    write_text(run_dir / "DONE", json.dumps(record, indent=2, default=str) + "\n")
-    return record
+    write_text(run_dir / "DONE", json.dumps(done, indent=2, default=str) + "\n")
+    return done

@@ -133,7 +133,7 @@ def parse_overrides(items: Sequence[str], learners: Sequence[str]) -> dict[str, 
     not part of this invocation); anything else is a ``ValueError``.
     """
     from ...core.registry import LEARNERS
-    from ..train import parse_yaml
+    from ..run_config import parse_yaml
 
     out: dict[str, dict[str, Any]] = {}
     for item in items:
@@ -153,7 +153,7 @@ def learner_trainer_kwargs(settings: CompareSettings, learner: str, seed: int, o
     import torch
 
     from ...core.registry import get_learner
-    from ..train import CPU_SETTINGS
+    from ..run_config import CPU_SETTINGS
 
     spec = get_learner(learner)
     common = dict(

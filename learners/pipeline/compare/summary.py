@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from ..statistics import bootstrap_ci, mean_ci, paired_bootstrap_diff, puzzle_scores
 from .results import CUMULATIVE_COLUMNS
 from .runs import run_name
 from .settings import BASELINE, COMMON_TRAINER, EVAL_SAMPLES, EVAL_SET, EVAL_TEMPERATURE, CompareSettings
-from .stats import bootstrap_puzzles, mean_ci, paired_bootstrap_diff, puzzle_scores
 
 
 def machine_lines() -> list[str]:
@@ -97,7 +97,7 @@ def learner_table(out: Path, settings: CompareSettings, rows: Sequence[Mapping[s
             means = [float(v.mean()) for v in per_seed.values()]
             if len(means) == 1:
                 only = next(iter(per_seed.values()))
-                entry[f"pass@{k}"] = (means[0], *bootstrap_puzzles(only))
+                entry[f"pass@{k}"] = (means[0], *bootstrap_ci(only.tolist()))
             else:
                 entry[f"pass@{k}"] = mean_ci(means)
             base = scores.get(BASELINE, {}).get(k, {})

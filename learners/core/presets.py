@@ -1,4 +1,8 @@
-"""The GRPO presets as plain config overrides (documented in :mod:`learners.grpo`); imports nothing heavy."""
+"""The GRPO-family loss presets (``grpo``, ``dr_grpo``, ``dapo``, ``prime_rl``) as plain config overrides.
+
+They live with the registry (:mod:`learners.core.registry`), which names a learner per preset, so that the base
+layer depends on no algorithm package; :mod:`learners.grpo` documents them and its config applies them. Imports
+nothing heavy."""
 
 from __future__ import annotations
 

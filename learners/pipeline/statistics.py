@@ -1,5 +1,13 @@
-"""The statistics of the summary: Student t intervals over seeds, per-puzzle pass@k scores of an eval file, and the
-paired (by seed and puzzle) bootstrap of a learner's difference to the baseline."""
+r"""The project's one statistics module: pass@k, bootstrap and Student t intervals (eval, demo, compare).
+
+- :func:`pass_at_k`: for a puzzle with :math:`n` samples of which :math:`c` are correct, the unbiased estimator
+  (Chen et al. 2021, "Evaluating Large Language Models Trained on Code", arXiv:2107.03374)
+  :math:`\widehat{\text{pass@}k} = 1 - \binom{n-c}{k} / \binom{n}{k}`, as a running product (exact in floating point).
+- :func:`bootstrap_ci`: the percentile-bootstrap interval of a mean over puzzles (seeded).
+- :func:`mean_ci`: the Student t 95 % interval of a mean over seeds (exact quantiles, ``scipy.stats.t``).
+- :func:`paired_bootstrap_diff`: a learner's difference to a baseline, resampling puzzles within each seed.
+- :func:`puzzle_scores`: the per-puzzle pass@k of an eval file (``evals/step-N.jsonl``).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +17,32 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k for ``c`` correct out of ``n`` samples (``1 <= k <= n``)."""
+    if not (0 <= c <= n):
+        raise ValueError(f"need 0 <= c <= n, got n={n}, c={c}")
+    if not (1 <= k <= n):
+        raise ValueError(f"need 1 <= k <= n, got n={n}, k={k}")
+    if n - c < k:
+        return 1.0
+    # C(n-c, k) / C(n, k) = prod_{i=n-c+1}^{n} (1 - k / i)
+    return 1.0 - float(np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+def bootstrap_ci(values: Sequence[float], *, confidence: float = 0.95, resamples: int = 2000, seed: int = 0):
+    """Percentile-bootstrap CI of the mean of ``values`` (``(nan, nan)`` when empty, the value when single)."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.size == 0:
+        return (math.nan, math.nan)
+    if x.size == 1 or np.all(x == x[0]):
+        return (float(x[0]), float(x[0]))
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, x.size, size=(resamples, x.size))].mean(axis=1)
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    return (float(low), float(high))
 
 
 def mean_ci(values: Sequence[float]) -> tuple[float, float, float]:
@@ -27,8 +61,6 @@ def mean_ci(values: Sequence[float]) -> tuple[float, float, float]:
 
 def puzzle_scores(path: str | Path, k: int = 1) -> tuple[list[tuple[tuple[int, ...], int]], np.ndarray]:
     """``(puzzles, scores)`` of an ``evals/step-N.jsonl``/``final_eval.jsonl``: per puzzle its unbiased pass@k."""
-    from ..evaluate import pass_at_k
-
     keys, scores = [], []
     for line in Path(path).read_text().splitlines():
         if not line.strip():
@@ -69,9 +101,3 @@ def paired_bootstrap_diff(
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(boot, [alpha, 1.0 - alpha])
     return (estimate, float(low), float(high), len(seeds))
-
-
-def bootstrap_puzzles(scores: np.ndarray, *, resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
-    from ..evaluate import bootstrap_ci
-
-    return bootstrap_ci(scores.tolist(), resamples=resamples, seed=seed)

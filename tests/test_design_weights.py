@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from learners.ps_ppo.cutoff_weights import design_weights, head_statistics, reward_uncertainty_bound, score_norm_proxy
+from learners.ps_ppo.design_weights import design_weights, head_statistics, reward_uncertainty_bound, score_norm_proxy
 
 
 def test_score_norm_proxy_equals_output_head_gradient_norm():

@@ -1,4 +1,5 @@
-r"""PS-PPO's forward-only design weights ``w_t(x) = γ̄_t(x) · ū_t(x)`` (PS-PPO paper, Section 3.3, Appendices D-E).
+r"""PS-PPO's forward-only design weights ``w_t(x) = γ̄_t(x) · ū_t(x)`` (PS-PPO paper, Section 3.3, Appendices D-E),
+and the weights of the ablation strategies (:func:`strategy_weights`).
 
 Score-norm proxy (Appendix D). For a softmax head ``z = W h``, the score of the sampled token ``y`` with respect
 to ``W`` is ``∇_W log p(y) = (e_y − p) hᵀ``, so
@@ -31,13 +32,17 @@ Score-norm aggregation: ``ū_t(x) = (1/K) Σ_i u_{i,t}`` over the rollouts of th
 
 from __future__ import annotations
 
+import numpy as np
 import torch
+
+from .config import CUTOFF_STRATEGIES
 
 __all__ = [
     "score_norm_proxy",
     "head_statistics",
     "reward_uncertainty_bound",
     "design_weights",
+    "strategy_weights",
 ]
 
 
@@ -187,3 +192,20 @@ def design_weights(
         raise ValueError("proxy and mask must be (N,T) and uncertainty (N/K,T)")
     mean_proxy = (proxy.float() * mask).view(-1, num_generations, width).mean(dim=1)
     return uncertainty * mean_proxy
+
+
+def strategy_weights(strategy: str, length: int, proxy_weights: np.ndarray | None = None) -> np.ndarray:
+    """The weight vector fed to the survival solver for ``strategy`` over ``length`` steps."""
+    t = np.arange(1, length + 1, dtype=np.float64)
+    if strategy == "uniform":
+        return (length - t + 1.0) ** 2
+    if strategy == "time_prior":
+        return 1.0 / t
+    if proxy_weights is None:
+        raise ValueError(f"strategy {strategy!r} needs the proxy design weights")
+    w = np.asarray(proxy_weights[:length], dtype=np.float64)
+    if strategy == "optimized":
+        return w
+    if strategy == "heuristic":
+        return w**2
+    raise ValueError(f"unknown cutoff strategy {strategy!r}; choose one of {CUTOFF_STRATEGIES}")

@@ -89,7 +89,8 @@ def run_sft(
     from countdown_env.atomic import write_text
 
     from .data import as_task
-    from .tiny import load_tokenizer, save_tokenizer
+    from .tiny import save_tokenizer
+    from .tokenizer_io import load_tokenizer
 
     out = Path(output_dir)
     task = as_task("compact" if task is None else task)

@@ -1,0 +1,95 @@
+"""``countdown compare``: run learners side by side from one warm start (:mod:`learners.pipeline.compare`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..pipeline.compare import run_compare
+from ..pipeline.compare.settings import DEFAULT_LEARNERS, EVAL_SET, FULL, QUICK, CompareSettings
+
+HELP = "run learners side by side from one warm start: CSV, summary, curves"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..core.registry import LEARNERS
+
+    parser.add_argument(
+        "--learners", nargs="+", default=list(DEFAULT_LEARNERS), choices=list(LEARNERS), help="registered learners"
+    )
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="seeds: one run per learner and seed")
+    parser.add_argument("--steps", type=int, help=f"training steps per run (default {FULL['steps']})")
+    parser.add_argument("--eval-every", type=int, help=f"eval and checkpoint period (default {FULL['eval_every']})")
+    parser.add_argument("--out", default="runs/compare", help="output folder")
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="LEARNER.KEY=VALUE",
+        help="a learner's config value (YAML), e.g. grpo.learning_rate=1e-5; all.KEY=VALUE for every learner",
+    )  # fmt: skip
+    parser.add_argument("--model", help="model folder every run starts from (default: warm-start, the shipped one)")
+    parser.add_argument("--resume", action="store_true", help="skip finished runs, continue the others")
+    parser.add_argument("--overwrite", action="store_true", help="delete a previous comparison in --out first")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (tests): 2 steps, 4 eval puzzles, 16 tokens")
+    parser.add_argument("--train-size", type=int, help=f"training puzzles per seed (default {FULL['train_size']})")
+    parser.add_argument("--eval-limit", type=int, help=f"first N puzzles of {EVAL_SET} (default: all 512)")
+    parser.add_argument("--max-new-tokens", type=int, help=f"train and eval (default {FULL['max_new_tokens']})")
+    parser.add_argument("--prompts-per-step", type=int, help=f"default {FULL['prompts_per_step']}")
+    parser.add_argument("--num-generations", type=int, help=f"group size (default {FULL['num_generations']})")
+    parser.add_argument("--eval-batch-size", type=int, default=128, help="rows per HF generate call in evals")
+    parser.add_argument("--keep-checkpoints", action="store_true", help="keep TRL checkpoints of finished runs")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars (shown when stderr is a terminal)")
+    parser.add_argument(
+        "--rollouts",
+        choices=("dataset", "env", "tools"),
+        default="dataset",
+        help="dataset (TRL generates), env (CountdownTokens-v0 episodes via rollout_func), tools (check tool)",
+    )
+    parser.add_argument(
+        "--vllm",
+        action="store_true",
+        help="generate with a colocated vLLM engine (CPU or GPU build): --set all.use_vllm=true all.vllm_mode=colocate",
+    )
+
+
+VLLM_OVERRIDES = ("all.use_vllm=true", "all.vllm_mode=colocate")
+
+
+def settings_from_args(args: argparse.Namespace) -> CompareSettings:
+    sizes = dict(QUICK if args.quick else FULL)
+    for key in sizes:
+        value = getattr(args, key, None)
+        if value is not None:
+            sizes[key] = value
+    return CompareSettings(
+        learners=list(args.learners),
+        seeds=list(args.seeds),
+        model=args.model,
+        overrides=[*(VLLM_OVERRIDES if getattr(args, "vllm", False) else []), *args.overrides],
+        quick=bool(args.quick),
+        eval_batch_size=args.eval_batch_size,
+        keep_checkpoints=bool(args.keep_checkpoints),
+        rollouts=getattr(args, "rollouts", "dataset"),
+        **sizes,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.resume and args.overwrite:
+        print("countdown compare: error: --resume and --overwrite exclude each other", file=sys.stderr)
+        return 2
+    try:
+        settings = settings_from_args(args)
+        result = run_compare(
+            settings,
+            args.out,
+            resume=args.resume,
+            overwrite=args.overwrite,
+            progress_bars=False if args.no_progress else None,
+        )
+    except (ValueError, FileNotFoundError, TypeError) as exc:
+        print(f"countdown compare: error: {exc}", file=sys.stderr)
+        return 2
+    print((Path(args.out) / "summary.md").read_text())
+    print(json.dumps(result))
+    return 1 if result["failures"] else 0

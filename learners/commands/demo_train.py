@@ -1,0 +1,55 @@
+"""``countdown demo-train`` (``make demo``): RL of the shipped warm start on a CPU in minutes, eval before and
+after (:mod:`learners.pipeline.demo`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ..pipeline.demo import DEFAULTS, LEARNER, LR_SCHEDULERS, QUICK, run_demo
+
+HELP = "the main job on CPU: RL from the shipped warm start, eval before/after"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..core.registry import LEARNERS
+
+    parser.add_argument("--out", default="runs/demo", help="output folder")
+    parser.add_argument(
+        "--learner", default=LEARNER, choices=list(LEARNERS), help="registered learner for the RL stage"
+    )
+    parser.add_argument("--quick", action="store_true", help="a few-second smoke test instead of the real demo")
+    parser.add_argument("--from-scratch", action="store_true", help="rebuild the warm start instead of the shipped one")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the training split and of RL")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars (shown when stderr is a terminal)")
+    for key, value in DEFAULTS.items():
+        flag = f"--{key.replace('_', '-')}"
+        if isinstance(value, str):
+            parser.add_argument(flag, choices=LR_SCHEDULERS, default=None, help=f"default {value}")
+        else:
+            kind = float if isinstance(value, float) else int
+            parser.add_argument(flag, type=kind, default=None, help=f"default {value}")
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    settings = dict(QUICK if args.quick else DEFAULTS)
+    for key in DEFAULTS:
+        value = getattr(args, key, None)
+        if value is not None:
+            if not isinstance(value, str) and value <= 0:
+                raise ValueError(f"--{key.replace('_', '-')} must be > 0")
+            settings[key] = value
+    return settings
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    progress = False if args.no_progress else None
+    summary = run_demo(
+        args.out, learner=args.learner, seed=args.seed, from_scratch=args.from_scratch, progress=progress, **settings
+    )
+    print((Path(args.out) / "summary.md").read_text())
+    print(json.dumps(summary["seconds"]))
+    return 0

@@ -1,0 +1,120 @@
+"""``countdown eval``: pass@1/pass@k with CIs of a checkpoint on a split (:mod:`learners.pipeline.eval_models`),
+or pass@1 within 1..N turns of multi-turn episodes (:mod:`learners.pipeline.turns_eval`); a JSON report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..pipeline.eval_models import BACKENDS
+
+HELP = "pass@1/pass@k with CIs of a checkpoint on a split; JSON report"
+
+
+def add_arguments(parser) -> None:
+    """``countdown eval`` options."""
+    parser.add_argument("--model", required=True, help="checkpoint folder, or 'warm-start' (the shipped tiny model)")
+    parser.add_argument("--split", required=True, help="jsonl split (numbers/target rows) or save_to_disk folder")
+    parser.add_argument("--samples", type=int, default=4, help="completions per puzzle (n of pass@k)")
+    parser.add_argument("--k", type=int, action="append", help="extra k for pass@k (default: 1 and --samples)")
+    parser.add_argument("--temperature", type=float, default=0.8, help="sampling temperature (0: greedy, --samples 1)")
+    parser.add_argument("--max-new-tokens", type=int, default=768, help="completion budget; longer counts as wrong")
+    parser.add_argument("--seed", type=int, default=0, help="sampling and bootstrap seed")
+    parser.add_argument("--limit", type=int, help="evaluate only the first N puzzles")
+    parser.add_argument(
+        "--template",
+        choices=("default", "tinyzero", "compact"),
+        help="prompt template (default: the task recorded with the model, else the split's, else 'default')",
+    )
+    parser.add_argument(
+        "--backend", choices=BACKENDS, default="hf", help="generation engine: transformers, or vLLM (CPU or GPU build)"
+    )
+    parser.add_argument("--batch-size", type=int, default=64, help="rows per HF generate call (hf backend)")
+    parser.add_argument(
+        "--out", help="JSON report path (default: MODEL/eval_report.json; runs/eval/warm-start/ for warm-start)"
+    )
+    parser.add_argument("--examples", type=int, default=0, help="keep this many completions per puzzle in the JSON")
+    parser.add_argument(
+        "--markdown", action="store_true", help="print the results as a Markdown table (README-ready) on stdout"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (shown when stderr is a terminal)")
+    parser.add_argument(
+        "--max-turns",
+        type=int,
+        default=1,
+        help="N > 1: multi-turn episodes (wrong answers get the verifier's feedback); prints pass@1 within 1..N turns",
+    )
+    parser.add_argument("--feedback", choices=("default", "compact"), help="feedback template for --max-turns")
+
+
+def default_report_path(model: str, name: str) -> Path:
+    """``MODEL/name``; for ``warm-start`` (the shipped folder, never written to) ``runs/eval/warm-start/name``."""
+    from ..pipeline.models import WARM_START
+
+    return Path("runs/eval/warm-start" if model == WARM_START else model) / name
+
+
+def run(args) -> int:
+    # user errors (ValueError, OSError, RuntimeError) reach countdown_env.cli.main: one line, exit status 2
+    if args.samples < 1:
+        raise ValueError(f"--samples must be >= 1, got {args.samples}")
+    if not args.temperature >= 0:
+        raise ValueError(f"--temperature must be >= 0 (0: greedy), got {args.temperature}")
+    if args.max_new_tokens < 1:
+        raise ValueError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
+    ks = sorted({1, args.samples, *(args.k or [])})
+    if any(k > args.samples for k in ks):
+        raise ValueError(f"every --k must be <= --samples ({args.samples})")
+    if getattr(args, "max_turns", 1) != 1:
+        return _run_turns(args)
+    from ..pipeline.eval_models import evaluate_model_dir
+    from ..pipeline.eval_report import format_markdown, format_report, template_line, write_report
+
+    report = evaluate_model_dir(
+        args.model,
+        args.split,
+        backend=args.backend,
+        limit=args.limit,
+        batch_size=args.batch_size,
+        template=args.template,
+        samples=args.samples,
+        temperature=args.temperature,
+        max_new_tokens=args.max_new_tokens,
+        seed=args.seed,
+        ks=ks,
+        keep_completions=args.examples,
+        progress=False if args.no_progress else None,
+    )
+    out = Path(args.out) if args.out else default_report_path(args.model, "eval_report.json")
+    write_report(report, out)
+    print(template_line(report))
+    print(format_markdown(report) if args.markdown else format_report(report))
+    print(f"report: {out}")
+    return 0
+
+
+def _run_turns(args) -> int:
+    """``--max-turns N``: the multi-turn eval (:mod:`learners.pipeline.turns_eval`)."""
+    from ..pipeline.eval_report import write_report
+    from ..pipeline.turns_eval import evaluate_turns_model_dir, format_turns
+
+    if args.max_turns < 1:
+        raise ValueError("--max-turns must be >= 1")
+    report = evaluate_turns_model_dir(
+        args.model,
+        args.split,
+        backend=args.backend,
+        max_turns=args.max_turns,
+        limit=args.limit,
+        batch_size=args.batch_size,
+        template=args.template,
+        feedback=args.feedback,
+        samples=args.samples,
+        temperature=args.temperature,
+        max_new_tokens=args.max_new_tokens,
+        seed=args.seed,
+    )
+    out = Path(args.out) if args.out else default_report_path(args.model, "eval_turns_report.json")
+    write_report(report, out)
+    print(format_turns(report))
+    print(f"report: {out}")
+    return 0

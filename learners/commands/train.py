@@ -1,0 +1,75 @@
+"""``countdown train``: run a registered learner from a YAML preset (:mod:`learners.pipeline.run_config`), with
+checkpoints, resume and a PNG (:mod:`learners.pipeline.run_driver`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+HELP = "train a registered learner (GRPO presets, ...) from a YAML preset"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..core.registry import LEARNERS
+
+    def learner_name(name: str) -> str:
+        if name not in LEARNERS:
+            raise argparse.ArgumentTypeError(f"unknown learner {name!r}; choose one of {', '.join(LEARNERS)}")
+        return name
+
+    parser.add_argument(
+        "--learner", default="grpo", type=learner_name, choices=list(LEARNERS), help="registered learner"
+    )
+    parser.add_argument("--config", default="cpu-tiny", help="YAML preset path or packaged name (cpu-tiny, ...)")
+    parser.add_argument("--output-dir", default="runs/train", help="checkpoints, final model, logs, PNG")
+    parser.add_argument("--model", help="shortcut for --set model=PATH ('tiny', 'warm-start', a folder or a Hub id)")
+    parser.add_argument("--max-steps", type=int, help="shortcut for --set trainer.max_steps=N")
+    parser.add_argument("--report-to", help="shortcut for --set trainer.report_to=X (e.g. tensorboard)")
+    parser.add_argument(
+        "--rollouts",
+        choices=("dataset", "env", "tools"),
+        help="shortcut for --set rollouts=X: dataset (TRL generates, env scorer), env (CountdownTokens-v0 episodes "
+        "via rollout_func), tools (environment_factory with the check tool)",
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override any YAML entry (value parsed as YAML); repeatable",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (TRL's; trainer.disable_tqdm)")
+    parser.add_argument(
+        "--resume",
+        nargs="?",
+        const=True,
+        default=None,
+        help="continue the run in --output-dir from its newest complete checkpoint (or from PATH); a run that "
+        "already reached max_steps is left as it is",
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="empty a non-empty --output-dir that holds an earlier run first"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    overrides = list(args.overrides)
+    if args.model:
+        overrides.append(f"model={args.model}")
+    if args.max_steps is not None:
+        overrides.append(f"trainer.max_steps={args.max_steps}")
+    if args.report_to:
+        overrides.append(f"trainer.report_to={args.report_to}")
+    if getattr(args, "no_progress", False):
+        overrides.append("trainer.disable_tqdm=true")
+    if getattr(args, "rollouts", None):
+        overrides.append(f"rollouts={args.rollouts}")
+    # user errors (ValueError, OSError, RuntimeError) reach countdown_env.cli.main: one line, exit status 2
+    from ..pipeline.run_config import load_config
+    from ..pipeline.run_driver import train
+
+    config = load_config(args.config, overrides)
+    summary = train(args.learner, config, args.output_dir, resume=args.resume, overwrite=args.overwrite)
+    print(json.dumps(summary, indent=2))
+    return 0

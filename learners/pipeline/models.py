@@ -1,0 +1,79 @@
+"""Which model a run or an eval loads: ``tiny``, the shipped warm start, a checkpoint folder or a Hub id, and the
+checks that refuse a model that cannot load in one line, before any work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+SHIPPED_DIR = Path(__file__).resolve().parent / "tiny_warm_start"
+"""The shipped warm start: ``model.safetensors``, tokenizer files, ``countdown_task.json``, ``recipe.json``,
+``eval_report.json`` (:mod:`learners.pipeline.warm_start` builds and measures it)."""
+
+MODEL_FILES = {
+    "config.json": ("config.json",),
+    "tokenizer (tokenizer.json or tokenizer_config.json)": ("tokenizer.json", "tokenizer_config.json"),
+    "weights (model.safetensors or pytorch_model.bin)": (
+        "model.safetensors",
+        "model.safetensors.index.json",
+        "pytorch_model.bin",
+        "pytorch_model.bin.index.json",
+    ),
+}
+
+
+def _looks_like_path(name: str) -> bool:
+    """A model string meant as a local path: absolute, ``./``/``../``/``~``, more than one ``/``, a backslash, or a
+    first component that exists here (``runs/x``). Hub ids are ``name`` or ``org/name``."""
+    if name.startswith((".", "/", "~")) or "\\" in name or name.count("/") > 1 or name.endswith("/"):
+        return True
+    return "/" in name and Path(name.split("/")[0]).exists()
+
+
+WARM_START = "warm-start"
+"""``model: warm-start``: the SFT'd tiny model shipped in the package (``warm_start.SHIPPED_DIR``)."""
+
+
+def resolve_model(model: Any) -> Any:
+    """``"warm-start"`` → the shipped warm start's folder; anything else unchanged."""
+    if model == WARM_START:
+        return SHIPPED_DIR
+    return model
+
+
+def check_model(model: Any, *, allow_hub: bool = True) -> None:
+    """Fail at once, with one line, for a ``--model`` that cannot load: a path-like string that does not exist (no
+    Hub retry), a folder that misses what a model needs (named), or, offline, a Hub id absent from the local cache.
+    ``"tiny"`` (built offline) is always fine."""
+    import json as _json
+    import os
+
+    if model == "tiny":
+        return
+    model = resolve_model(model)
+    if not isinstance(model, (str, Path)) or not str(model).strip():
+        raise ValueError(f"model must be 'tiny', a model folder or a Hub id, got {model!r}")
+    name = str(model)
+    folder = Path(name).expanduser()
+    if folder.exists():
+        if not folder.is_dir():
+            raise ValueError(f"model {name} is a file, not a model folder")
+        present = {p.name for p in folder.iterdir()}
+        missing = [what for what, files in MODEL_FILES.items() if not present & set(files)]
+        if missing:
+            empty = " (the folder is empty)" if not present else ""
+            raise ValueError(f"model folder {name} is missing {', '.join(missing)}{empty}")
+        try:
+            _json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            raise ValueError(f"model folder {name}: config.json is not valid JSON") from None
+        return
+    if _looks_like_path(name) or not allow_hub:
+        raise FileNotFoundError(f"model folder {name} does not exist")
+    if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0"):
+        try:
+            from huggingface_hub import try_to_load_from_cache
+        except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
+            return
+        if not isinstance(try_to_load_from_cache(name, "config.json"), str):
+            raise FileNotFoundError(f"model {name!r} is not a local folder and not in the Hugging Face cache (offline)")
