@@ -15,7 +15,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import time  # noqa: E402
 
-from countdown_env.generator import PuzzleGenerator  # noqa: E402
+from countdown_env.task import PuzzleGenerator  # noqa: E402
 from countdown_env.verifier import verify  # noqa: E402
 
 

@@ -36,7 +36,7 @@ _EXPORTS = {
     "solve": "solver",
     "solutions": "solver",
     "count_solutions": "solver",
-    "PuzzleGenerator": "generator",
+    "PuzzleGenerator": "task",
     "GeneratedPuzzle": "generator",
     "difficulty_label": "generator",
     "RewardConfig": "rewards",

@@ -1,4 +1,9 @@
-"""Seeded, index-addressable Countdown puzzle generator.
+"""How a Countdown puzzle is drawn: the seeded, index-addressable draws of one number count (:class:`PuzzleDraws`),
+solution-count difficulty labels (:func:`difficulty_label`) and the settings probe (:class:`UnsatisfiableSettings`).
+
+:class:`~countdown_env.task.PuzzleGenerator`, the stream users build (from a task or its fields as keywords, mixed
+number counts included), subclasses :class:`PuzzleDraws` in :mod:`countdown_env.task`, beside the task that builds
+it: this module reads a task's generator settings from the object it is given and imports no task.
 
 ``gen[i]`` is drawn from its own ``numpy.random.default_rng([seed, i])`` (a ``SeedSequence`` over the pair), so
 the i-th puzzle is the same on any machine and does not depend on which other indices were generated. The global
@@ -53,12 +58,12 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
 from . import solver
 from .puzzle import Puzzle, is_trivial
-from .task import CountdownTask, NumberCounts, task_from
 
 DIFFICULTY_THRESHOLDS: dict[int, tuple[int, int]] = {
     1: (1, 1),
@@ -132,49 +137,32 @@ class GeneratedPuzzle:
     difficulty: str | None
 
 
-class PuzzleGenerator:
-    """Deterministic stream of puzzles: ``gen[i]``, ``iter(gen)``, ``gen.generate(n, start)``, ``gen.record(i)``.
+class PuzzleDraws:
+    """The seeded puzzles of one number count under a task's generator settings: ``draws[i]``, ``iter(draws)``,
+    ``draws.generate(n, start)``, ``draws.record(i)`` (module docstring: how puzzle ``i`` is drawn).
 
-    Built from a :class:`~countdown_env.task.CountdownTask` (``PuzzleGenerator(task=task)`` or
-    ``PuzzleGenerator.from_task(task)``) or from the task's fields as keywords (``PuzzleGenerator(n_numbers=4,
-    seed=7)``), which are validated by the task. For a task with mixed number counts the stream is
-    ``task.puzzle(i)``: index ``i`` is drawn by the generator of count ``task.n_numbers_at(i)``.
+    ``settings`` is an object with the :class:`~countdown_env.task.CountdownTask` generator and rule fields as
+    attributes (a task; validated there). Users build :class:`~countdown_env.task.PuzzleGenerator` (this class
+    with a task, its fields as keywords, and mixed number counts), which ``task.generator()`` returns.
 
-    The stream is infinite: ``len(gen)`` raises ``TypeError``; iterate with ``itertools.islice`` or ``generate``.
-
-    >>> gen = PuzzleGenerator(n_numbers=4, seed=7)
-    >>> gen[3] == PuzzleGenerator(n_numbers=4, seed=7)[3]
-    True
+    The stream is infinite: ``len(draws)`` raises ``TypeError``; iterate with ``itertools.islice`` or ``generate``.
     """
 
-    def __init__(self, n_numbers: NumberCounts | None = None, *, task: CountdownTask | None = None, **task_fields):
-        if n_numbers is not None:
-            task_fields["n_numbers"] = n_numbers
-        task = task_from(task, task_fields, "PuzzleGenerator")
-        self.task = task
-        self.n_numbers = task.n_numbers
-        self.value_range = task.value_range
-        self.target_range = task.target_range
-        self.operators = task.operators
-        self.ops = solver.check_operators(task.operators)
-        self.require_solvable = task.require_solvable
-        self.use_all_numbers = task.use_all_numbers
-        self.integer_intermediates = task.integer_intermediates
-        self.min_solutions = task.min_solutions
-        self.max_solutions = task.max_solutions
-        self.seed = task.seed
-        self.target_mode = task.target_mode
-        self.allow_trivial = task.allow_trivial
+    def __init__(self, settings: Any) -> None:
+        self.n_numbers = settings.n_numbers
+        self.value_range = settings.value_range
+        self.target_range = settings.target_range
+        self.operators = settings.operators
+        self.ops = solver.check_operators(settings.operators)
+        self.require_solvable = settings.require_solvable
+        self.use_all_numbers = settings.use_all_numbers
+        self.integer_intermediates = settings.integer_intermediates
+        self.min_solutions = settings.min_solutions
+        self.max_solutions = settings.max_solutions
+        self.seed = settings.seed
+        self.target_mode = settings.target_mode
+        self.allow_trivial = settings.allow_trivial
         self._op_list = sorted(self.ops)
-        self._mixed = not isinstance(task.n_numbers, int)
-
-    @classmethod
-    def from_task(cls, task: CountdownTask) -> PuzzleGenerator:
-        """The generator of ``task`` (the same as ``task.generator()``, uncached)."""
-        return cls(task=task)
-
-    def __repr__(self) -> str:
-        return f"PuzzleGenerator(task={self.task!r})"
 
     # -- sequence protocol ----------------------------------------------------------------------------------
     def __getitem__(self, index):
@@ -191,7 +179,7 @@ class PuzzleGenerator:
             index += 1
 
     def __len__(self) -> int:
-        raise TypeError("PuzzleGenerator is an infinite stream; use generate(n) or itertools.islice")
+        raise TypeError(f"{type(self).__name__} is an infinite stream; use generate(n) or itertools.islice")
 
     def generate(self, n: int, start: int = 0) -> list[Puzzle]:
         """Puzzles ``start, ..., start + n - 1``."""
@@ -204,8 +192,6 @@ class PuzzleGenerator:
         """``gen[index]`` with a solution, its solution count and difficulty label (``count=False``: without the
         count and label, unless the settings' own solution-count filter computed them)."""
         index = self._check_index(index)
-        if self._mixed:
-            return self.task.generator(self.task.n_numbers_at(index)).record(index, count=count)
         want_count = count
         puzzle, solution, count = self._draw(index)
         if self.require_solvable and solution is None:
@@ -252,7 +238,7 @@ class PuzzleGenerator:
         target range out of reach, else when none of a fixed number of probe draws (about a second at most) meets
         them. Runs once, on the first draw; the probe has its own random stream."""
         counting = self.min_solutions is not None or self.max_solutions is not None
-        if getattr(self, "_checked", False) or self._mixed or not (self.require_solvable or counting):
+        if getattr(self, "_checked", False) or not (self.require_solvable or counting):
             self._checked = True
             return
         rng = np.random.default_rng([self.seed, PROBE_STREAM])
@@ -318,8 +304,6 @@ class PuzzleGenerator:
             )
 
     def _draw(self, index: int) -> tuple[Puzzle, str | None, int | None]:
-        if self._mixed:
-            return self.task.generator(self.task.n_numbers_at(index))._draw(index)
         self.check_satisfiable()
         rng = np.random.default_rng([self.seed, index])
         counting = self.min_solutions is not None or self.max_solutions is not None

@@ -1,4 +1,5 @@
-"""``CountdownTask``: one Countdown task definition, the object every consumer builds from.
+"""``CountdownTask``: one Countdown task definition, the object every consumer builds from; and
+``PuzzleGenerator``, its index-addressable puzzle stream (built from a task or from the task's fields).
 
 A task is four things, written once and serialisable (``to_dict`` / ``from_dict``, ``save`` / ``load``):
 
@@ -22,6 +23,8 @@ A task is four things, written once and serialisable (``to_dict`` / ``from_dict`
 Puzzle ``i`` of a task is ``task.generator(task.n_numbers_at(i))[i]``: for an int ``n_numbers`` exactly
 ``PuzzleGenerator(n, ..., seed=seed)[i]``; for mixed counts the count of index ``i`` is drawn from its own
 ``numpy.random.default_rng([seed, i, COUNT_STREAM])``, independent of the puzzle stream and of other indices.
+:class:`PuzzleGenerator` lives here, beside the task that builds it and that it is built from: the drawing itself
+(:class:`countdown_env.generator.PuzzleDraws`, one count) reads the task's settings and imports no task.
 
 >>> task = CountdownTask(n_numbers=3, value_range=(1, 20), target_range=(10, 100), template="tinyzero")
 >>> puzzle = task.puzzle(0)
@@ -45,6 +48,7 @@ import numpy as np
 
 from .feedback import FeedbackTemplate, get_feedback_template
 from .feedback import feedback_text as _feedback_text
+from .generator import GeneratedPuzzle, PuzzleDraws
 from .prompts import PromptTemplate, chat_messages, get_template
 from .prompts import format_completion as _format_completion
 from .prompts import prompt_text as _prompt_text
@@ -52,7 +56,6 @@ from .puzzle import MAX_NUMBERS, MAX_VALUE, Puzzle
 from .rewards import RewardConfig, ScoredCompletion, make_reward_function, score_completion
 
 if TYPE_CHECKING:
-    from .generator import GeneratedPuzzle, PuzzleGenerator
     from .verifier import Verification
 
 TASK_FILE = "countdown_task.json"
@@ -238,10 +241,8 @@ class CountdownTask:
 
     # -- puzzles --------------------------------------------------------------------------------------------
     def generator(self, n_numbers: int | None = None) -> PuzzleGenerator:
-        """The :class:`~countdown_env.generator.PuzzleGenerator` for one count (cached per count); without a
-        count, the task's own stream (for mixed counts it draws each index's count with :meth:`n_numbers_at`)."""
-        from .generator import PuzzleGenerator
-
+        """The :class:`PuzzleGenerator` for one count (cached per count); without a count, the task's own stream
+        (for mixed counts it draws each index's count with :meth:`n_numbers_at`)."""
         key = self.n_numbers if n_numbers is None else _check_count(n_numbers, "n_numbers")
         if key not in self.counts and n_numbers is not None:
             raise ValueError(f"this task draws {list(self.counts)} numbers, not {n_numbers}")
@@ -378,3 +379,57 @@ def task_from(task: CountdownTask | None, fields_given: dict[str, Any], what: st
     if unknown:
         raise TypeError(f"{what}: unexpected keyword arguments {unknown} (CountdownTask fields: {sorted(known)})")
     return CountdownTask(**fields_given)
+
+
+class PuzzleGenerator(PuzzleDraws):
+    """Deterministic stream of puzzles: ``gen[i]``, ``iter(gen)``, ``gen.generate(n, start)``, ``gen.record(i)``.
+
+    Built from a :class:`CountdownTask` (``PuzzleGenerator(task=task)`` or ``PuzzleGenerator.from_task(task)``) or
+    from the task's fields as keywords (``PuzzleGenerator(n_numbers=4, seed=7)``), which are validated by the task.
+    One count's puzzles are drawn by :class:`~countdown_env.generator.PuzzleDraws` (how: its module docstring); for a
+    task with mixed number counts the stream is ``task.puzzle(i)``: index ``i`` is drawn by the generator of count
+    ``task.n_numbers_at(i)``.
+
+    The stream is infinite: ``len(gen)`` raises ``TypeError``; iterate with ``itertools.islice`` or ``generate``.
+
+    >>> gen = PuzzleGenerator(n_numbers=4, seed=7)
+    >>> gen[3] == PuzzleGenerator(n_numbers=4, seed=7)[3]
+    True
+    """
+
+    def __init__(self, n_numbers: NumberCounts | None = None, *, task: CountdownTask | None = None, **task_fields):
+        if n_numbers is not None:
+            task_fields["n_numbers"] = n_numbers
+        task = task_from(task, task_fields, "PuzzleGenerator")
+        self.task = task
+        super().__init__(task)
+        self._mixed = not isinstance(task.n_numbers, int)
+
+    @classmethod
+    def from_task(cls, task: CountdownTask) -> PuzzleGenerator:
+        """The generator of ``task`` (the same as ``task.generator()``, uncached)."""
+        return cls(task=task)
+
+    def __repr__(self) -> str:
+        return f"PuzzleGenerator(task={self.task!r})"
+
+    def record(self, index: int, count: bool = True) -> GeneratedPuzzle:
+        """``gen[index]`` with a solution, its solution count and difficulty label (``count=False``: without the
+        count and label, unless the settings' own solution-count filter computed them)."""
+        if self._mixed:
+            index = self._check_index(index)
+            return self.task.generator(self.task.n_numbers_at(index)).record(index, count=count)
+        return super().record(index, count=count)
+
+    def check_satisfiable(self) -> None:
+        """:meth:`PuzzleDraws.check_satisfiable <countdown_env.generator.PuzzleDraws.check_satisfiable>`; for mixed
+        counts nothing here (each count's generator checks its settings on its first draw)."""
+        if self._mixed:
+            self._checked = True
+            return
+        super().check_satisfiable()
+
+    def _draw(self, index: int) -> tuple[Puzzle, str | None, int | None]:
+        if self._mixed:
+            return self.task.generator(self.task.n_numbers_at(index))._draw(index)
+        return super()._draw(index)

@@ -11,11 +11,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from countdown_env.generator import PuzzleGenerator
 from countdown_env.prompts import PromptTemplate
 from countdown_env.puzzle import Puzzle
 from countdown_env.rewards import RewardConfig
-from countdown_env.task import CountdownTask, task_from
+from countdown_env.task import CountdownTask, PuzzleGenerator, task_from
 
 
 @dataclass(frozen=True)
