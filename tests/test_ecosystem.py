@@ -124,7 +124,7 @@ def test_nums_alias_in_eval_rows_and_trainer_inputs(tmp_path):
 def test_verifiers_rows_carry_a_reference_solution(fields):
     from countdown_env.task import CountdownTask
     from countdown_env.verifier import verify
-    from verifiers_ext.puzzle_source import PuzzleSource
+    from verifiers_ext.dataset_rows import PuzzleSource
 
     task = CountdownTask(seed=3, **fields)
     rows = PuzzleSource(task).rows(6, start=10)

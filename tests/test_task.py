@@ -151,7 +151,7 @@ def test_consumers_refuse_a_task_and_its_fields_together():
 
 
 def test_compact_template_everywhere():
-    from verifiers_ext.puzzle_source import PuzzleSource
+    from verifiers_ext.dataset_rows import PuzzleSource
 
     task = CountdownTask(n_numbers=3, template="compact")
     env = gym.make("Countdown-v0", template="compact", n_numbers=3)

@@ -117,7 +117,7 @@ def test_countdown_v0_resets():
 
 
 def test_verifiers_puzzle_source_and_classic_dataset():
-    from verifiers_ext.puzzle_source import PuzzleSource
+    from verifiers_ext.dataset_rows import PuzzleSource
 
     def pairs(source):
         return [(p.numbers, p.target) for _, p in source.puzzles(DRAWS)]

@@ -20,7 +20,7 @@ from countdown_env.puzzle import Puzzle
 from countdown_env.rewards import RewardConfig
 from countdown_env.solver import solve
 from countdown_env.task import PuzzleGenerator
-from verifiers_ext.puzzle_source import PuzzleSource
+from verifiers_ext.dataset_rows import PuzzleSource
 from verifiers_ext.reply_scoring import correctness, format_score, puzzle_from_info, reply_text
 
 ENV_DIR = Path(__file__).resolve().parents[1] / "environments" / "countdown"
@@ -44,7 +44,7 @@ class _Part:
 def test_no_verifiers_import_from_project_packages():
     code = (
         "import sys, countdown_env, learners, verifiers_ext\n"
-        "from verifiers_ext import puzzle_source, reply_scoring, classic_env\n"
+        "from verifiers_ext import dataset_rows, reply_scoring, classic_env\n"
         "import countdown_env.envs\n"
         "bad = sorted(m for m in sys.modules if m == 'verifiers' or m.startswith('verifiers.'))\n"
         "assert not bad, bad\n"

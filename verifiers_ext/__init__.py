@@ -20,7 +20,7 @@ _EXPORTS = {
     "CountdownHarness": "taskset",
     "CountdownTask": "taskset",
     "CountdownTaskset": "taskset",
-    "PuzzleSource": "puzzle_source",
+    "PuzzleSource": "dataset_rows",
     "reply_text": "reply_scoring",
 }
 

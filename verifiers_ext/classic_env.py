@@ -27,7 +27,7 @@ from typing import Any
 from countdown_env.rewards import RewardConfig
 from countdown_env.task import CountdownTask, task_from
 
-from .puzzle_source import PuzzleSource
+from .dataset_rows import PuzzleSource
 from .reply_scoring import correctness, format_score, puzzle_from_info
 
 __all__ = ["load_environment", "rubric_functions"]

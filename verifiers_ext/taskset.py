@@ -24,7 +24,7 @@ from countdown_env.puzzle import Puzzle
 from countdown_env.rewards import RewardConfig
 from countdown_env.task import CountdownTask as TaskDefinition  # this module's CountdownTask is the vf.Task
 
-from .puzzle_source import PuzzleSource
+from .dataset_rows import PuzzleSource
 from .reply_scoring import correctness, format_score
 
 __all__ = ["CountdownConfig", "CountdownData", "CountdownHarness", "CountdownTask", "CountdownTaskset"]

@@ -23,8 +23,11 @@ USER_ERRORS = (ValueError, OSError, RuntimeError, ImportError)
 # name -> (module, one-line help). Add a subcommand with one line here.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("countdown_env.cli.demo", "generate puzzles, solve them, verify answers and print a summary"),
-    "build-splits": ("countdown_env.cli.splits", "build reproducible train/eval splits (jsonl + HF save_to_disk)"),
-    "build-sft": ("countdown_env.cli.sft", "build SFT warm-start rows with solver-derived reasoning traces"),
+    "build-splits": (
+        "countdown_env.cli.build_splits",
+        "build reproducible train/eval splits (jsonl + HF save_to_disk)",
+    ),
+    "build-sft": ("countdown_env.cli.build_sft", "build SFT warm-start rows with solver-derived reasoning traces"),
     "clean-sft": ("countdown_env.cli.clean", "clean external Countdown SFT data (contrastive shaping post's filters)"),
     "train": ("learners.pipeline.train", "train a registered learner (GRPO presets, ...) from a YAML preset"),
     "eval": ("learners.pipeline.evaluate", "pass@1/pass@k with CIs of a checkpoint on a split; JSON report"),

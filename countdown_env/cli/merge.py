@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _build(args: argparse.Namespace) -> int:
     from ..atomic import check_output
     from ..splits import merge_shards, write_splits
-    from .splits import print_summary
+    from .build_splits import print_summary
 
     check_output(args.out, args.shards, overwrite=args.overwrite)
     records, info = merge_shards(args.shards)

@@ -13,7 +13,7 @@ from gymnasium import spaces
 from ..messages import completion_text
 from ..puzzle import Puzzle
 from ..task import CountdownTask
-from .puzzle_source import episode_task
+from .episode_puzzles import episode_task
 from .shared_observations import PromptText
 
 MAX_PROMPT_CHARS = 1 << 16

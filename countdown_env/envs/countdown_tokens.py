@@ -12,7 +12,7 @@ from gymnasium import spaces
 from ..puzzle import Puzzle
 from ..task import CountdownTask
 from ..trajectory import TRUNCATION_REWARDS, Trajectory, score_trajectories, stop_id_set
-from .puzzle_source import episode_task
+from .episode_puzzles import episode_task
 from .shared_observations import TokenSequence
 from .tokenizer_adapter import encode_text, feedback_suffix_text, render_chat, uses_chat_template, vocab_size_of
 

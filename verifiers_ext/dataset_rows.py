@@ -1,4 +1,5 @@
-"""Where the `verifiers` environments get their puzzles: a :class:`~countdown_env.task.CountdownTask`.
+"""A task's puzzles as `verifiers` dataset rows (:class:`PuzzleSource`): where the `verifiers` environments get
+their puzzles, a :class:`~countdown_env.task.CountdownTask`.
 
 Both the classic (0.3.x) environment and the v1 (0.4) taskset build one task from their options (the task's
 fields: generator settings, rules, ``template``, ``format_bonus``) and ask, grade and draw through it, so a puzzle

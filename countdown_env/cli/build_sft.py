@@ -1,4 +1,4 @@
-"""``countdown build-sft``: SFT warm-start rows with solver-derived reasoning traces (see sft.py)."""
+"""``countdown build-sft``: SFT warm-start rows with solver-derived reasoning traces (:mod:`countdown_env.sft`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Where an environment's puzzles come from: its task's generator, a ready generator or a fixed list, and how
-reset picks one.
+"""Where an environment's episode puzzles come from (:class:`PuzzleSource`: its task's generator, a ready generator
+or a fixed list) and how reset picks one; :func:`episode_task` builds an env's task and source.
 
 Shared by ``Countdown-v0`` and ``CountdownTokens-v0`` so both read ``reset(options=...)`` the same way and build
 their task and puzzle source from their common arguments the same way (:func:`episode_task`).
