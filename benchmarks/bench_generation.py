@@ -94,7 +94,7 @@ def bench_model(name, device, args, work: Path) -> dict:
     from learners.sampling import HFSampler, Sampling, VLLMSampler
 
     if name == "tiny":
-        from learners.pipeline.tiny import load_tokenizer
+        from learners.pipeline.tokenizer_io import load_tokenizer
         from learners.pipeline.warm_start import SHIPPED_DIR
 
         folder, tokenizer = SHIPPED_DIR, load_tokenizer(SHIPPED_DIR)
@@ -130,7 +130,8 @@ def bench_grpo(use_vllm: bool, steps: int, work: Path) -> dict:
     from countdown_env import Puzzle
     from learners.core.registry import get_learner
     from learners.pipeline.data import prompt_dataset
-    from learners.pipeline.tiny import load_tokenizer, tiny_cpu_kwargs
+    from learners.pipeline.tiny import tiny_cpu_kwargs
+    from learners.pipeline.tokenizer_io import load_tokenizer
     from learners.pipeline.warm_start import SHIPPED_DIR
 
     class StepTimes(TrainerCallback):

@@ -31,7 +31,8 @@ def main() -> None:
     from learners.core.trainer import CountdownGRPOTrainer
     from learners.grpo import GRPOLearner, grpo_config
     from learners.pipeline.data import prompt_dataset
-    from learners.pipeline.tiny import build_tiny_model, load_tokenizer, tiny_cpu_kwargs
+    from learners.pipeline.tiny import build_tiny_model, tiny_cpu_kwargs
+    from learners.pipeline.tokenizer_io import load_tokenizer
 
     torch.manual_seed(0)
     tmp = tempfile.mkdtemp()

@@ -257,7 +257,8 @@ def bench_steps(steps: int) -> None:
     from countdown_env.task import CountdownTask
     from learners.core.registry import get_learner
     from learners.pipeline.data import prompt_dataset
-    from learners.pipeline.tiny import load_tokenizer, tiny_cpu_kwargs
+    from learners.pipeline.tiny import tiny_cpu_kwargs
+    from learners.pipeline.tokenizer_io import load_tokenizer
     from learners.pipeline.warm_start import SHIPPED_DIR
 
     class StepTimes(TrainerCallback):

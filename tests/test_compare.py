@@ -268,3 +268,50 @@ def test_a_negative_seed_is_refused_at_once(capsys):
 
     assert main(["compare", "--quick", "--seeds", "-1", "--learners", "grpo", "--out", "unused"]) == 2
     assert "--seeds must be >= 0" in capsys.readouterr().err
+
+
+def test_seed_t_difference_includes_training_variance():
+    """The headline Δ: mean of per-seed paired differences, Student t over seeds (scipy's quantile, 2 df here)."""
+    from scipy.stats import t
+
+    from learners.pipeline.statistics import paired_seed_diff
+
+    learner = {0: np.array([1.0, 1.0, 0.0, 1.0]), 1: np.array([0.0, 0.0, 0.0, 1.0]), 2: np.array([1.0, 1.0, 1.0, 1.0])}
+    base = {0: np.array([0.0, 1.0, 0.0, 1.0]), 1: np.array([0.0, 1.0, 0.0, 1.0]), 2: np.array([0.0, 1.0, 0.0, 1.0])}
+    per_seed = [0.25, -0.25, 0.5]  # by hand: (3-2)/4, (1-2)/4, (4-2)/4
+    mean = sum(per_seed) / 3
+    sd = (sum((d - mean) ** 2 for d in per_seed) / 2) ** 0.5
+    half = t.ppf(0.975, 2) * sd / 3**0.5
+    diff, low, high, n = paired_seed_diff(learner, base)
+    assert n == 3 and diff == pytest.approx(mean) and (low, high) == pytest.approx((mean - half, mean + half))
+    # the puzzle bootstrap holds the seeds fixed: its interval is narrower than the t interval here
+    _, b_low, b_high, _ = paired_bootstrap_diff(learner, base)
+    assert b_high - b_low < high - low
+
+
+def test_engagement_reads_the_mechanism_metrics_and_says_never_acted(tmp_path):
+    from learners.pipeline.compare.engagement import engagement_markdown, engagement_rows
+
+    def run(name, history):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "log_history.json").write_text(json.dumps(history))
+        return folder
+
+    history_ps = [{"step": 1, "ps_ppo/cutoff_kept_frac": 1.0, "ps_ppo/mean_cutoff_tokens": 40.0,
+                   "ps_ppo/kept_token_frac": 0.5}, {"step": 1, "eval_pass@1": 0.2},
+                  {"step": 2, "ps_ppo/cutoff_kept_frac": 1.0, "ps_ppo/mean_cutoff_tokens": 60.0,
+                   "ps_ppo/kept_token_frac": 0.7}]  # fmt: skip
+    history_prime = [{"step": 1, "prime_rl/is_masked": 0.1, "prime_rl/mismatch_kl": 0.01},
+                     {"step": 2, "prime_rl/is_masked": 0.3, "prime_rl/mismatch_kl": 0.03}]  # fmt: skip
+    rows = engagement_rows({("ps_ppo", 0): run("ps", history_ps), ("prime_rl", 0): run("pr", history_prime)})
+    values = {(r["learner"], r["metric"]): r["value"] for r in rows}
+    assert values[("ps_ppo", "ps_ppo/cutoff_kept_frac")] == 0.0  # kept 1.0 in every step: nothing truncated
+    assert values[("ps_ppo", "ps_ppo/mean_cutoff_tokens")] == pytest.approx(50.0)
+    assert values[("ps_ppo", "ps_ppo/kept_token_frac")] == pytest.approx(0.4)  # 1 - mean(0.5, 0.7)
+    assert values[("prime_rl", "prime_rl/is_masked")] == pytest.approx(0.2)
+    text = "\n".join(engagement_markdown(rows, ["prime_rl", "ps_ppo"]))
+    truncation = next(line for line in text.splitlines() if "share of loss tokens truncated" in line)
+    assert "never acted" in truncation
+    masked = next(line for line in text.splitlines() if "DPPO mask" in line)
+    assert "acted" in masked and "never" not in masked

@@ -357,6 +357,7 @@ def test_l2_to_policy_gradient_weight_ratio_is_lambda_for_any_number_of_transiti
 # --------------------------------------------------------------------------------------------- two processes
 
 _WORKER = """
+import os
 import sys
 import torch
 from transformers import AutoModelForCausalLM
@@ -406,6 +407,10 @@ trainer = Recorder(
 )
 trainer.train()
 torch.save(trainer.records, f"{out_dir}/rank{trainer.accelerator.process_index}.pt")
+# end without interpreter teardown: it raced gloo's threads under load (tests/multiproc/probe_worker.exit_at_once)
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)
 """
 
 

@@ -1,9 +1,11 @@
 """The ``countdown`` command.
 
-Each subcommand is a module (this package's ``demo``, ``splits``, ``sft``, ``clean``; the learners' pipeline
-modules) registered here by module path, imported only when chosen, so that ``countdown --help`` stays fast and
-the environment package never imports torch. A subcommand module provides ``add_arguments(parser)`` and
-``run(args) -> int``.
+Each subcommand is a module that provides ``add_arguments(parser)`` and ``run(args) -> int``, imported only when
+chosen, so that ``countdown --help`` stays fast and the environment package never imports torch. The environment's
+own subcommands (``demo``, ``build-splits``, ``generate``, ...) are listed in :data:`SUBCOMMANDS`; other packages
+add theirs through the ``countdown.commands`` entry-point group (name -> module with a one-line ``HELP``; the
+learners' ``train``, ``eval``, ``compare``, ``demo-train`` and ``warm-start`` come from ``learners.commands``), so
+this package names no module outside itself.
 
 Errors: a subcommand raises (``ValueError``, ``OSError``, ``RuntimeError``, ``ImportError``) for anything the user
 can fix; :func:`main` prints ``countdown <command>: error: <message>`` on stderr and returns 2, without a traceback
@@ -20,7 +22,7 @@ import sys
 USER_ERRORS = (ValueError, OSError, RuntimeError, ImportError)
 """Exceptions a subcommand raises for a user error: one line on stderr, exit status 2."""
 
-# name -> (module, one-line help). Add a subcommand with one line here.
+# name -> (module, one-line help): the environment's subcommands. Add one with one line here.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("countdown_env.cli.demo", "generate puzzles, solve them, verify answers and print a summary"),
     "build-splits": (
@@ -29,16 +31,31 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     ),
     "build-sft": ("countdown_env.cli.build_sft", "build SFT warm-start rows with solver-derived reasoning traces"),
     "clean-sft": ("countdown_env.cli.clean", "clean external Countdown SFT data (contrastive shaping post's filters)"),
-    "train": ("learners.pipeline.train", "train a registered learner (GRPO presets, ...) from a YAML preset"),
-    "eval": ("learners.pipeline.evaluate", "pass@1/pass@k with CIs of a checkpoint on a split; JSON report"),
     "merge-splits": ("countdown_env.cli.merge", "merge the shard folders of build-splits --shard K/N into one split"),
-    "compare": ("learners.pipeline.compare", "run learners side by side from one warm start: CSV, summary, curves"),
-    "demo-train": ("learners.pipeline.demo", "the main job on CPU: RL from the shipped warm start, eval before/after"),
-    "warm-start": ("learners.pipeline.warm_start", "the shipped SFT warm start: its report, --measure, --from-scratch"),
     "generate": ("countdown_env.cli.generate", "print puzzles of a task as JSON lines (numbers, target, a solution)"),
     "solve": ("countdown_env.cli.solve", "solve one puzzle: a solution, --all of them or --count (exit 1: none)"),
     "verify": ("countdown_env.cli.verify", "judge one answer: verdict and reason (exit 0 correct, 1 wrong)"),
 }
+
+ENTRY_POINT_GROUP = "countdown.commands"
+"""Subcommands of other installed packages: ``name = "package.module"`` (the module has ``HELP``)."""
+
+
+def commands() -> dict[str, tuple[str, str | None]]:
+    """Every subcommand: :data:`SUBCOMMANDS`, then the ``countdown.commands`` entry points (help ``None``: the
+    module's ``HELP``, read when the help is printed)."""
+    from importlib.metadata import entry_points
+
+    found: dict[str, tuple[str, str | None]] = dict(SUBCOMMANDS)
+    for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        found.setdefault(entry.name, (entry.value, None))
+    return found
+
+
+def _help(module_name: str, help_text: str | None) -> str:
+    if help_text is not None:
+        return help_text
+    return str(getattr(importlib.import_module(module_name), "HELP", ""))
 
 
 class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -62,14 +79,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(prog="countdown", description="Countdown puzzles for RL of language models.")
     parser.add_argument("--version", action="version", version=f"countdown {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (_, help_text) in SUBCOMMANDS.items():
-        sub.add_parser(name, help=help_text, add_help=False)
+    for name, (module_name, help_text) in commands().items():
+        sub.add_parser(name, help=_help(module_name, help_text), add_help=False)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in SUBCOMMANDS:
+    known = commands()
+    if not argv or argv[0] not in known:
         parser = build_parser()
         if argv and argv[0] in ("--version", "-V"):
             print(f"countdown {_version()}")
@@ -77,11 +95,13 @@ def main(argv: list[str] | None = None) -> int:
         if not argv or argv[0] in ("-h", "--help"):
             parser.print_help()
             return 0
-        parser.error(f"unknown command {argv[0]!r}; choose one of {', '.join(SUBCOMMANDS)}")
+        parser.error(f"unknown command {argv[0]!r}; choose one of {', '.join(known)}")
     name, rest = argv[0], argv[1:]
-    module_name, help_text = SUBCOMMANDS[name]
+    module_name, help_text = known[name]
     module = importlib.import_module(module_name)
-    parser = OneLineErrorParser(prog=f"countdown {name}", description=help_text, formatter_class=DefaultsHelpFormatter)
+    parser = OneLineErrorParser(
+        prog=f"countdown {name}", description=_help(module_name, help_text), formatter_class=DefaultsHelpFormatter
+    )
     module.add_arguments(parser)
     try:
         args = parser.parse_args(rest)

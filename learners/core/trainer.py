@@ -53,8 +53,9 @@ collective operation).
 Helpers for learners: :meth:`gather_rows`, :meth:`loss_mask`, :meth:`set_loss_mask`, :meth:`per_token_logps`,
 :meth:`recount_items`, :meth:`log_metric`, :meth:`log_ratio_metrics`.
 
-Logged metrics (under ``countdown/``): ``accuracy`` (share of answers the task's verifier accepts, whatever
-the reward functions pay; logged when the rows have puzzles), ``format_rate``,
+Logged metrics (under ``countdown/``): ``accuracy`` (share of answers the task's verifier accepts and that ended
+within the budget, whatever the reward functions pay: :mod:`learners.core.verdicts`' rule; logged when the rows have
+puzzles), ``format_rate``,
 ``mean_completion_length`` (tokens), ``truncation_rate`` (no end-of-turn token within the budget),
 ``homogeneous_group_frac`` (groups whose rewards all agree: zero GRPO advantage).
 
@@ -416,7 +417,8 @@ class CountdownGRPOTrainer(GRPOTrainer):
         if trajectories is not None:
             lengths = torch.tensor([float(len(t.completion_ids)) for t in trajectories], device=device)
             truncated = torch.tensor([bool(t.truncated) for t in trajectories], device=device)
-            correct = torch.tensor([bool(t.verification.correct) for t in trajectories], device=device)
+            # as countdown eval, the env reward and learners.core.verdicts: an answer cut at the budget is wrong
+            correct = torch.tensor([t.verification.correct and not t.truncated for t in trajectories], device=device)
             format_ok = torch.tensor([bool(t.format_ok) for t in trajectories], device=device)
         else:
             lengths = batch["completion_mask"].sum(dim=1).float()  # 0 for rows TRL masked as truncated

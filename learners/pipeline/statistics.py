@@ -5,7 +5,10 @@ r"""The project's one statistics module: pass@k, bootstrap and Student t interva
   :math:`\widehat{\text{pass@}k} = 1 - \binom{n-c}{k} / \binom{n}{k}`, as a running product (exact in floating point).
 - :func:`bootstrap_ci`: the percentile-bootstrap interval of a mean over puzzles (seeded).
 - :func:`mean_ci`: the Student t 95 % interval of a mean over seeds (exact quantiles, ``scipy.stats.t``).
-- :func:`paired_bootstrap_diff`: a learner's difference to a baseline, resampling puzzles within each seed.
+- :func:`paired_bootstrap_diff`: a learner's difference to a baseline, resampling puzzles within each seed (the
+  seeds held fixed: eval noise only).
+- :func:`paired_seed_diff`: the same difference as the mean of per-seed paired differences with a Student t
+  interval over seeds (training variance included: the headline figure when there are several seeds).
 - :func:`puzzle_scores`: the per-puzzle pass@k of an eval file (``evals/step-N.jsonl``).
 """
 
@@ -101,3 +104,20 @@ def paired_bootstrap_diff(
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(boot, [alpha, 1.0 - alpha])
     return (estimate, float(low), float(high), len(seeds))
+
+
+def paired_seed_diff(
+    learner: Mapping[int, np.ndarray], baseline: Mapping[int, np.ndarray]
+) -> tuple[float, float, float, int]:
+    """``(difference, low, high, seeds)``: the mean over the shared seeds of each seed's mean per-puzzle difference
+    ``learner - baseline`` (same puzzles, aligned), with the Student t 95 % interval over seeds (:func:`mean_ci`;
+    NaN bounds with one seed). Unlike :func:`paired_bootstrap_diff`, the spread between seeds (training variance)
+    is inside the interval."""
+    seeds = sorted(set(learner) & set(baseline))
+    per_seed = []
+    for s in seeds:
+        a, b = np.asarray(learner[s], dtype=np.float64), np.asarray(baseline[s], dtype=np.float64)
+        if a.shape != b.shape or a.ndim != 1 or a.size == 0:
+            raise ValueError(f"seed {s}: per-puzzle scores must be two equal-length vectors, got {a.shape}, {b.shape}")
+        per_seed.append(float((a - b).mean()))
+    return (*mean_ci(per_seed), len(seeds))

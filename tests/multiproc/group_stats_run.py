@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from probe_worker import append_rows, train
+from probe_worker import append_rows, exit_at_once, train
 
 
 def main(model_dir: str, out_dir: str) -> None:
@@ -60,3 +60,4 @@ def main(model_dir: str, out_dir: str) -> None:
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     main(sys.argv[1], sys.argv[2])
+    exit_at_once()  # no teardown race at exit (probe_worker.exit_at_once)

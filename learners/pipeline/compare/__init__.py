@@ -33,10 +33,13 @@ Output (``DIR``)
   ``train_reward`` is the mean env reward of the completions generated since the previous eval row (empty at
   step 0); ``pass@1``/``pass@4``/``format_rate``/``mean_completion_tokens`` come from the eval.
 - ``summary.md``: the command and machine; per learner the final pass@1 and pass@4 (mean over seeds, 95 % CI:
-  Student t over the seeds' means, or the puzzle bootstrap for a single seed), the difference to ``grpo`` with
-  a paired bootstrap 95 % CI (paired by seed and puzzle: per seed, puzzles are resampled with replacement and the
-  per-puzzle differences averaged; the estimate is the mean over seeds), seconds per step and its ratio to
-  ``grpo``, tokens per step; ranked by pass@1; failed runs with their error.
+  Student t over the seeds' means, or the puzzle bootstrap for a single seed), the difference to ``grpo`` two ways
+  — the mean of the per-seed paired differences with a Student t interval over seeds (training variance inside:
+  the headline) and a paired puzzle bootstrap (per seed, puzzles resampled with replacement, seeds held fixed) —,
+  seconds per step and its ratio to ``grpo``, tokens per step; ranked by pass@1; the mechanism-engagement table
+  (:mod:`.engagement`: the share of loss tokens each learner's mechanism changed, "never acted" when 0); failed
+  runs with their error.
+- ``engagement.csv``: one row per (learner, seed, mechanism quantity): its mean over the run's logged steps.
 - ``curves.png``: pass@1 against step and against training wall-clock seconds, mean completion length and
   cumulative forward/loss tokens against step; one line per learner (mean over seeds), band min-max over seeds.
 - ``runs/LEARNER-sSEED/``: ``rows.csv``, ``evals/step-N.jsonl`` (per-puzzle correctness of every eval),
@@ -70,6 +73,7 @@ from countdown_env.atomic import write_text
 from ..statistics import mean_ci, paired_bootstrap_diff
 from ..warm_start import tiny_task
 from .curves import plot_curves
+from .engagement import engagement_csv, engagement_rows
 from .results import CSV_COLUMNS, CUMULATIVE_COLUMNS, read_rows, rows_to_csv
 from .run_progress import Progress
 from .runs import Comparison, default_warm_start, has_shipped_warm_start, run_name, train_one
@@ -254,6 +258,8 @@ def _run_compare(settings: CompareSettings, out: Path, *, resume: bool, overwrit
     info = dict(model=settings.model or "warm-start", random_model=random_model, task=task.to_dict(),
                 eval_puzzles=len(eval_rows))  # fmt: skip
     write_text(out / "summary.md", summary_markdown(out, settings, rows, failures, info))
+    run_dirs = {key: out / "runs" / run_name(*key) for key in runs}
+    write_text(out / "engagement.csv", engagement_csv(engagement_rows(run_dirs)))
     plot_curves(rows, out / "curves.png", settings.learners)
     return {
         "out": str(out),

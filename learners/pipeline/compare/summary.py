@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..statistics import bootstrap_ci, mean_ci, paired_bootstrap_diff, puzzle_scores
+from ..statistics import bootstrap_ci, mean_ci, paired_bootstrap_diff, paired_seed_diff, puzzle_scores
+from .engagement import engagement_markdown, engagement_rows
 from .results import CUMULATIVE_COLUMNS
 from .runs import run_name
 from .settings import BASELINE, COMMON_TRAINER, EVAL_SAMPLES, EVAL_SET, EVAL_TEMPERATURE, CompareSettings
@@ -51,6 +52,8 @@ def _cell(mean: float, low: float, high: float, digits: int = 3) -> str:
 def _signed(mean: float, low: float, high: float) -> str:
     if math.isnan(mean):
         return "-"
+    if math.isnan(low):
+        return f"{mean:+.3f}"
     return f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
 
 
@@ -106,8 +109,9 @@ def learner_table(out: Path, settings: CompareSettings, rows: Sequence[Mapping[s
                     if puzzles_of[(learner, s)] != puzzles_of[(BASELINE, s)]:
                         raise ValueError(f"seed {s}: {learner} and {BASELINE} were evaluated on different puzzles")
                 entry[f"diff@{k}"] = paired_bootstrap_diff(per_seed, base)[:3]
+                entry[f"seed_diff@{k}"] = paired_seed_diff(per_seed, base)[:3]
             else:
-                entry[f"diff@{k}"] = (math.nan, math.nan, math.nan)
+                entry[f"diff@{k}"] = entry[f"seed_diff@{k}"] = (math.nan, math.nan, math.nan)
         entry["speed"] = speed(learner)
         entry["base_speed"] = base_speed
         table.append(entry)
@@ -139,13 +143,16 @@ def summary_markdown(out: Path, settings: CompareSettings, rows, failures: Mappi
         "",
         f"Eval: `{EVAL_SET}` ({info['eval_puzzles']} puzzles), {k} samples each at T={EVAL_TEMPERATURE}, at step 0 "
         f"and every {settings.eval_every} steps. Final figures at step {settings.steps}: mean over seeds with a 95 % "
-        "CI (Student t over seeds; puzzle bootstrap when one seed); Δ vs grpo: paired bootstrap over puzzles within "
-        "each seed (2000 resamples). s/step: training wall time per step (eval excluded); tokens per step "
-        "(generated / in the loss / completion columns forwarded by the loss).",
+        "CI (Student t over seeds; puzzle bootstrap when one seed). Δ vs grpo, two ways: *t over seeds* is the mean "
+        "of the per-seed paired differences with a Student t interval over seeds (training variance included: the "
+        "headline); *puzzle bootstrap* resamples puzzles within each seed with the seeds held fixed (2000 resamples; "
+        "eval noise only). s/step: training wall time per step (eval excluded); tokens per step (generated / in the "
+        "loss / completion columns forwarded by the loss).",
         "",
-        f"| rank | learner | seeds | pass@1 | Δ pass@1 vs grpo | pass@{k} | Δ pass@{k} vs grpo | s/step | × grpo "
+        f"| rank | learner | seeds | pass@1 | Δ pass@1 vs grpo (t over seeds) | Δ pass@1 (puzzle bootstrap) "
+        f"| pass@{k} | Δ pass@{k} (t over seeds) | s/step | × grpo "
         "| gen tok/step | loss tok/step | fwd tok/step | fwd × grpo |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     rank = 0
     for entry in table:
@@ -163,11 +170,15 @@ def summary_markdown(out: Path, settings: CompareSettings, rows, failures: Mappi
 
         lines.append(
             f"| {rank if entry['finished'] else '-'} | {entry['learner']} | {entry['finished']}/{entry['runs']} "
-            f"| {_cell(*entry['pass@1'])} | {_signed(*entry['diff@1'])} | {_cell(*entry[f'pass@{k}'])} "
-            f"| {_signed(*entry[f'diff@{k}'])} | {num(speed['wall_seconds'], 3)} | {ratio('wall_seconds')} "
+            f"| {_cell(*entry['pass@1'])} | {_signed(*entry['seed_diff@1'])} | {_signed(*entry['diff@1'])} "
+            f"| {_cell(*entry[f'pass@{k}'])} | {_signed(*entry[f'seed_diff@{k}'])} "
+            f"| {num(speed['wall_seconds'], 3)} | {ratio('wall_seconds')} "
             f"| {num(speed['generated_tokens'])} | {num(speed['loss_tokens'])} | {num(speed['forward_tokens'])} "
             f"| {ratio('forward_tokens')} |"
         )
+    run_dirs = {(learner, seed): out / "runs" / run_name(learner, seed)
+                for learner in settings.learners for seed in settings.seeds}  # fmt: skip
+    lines += ["", *engagement_markdown(engagement_rows(run_dirs), list(settings.learners))]
     if failures:
         lines += ["", "## Failed runs", "", "| learner | seed | error |", "| --- | --- | --- |"]
         for (learner, seed), error in sorted(failures.items()):
