@@ -276,7 +276,7 @@ def clean_file(
     import json
 
     from .atomic import atomic_dir, check_output, output_claim, write_text
-    from .splits import iter_jsonl, write_jsonl
+    from .jsonl import iter_jsonl, write_jsonl
 
     in_path, out_path = Path(in_path), Path(out_path)
     if not in_path.exists():

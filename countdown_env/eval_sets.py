@@ -13,9 +13,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .jsonl import jsonl_line, read_jsonl, write_jsonl
 from .prompts import chat_messages
 from .puzzle import Puzzle
-from .splits import SplitSpec, _jsonl_line, build_split_records, read_jsonl, write_jsonl
+from .splits import SplitSpec, build_split_records
 
 EVAL_SET_SIZE = 512
 
@@ -50,7 +51,7 @@ def eval_set_rows(name: str, progress: bool | None = False) -> list[dict[str, An
 
 def eval_set_bytes(name: str, progress: bool | None = False) -> bytes:
     """The exact bytes of ``datasets/{name}.jsonl``."""
-    return b"".join(_jsonl_line(row) for row in eval_set_rows(name, progress))
+    return b"".join(jsonl_line(row) for row in eval_set_rows(name, progress))
 
 
 def load_eval_set(
@@ -75,7 +76,7 @@ def load_eval_set(
         rows.append({"prompt": chat_messages(puzzle, template, use_all_numbers=use_all_numbers), **r})
     if not as_dataset:
         return rows
-    from .splits import records_to_dataset
+    from .split_datasets import records_to_dataset
 
     return records_to_dataset(rows)
 

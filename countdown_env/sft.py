@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .puzzle import Puzzle
-from .splits import PuzzleKey, SplitSpec, _distinct_draws, _interleave, _key, _progress_bar
+from .splits import PuzzleKey, SplitSpec, distinct_draws, interleave, puzzle_key, puzzle_progress_bar
 from .traces import MIXED, STYLES, TraceStyle, make_trace, resolve_style
 
 TINY_VALUE_RANGE = (1, 20)
@@ -55,19 +55,19 @@ def build_sft_records(
         use_all_numbers=use_all_numbers,
         integer_intermediates=integer_intermediates,
         template=template,
-        exclude=frozenset(_key(e) for e in exclude),
+        exclude=frozenset(puzzle_key(e) for e in exclude),
     )
     if not isinstance(style, TraceStyle) and style != MIXED:
         resolve_style(style)  # raises ValueError for an unknown name before any work
     task = spec.task
-    bar = _progress_bar(size, progress)
+    bar = puzzle_progress_bar(size, progress)
     groups: list[list[dict]] = []
     try:
         for n, count in spec.sizes("train").items():
             gen = spec.stream_task(n, "sft").generator()
             rows = []
             what = f"SFT puzzles with {n} numbers"
-            for index, puzzle in _distinct_draws(gen.__getitem__, count, set(spec.exclude), spec, what):
+            for index, puzzle in distinct_draws(gen.__getitem__, count, set(spec.exclude), spec, what):
                 row_style = resolve_style(style, random.Random(f"sft-style:{seed}:{n}:{index}"))
                 trace = make_trace(
                     puzzle,
@@ -103,7 +103,7 @@ def build_sft_records(
     finally:
         if bar is not None:
             bar.close()
-    return list(_interleave(groups))
+    return list(interleave(groups))
 
 
 def sft_features():
@@ -145,7 +145,8 @@ def write_sft_folder(
 
     from .atomic import atomic_dir
     from .dataset_card import write_card
-    from .splits import records_to_dataset, write_jsonl
+    from .jsonl import write_jsonl
+    from .split_datasets import records_to_dataset
 
     with atomic_dir(Path(out_dir), overwrite=overwrite) as out:
         DatasetDict({"train": records_to_dataset(records, sft_features())}).save_to_disk(str(out))

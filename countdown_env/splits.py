@@ -1,4 +1,5 @@
-"""Reproducible train/eval splits of Countdown puzzles, as Hugging Face datasets and jsonl files.
+"""Reproducible train/eval splits of Countdown puzzles: what a build is (:class:`SplitSpec`) and the build itself
+(:func:`build_split_records`: plain row dicts, no HF import).
 
 Each split is drawn from its own seeded puzzle stream per number count (the eval stream never depends on the
 train size), duplicates are dropped by canonical key (sorted numbers, target: a permutation of the numbers is
@@ -11,34 +12,30 @@ solution checked by the verifier. Sizes are totals, shared as evenly as possible
 counts take the remainder); rows are interleaved across counts so that any prefix is balanced.
 
 A :class:`SplitSpec` holds a :class:`~countdown_env.task.CountdownTask` (settings, rules, template); each stream draws
-from that task with its count and seed replaced. The same :class:`SplitSpec` gives the same rows on any machine, and
-:func:`write_splits` writes them byte-identically. ``datasets`` is imported only by the functions that return or
-write HF datasets.
+from that task with its count and seed replaced. The same :class:`SplitSpec` gives the same rows on any machine.
 
 A build is two steps: a cheap, serial *plan* (which generator indices each (split, count) stream keeps: puzzles are
 drawn without solution counts, duplicates and trivial ones skipped) and the expensive *rows* (solution, count,
 difficulty per kept index), which are independent of each other. So ``num_proc`` spreads the rows over a process
-pool and ``build_shard(spec, k, n)`` computes every n-th row for one machine; :func:`merge_shards` puts the rows back
-in order. All give the bytes of a one-process build. ``counts=False`` skips the solution counts (no
+pool, and :mod:`countdown_env.split_shards` computes every n-th row for one machine and merges the shards back in
+order. All give the bytes of a one-process build. ``counts=False`` skips the solution counts (no
 ``num_solutions``/``difficulty`` columns; up to :data:`MAX_N_NUMBERS_NO_COUNTS` numbers).
 
-Writes are atomic (:mod:`countdown_env.atomic`): the folder is built beside the target and renamed into place.
-``manifest.json`` records the sha256 of every file of the folder; :func:`verify_split` (run by
-:func:`read_split_rows`, ``countdown eval --split`` and ``countdown train``'s ``data.train``) checks it.
+The rest of a split's life is in modules of their own: :mod:`countdown_env.split_folders` writes a split folder
+(:func:`~countdown_env.split_folders.write_splits`, atomically, byte-identically) and reads it back
+(:func:`~countdown_env.split_folders.read_split_rows`); :mod:`countdown_env.split_manifest` is its integrity
+manifest (:func:`~countdown_env.split_manifest.verify_split`); :mod:`countdown_env.split_datasets` the Hugging Face
+side (features, ``Dataset``/``DatasetDict``, ``save_to_disk``); :mod:`countdown_env.jsonl` the jsonl files.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
-from pathlib import Path
 from typing import Any
 
-from .atomic import atomic_dir, write_text
-from .dataset_card import write_card
 from .puzzle import Puzzle, is_trivial
 from .task import CountdownTask, task_from
 
@@ -46,9 +43,6 @@ SPLIT_COLUMNS = ("prompt", "numbers", "target", "n_numbers", "solution", "num_so
 """Columns of every split row, in this order (without the last two when built with ``counts=False``)."""
 
 COUNT_COLUMNS = ("num_solutions", "difficulty")
-
-MANIFEST = "manifest.json"
-SHARD_FILE = "shard.json"
 
 SPLIT_NAMES = ("train", "eval")
 
@@ -65,10 +59,6 @@ MAX_CONSECUTIVE_DUPLICATES = 500
 
 class SplitError(ValueError):
     """Raised for invalid split arguments, or when the puzzle space is too small for the sizes asked."""
-
-
-class SplitIntegrityError(ValueError):
-    """A split folder whose files do not match the sha256 its ``manifest.json`` records."""
 
 
 PuzzleKey = tuple[tuple[int, ...], int]
@@ -149,7 +139,7 @@ class SplitSpec:
         set_field(self, "train_size", train_size)
         set_field(self, "eval_size", eval_size)
         set_field(self, "allow_trivial", task.allow_trivial)
-        set_field(self, "exclude", frozenset(_key(k) for k in exclude))
+        set_field(self, "exclude", frozenset(puzzle_key(k) for k in exclude))
         set_field(self, "counts", counts)
 
     def __getattr__(self, name: str) -> Any:
@@ -187,7 +177,9 @@ class SplitSpec:
 _TASK_FIELDS = frozenset(f.name for f in fields(CountdownTask))
 
 
-def _key(item: Puzzle | PuzzleKey | Any) -> PuzzleKey:
+def puzzle_key(item: Puzzle | PuzzleKey | Any) -> PuzzleKey:
+    """The canonical key (sorted numbers, target) of a :class:`~countdown_env.puzzle.Puzzle` or a ``(numbers,
+    target)`` pair; :class:`SplitError` for anything else (an ``exclude`` entry)."""
     if isinstance(item, Puzzle):
         return item.key
     try:
@@ -206,7 +198,7 @@ def stream_seed(seed: int, n_numbers: int, split: str) -> int:
 def stream_task(task: CountdownTask, n: int, split: str) -> CountdownTask:
     """The task that draws one (count, split) stream of a build of ``task``: ``n`` numbers, seed :func:`stream_seed`,
     and ``allow_trivial=True``: the stream holds every puzzle and the build skips the trivial ones unless
-    ``task.allow_trivial`` (:func:`_distinct_draws`), so an index the generator would redraw is dropped instead and
+    ``task.allow_trivial`` (:func:`distinct_draws`), so an index the generator would redraw is dropped instead and
     the rows stay those of builds made before the trivial rule moved into the task (the generator's ~2 % trivial
     draws for 3 and 4 numbers)."""
     return replace(task, n_numbers=n, seed=stream_seed(task.seed, n, split), allow_trivial=True)
@@ -237,7 +229,7 @@ def _row(record, rules: CountdownTask, counts: bool = True) -> dict[str, Any]:
     return row
 
 
-def _distinct_draws(
+def distinct_draws(
     draw: Callable[[int], Any], size: int, taken: set[PuzzleKey], spec: SplitSpec, what: str
 ) -> Iterator[tuple[int, Any]]:
     """``(draws so far, item)`` for the first ``size`` items of ``draw(0), draw(1), ...`` (a ``Puzzle`` or a record
@@ -269,13 +261,14 @@ def _unique_rows(spec: SplitSpec, n: int, split: str, size: int, taken: set[Puzz
     gen = spec.stream_task(n, split).generator()
     rows: list[dict] = []
     draw = gen.record if spec.counts else (lambda i: gen.record(i, count=False))
-    for _, record in _distinct_draws(draw, size, taken, spec, f"{split} puzzles with {n} numbers"):
+    for _, record in distinct_draws(draw, size, taken, spec, f"{split} puzzles with {n} numbers"):
         rows.append(_row(record, spec.task, spec.counts))
         tick()
     return rows
 
 
-def _interleave(groups: list[list[dict]]) -> Iterator[dict]:
+def interleave(groups: list[list[dict]]) -> Iterator[dict]:
+    """Row 0 of every group, then row 1 of every group, ... (groups run out at their own length)."""
     longest = max((len(g) for g in groups), default=0)
     for i in range(longest):
         for g in groups:
@@ -297,15 +290,16 @@ def build_plan(spec: SplitSpec) -> Plan:
             taken = eval_keys.setdefault(n, set(spec.exclude)) if split == "eval" else set(eval_keys[n])
             gen = spec.stream_task(n, split).generator()
             what = f"{split} puzzles with {n} numbers"
-            plan.append((split, n, [i - 1 for i, _ in _distinct_draws(gen.__getitem__, size, taken, spec, what)]))
+            plan.append((split, n, [i - 1 for i, _ in distinct_draws(gen.__getitem__, size, taken, spec, what)]))
     return plan
 
 
-def _plan_items(plan: Plan) -> list[tuple[str, int, int]]:
+def plan_items(plan: Plan) -> list[tuple[str, int, int]]:
+    """The plan as one ``(split, n, generator index)`` item per row, in plan order."""
     return [(split, n, index) for split, n, indices in plan for index in indices]
 
 
-def _assemble(plan: Plan, rows: list[dict]) -> dict[str, list[dict]]:
+def assemble_splits(plan: Plan, rows: list[dict]) -> dict[str, list[dict]]:
     """Rows in plan order -> ``{split: rows interleaved across counts}`` (non-empty splits only)."""
     out: dict[str, list[dict]] = {}
     position = 0
@@ -316,7 +310,7 @@ def _assemble(plan: Plan, rows: list[dict]) -> dict[str, list[dict]]:
                 groups.append(rows[position : position + len(indices)])
                 position += len(indices)
         if any(groups):
-            out[split] = list(_interleave(groups))
+            out[split] = list(interleave(groups))
     return out
 
 
@@ -338,7 +332,7 @@ def _rows_for_items(task_json: str, counts: bool, items: list[tuple[str, int, in
     return rows
 
 
-def _compute_rows(spec: SplitSpec, items: list[tuple[str, int, int]], num_proc: int, tick) -> list[dict]:
+def compute_rows(spec: SplitSpec, items: list[tuple[str, int, int]], num_proc: int, tick) -> list[dict]:
     """Rows of ``items`` in order, on ``num_proc`` processes (chunks of consecutive items)."""
     task_json = json.dumps(spec.task.to_dict(), sort_keys=True)
     if num_proc <= 1 or len(items) < 2:
@@ -375,14 +369,14 @@ def build_split_records(
         spec = SplitSpec(**spec_kwargs)
     elif spec_kwargs:
         raise TypeError("pass either a SplitSpec or its fields, not both")
-    num_proc = _check_num_proc(num_proc)
+    num_proc = check_num_proc(num_proc)
     total = spec.train_size + spec.eval_size
-    bar = _progress_bar(total, progress)
+    bar = puzzle_progress_bar(total, progress)
     tick = bar.update if bar is not None else (lambda *_: None)
     try:
         if num_proc > 1:
             plan = build_plan(spec)
-            return _assemble(plan, _compute_rows(spec, _plan_items(plan), num_proc, tick))
+            return assemble_splits(plan, compute_rows(spec, plan_items(plan), num_proc, tick))
         eval_keys: dict[int, set[PuzzleKey]] = {}
         out: dict[str, list[dict]] = {}
         for split in ("eval", "train"):
@@ -391,306 +385,24 @@ def build_split_records(
                 taken = eval_keys.setdefault(n, set(spec.exclude)) if split == "eval" else set(eval_keys[n])
                 groups.append(_unique_rows(spec, n, split, size, taken, tick))
             if any(groups):
-                out[split] = list(_interleave(groups))
+                out[split] = list(interleave(groups))
         return out
     finally:
         if bar is not None:
             bar.close()
 
 
-def _check_num_proc(num_proc: Any) -> int:
+def check_num_proc(num_proc: Any) -> int:
+    """``num_proc`` if it is an integer >= 1, else :class:`SplitError`."""
     if isinstance(num_proc, bool) or not isinstance(num_proc, int) or num_proc < 1:
         raise SplitError(f"num_proc must be an integer >= 1, got {num_proc!r}")
     return num_proc
 
 
-def parse_shard(text: str) -> tuple[int, int]:
-    """``"K/N"`` -> ``(K, N)`` with ``0 <= K < N``."""
-    k, sep, n = str(text).partition("/")
-    if not sep or not k.strip().isdigit() or not n.strip().isdigit() or not 0 <= int(k) < int(n):
-        raise SplitError(f"--shard must be K/N with 0 <= K < N (e.g. 0/4 ... 3/4), got {text!r}")
-    return int(k), int(n)
-
-
-def _plan_digest(plan: Plan) -> str:
-    return hashlib.sha256(json.dumps(plan, separators=(",", ":")).encode()).hexdigest()
-
-
-def build_shard(spec: SplitSpec, shard: int, num_shards: int, *, num_proc: int = 1, progress: bool | None = None):
-    """Shard ``shard`` of ``num_shards``: the rows at plan positions ``shard, shard + num_shards, ...`` (round robin,
-    so every shard gets the same mix of number counts). Returns the shard record :func:`write_shard` writes."""
-    if not (isinstance(shard, int) and isinstance(num_shards, int) and 0 <= shard < num_shards):
-        raise SplitError(f"shard must satisfy 0 <= shard < num_shards, got {shard}/{num_shards}")
-    plan = build_plan(spec)
-    items = _plan_items(plan)[shard::num_shards]
-    bar = _progress_bar(len(items), progress)
-    tick = bar.update if bar is not None else (lambda *_: None)
-    try:
-        rows = _compute_rows(spec, items, _check_num_proc(num_proc), tick)
-    finally:
-        if bar is not None:
-            bar.close()
-    info = {
-        "builder": "countdown_env.splits.shard",
-        "shard": [shard, num_shards],
-        "spec": spec.to_dict(),
-        "task": spec.task.to_dict(),
-        "plan": [[split, n, len(indices)] for split, n, indices in plan],
-        "plan_sha256": _plan_digest(plan),
-        "rows": len(rows),
-    }
-    return info, rows
-
-
-def write_shard(info: dict, rows: list[dict], out_dir: str | os.PathLike, *, overwrite: bool = False) -> Path:
-    """A shard folder: ``rows.jsonl`` and ``shard.json`` (its settings, the plan, the rows' sha256); atomic."""
-    out = Path(out_dir)
-    with atomic_dir(out, overwrite=overwrite) as tmp:
-        digest = write_jsonl(rows, tmp / "rows.jsonl")
-        write_text(tmp / SHARD_FILE, json.dumps({**info, "sha256": digest}, indent=2, sort_keys=True) + "\n")
-    return out
-
-
-def merge_shards(shard_dirs: Iterable[str | os.PathLike]) -> tuple[dict[str, list[dict]], dict]:
-    """``(rows by split, {"spec", "task"})`` of a complete set of shard folders (any order); refuses a missing,
-    repeated, damaged or foreign shard with one line."""
-    shards: dict[int, tuple[dict, list[dict]]] = {}
-    reference = None
-    for folder in shard_dirs:
-        folder = Path(folder)
-        path = folder / SHARD_FILE
-        if not path.is_file():
-            raise FileNotFoundError(f"{folder} is not a shard folder (no {SHARD_FILE}; build it with --shard K/N)")
-        try:
-            info = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise SplitIntegrityError(f"{path}: not valid JSON (a damaged shard; rebuild it)") from None
-        if _file_sha256(folder / "rows.jsonl") != info.get("sha256"):
-            raise SplitIntegrityError(f"{folder}/rows.jsonl does not match the sha256 in {SHARD_FILE}; rebuild it")
-        k, n = info["shard"]
-        key = (info["spec"], info["plan_sha256"], n)
-        if reference is None:
-            reference = key
-        elif key != reference:
-            raise SplitError(f"{folder} is a shard of another build (different settings, plan or shard count)")
-        if k in shards:
-            raise SplitError(f"shard {k}/{n} given twice ({folder})")
-        shards[k] = (info, read_jsonl(folder / "rows.jsonl"))
-    if reference is None:
-        raise SplitError("no shard folders given")
-    n = reference[2]
-    missing = sorted(set(range(n)) - set(shards))
-    if missing:
-        raise SplitError(f"missing shards {', '.join(f'{k}/{n}' for k in missing)}")
-    info = shards[0][0]
-    plan = [(split, count, [0] * size) for split, count, size in info["plan"]]
-    total = sum(size for _, _, size in info["plan"])
-    rows = [shards[p % n][1][p // n] for p in range(total)]
-    return _assemble(plan, rows), {"spec": info["spec"], "task": info["task"]}
-
-
-def _progress_bar(total: int, progress: bool | None):
+def puzzle_progress_bar(total: int, progress: bool | None):
     """A tqdm bar over puzzles (:func:`countdown_env.progress.progress_bar`: ``None`` = when stderr is a terminal,
     at any size), or ``None``."""
     from .progress import NoBar, progress_bar
 
     bar = progress_bar(total, "building puzzles", progress, unit="puzzle")
     return None if isinstance(bar, NoBar) else bar
-
-
-def split_features(counts: bool = True):
-    """The HF ``Features`` of a split (explicit, so that empty and non-empty builds share one schema)."""
-    from datasets import Features, List, Value
-
-    features = Features(
-        {
-            "prompt": List({"role": Value("string"), "content": Value("string")}),
-            "numbers": List(Value("int64")),
-            "target": Value("int64"),
-            "n_numbers": Value("int64"),
-            "solution": Value("string"),
-            "num_solutions": Value("int64"),
-            "difficulty": Value("string"),
-        }
-    )
-    if not counts:
-        for name in COUNT_COLUMNS:
-            del features[name]
-    return features
-
-
-def records_to_dataset(rows: list[dict], features=None):
-    """A ``datasets.Dataset`` from rows; its fingerprint hashes the rows, so saving it is reproducible."""
-    from datasets import Dataset
-
-    fingerprint = hashlib.sha256(b"".join(_jsonl_line(r) for r in rows)).hexdigest()[:16]
-    if features is None:
-        features = split_features(counts=not rows or "difficulty" in rows[0])
-    ds = Dataset.from_list(rows, features=features)
-    return Dataset(ds.data, info=ds.info, fingerprint=fingerprint)
-
-
-def build_splits(spec: SplitSpec | None = None, *, progress: bool | None = None, **spec_kwargs: Any):
-    """A ``datasets.DatasetDict`` ``{"eval": Dataset, "train": Dataset}`` (non-empty splits only), as
-    ``load_from_disk`` reads a written split back; see :func:`build_split_records`."""
-    from datasets import DatasetDict
-
-    records = build_split_records(spec, progress=progress, **spec_kwargs)
-    return DatasetDict({name: records_to_dataset(rows) for name, rows in records.items()})
-
-
-def _jsonl_line(row: dict) -> bytes:
-    return (json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-
-
-def write_jsonl(rows: Iterable[dict], path: str | os.PathLike) -> str:
-    """Write rows as compact UTF-8 jsonl (keys in row order), atomically; returns the file's sha256."""
-    from .atomic import atomic_file
-
-    digest = hashlib.sha256()
-    with atomic_file(path, "wb") as fh:
-        for row in rows:
-            line = _jsonl_line(row)
-            digest.update(line)
-            fh.write(line)
-    return digest.hexdigest()
-
-
-def iter_jsonl(path: str | os.PathLike, *, bad_json: str = "raise") -> Iterator[Any]:
-    """The objects of a jsonl file, lazily (blank lines skipped); a line that is not UTF-8 raises a ``ValueError``
-    naming it, and so does one that is not JSON unless ``bad_json="none"`` (then it yields ``None``)."""
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise ValueError(f"{path}:{lineno}: not UTF-8 text (a binary file?)") from None
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                if "\\u" in line:  # an escaped lone surrogate loads, then fails every UTF-8 write later
-                    json.dumps(obj, ensure_ascii=False).encode("utf-8")
-            except (ValueError, RecursionError, UnicodeEncodeError) as exc:
-                # JSONDecodeError, a 100 000-deep array (RecursionError), a 5 000-digit integer (ValueError)
-                if bad_json != "none":
-                    why = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
-                    raise ValueError(f"{path}:{lineno}: not valid JSON for this reader ({why})") from None
-                yield None
-                continue
-            yield obj
-
-
-def read_jsonl(path: str | os.PathLike) -> list[dict]:
-    """Rows of a jsonl file (blank lines skipped); a clear error names the bad line."""
-    return list(iter_jsonl(path))
-
-
-def write_splits(
-    splits: dict[str, list[dict]] | dict[str, Any],
-    out_dir: str | os.PathLike,
-    *,
-    spec: SplitSpec | dict | None = None,
-    save_to_disk: bool = True,
-    overwrite: bool = False,
-    progress: bool | None = None,
-) -> dict[str, str]:
-    """Write ``{split}.jsonl`` for each split, a ``DatasetDict.save_to_disk`` copy (``load_from_disk(out_dir)``
-    reads it back) and ``manifest.json`` (spec, its task's dict under ``task``, row counts, jsonl sha256, and under
-    ``files`` the sha256 of every file of the folder). Returns ``{split: jsonl sha256}``.
-
-    The folder is built beside ``out_dir`` and renamed into place (atomic); an existing non-empty ``out_dir`` is
-    refused unless ``overwrite`` (then replaced whole). ``splits`` maps names to row lists (from
-    :func:`build_split_records`) or to ``datasets.Dataset``; ``spec`` is the :class:`SplitSpec` or, for a merge,
-    ``{"spec": ..., "task": ...}`` as recorded. ``progress`` governs ``datasets``' own "Saving the dataset" bars
-    too (``None``: when stderr is a terminal).
-    """
-    rows_by_split = {name: (rows if isinstance(rows, list) else rows.to_list()) for name, rows in splits.items()}
-    if isinstance(spec, SplitSpec):
-        spec_info: dict[str, Any] = {"spec": spec.to_dict(), "task": spec.task.to_dict()}
-    else:
-        spec_info = {"spec": (spec or {}).get("spec"), "task": (spec or {}).get("task")}
-    with atomic_dir(out_dir, overwrite=overwrite) as tmp:
-        hashes = {name: write_jsonl(rows, tmp / f"{name}.jsonl") for name, rows in rows_by_split.items()}
-        if save_to_disk:
-            from datasets import DatasetDict
-            from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
-
-            from .progress import wanted
-
-            silence = not wanted(progress) and not are_progress_bars_disabled()
-            if silence:
-                disable_progress_bars()
-            try:
-                DatasetDict({n: records_to_dataset(rows) for n, rows in rows_by_split.items()}).save_to_disk(str(tmp))
-            finally:
-                if silence:
-                    enable_progress_bars()
-        write_card(tmp, spec_info, {name: len(rows) for name, rows in rows_by_split.items()})  # README.md
-        manifest = {
-            "builder": "countdown_env.splits",
-            **spec_info,
-            "rows": {name: len(rows) for name, rows in rows_by_split.items()},
-            "sha256": hashes,
-            "files": {
-                rel: _file_sha256(tmp / rel)
-                for rel in sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
-            },
-        }
-        write_text(tmp / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    return hashes
-
-
-def _file_sha256(path: Path) -> str | None:
-    if not path.is_file():
-        return None
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def verify_split(path: str | os.PathLike) -> dict | None:
-    """Check a split against its ``manifest.json``: for a folder every file the manifest lists, for a jsonl file
-    that file (when a manifest beside it lists it). Returns the manifest (``None`` when there is none: nothing to
-    check). Raises :class:`SplitIntegrityError` with one line on a missing or changed file."""
-    path = Path(path)
-    folder = path if path.is_dir() else path.parent
-    manifest_path = folder / MANIFEST
-    if not manifest_path.is_file():
-        return None
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise SplitIntegrityError(f"{manifest_path}: not valid JSON (a damaged split; rebuild it)") from None
-    if not isinstance(manifest, dict) or manifest.get("builder") != "countdown_env.splits":
-        return None
-    files = manifest.get("files")
-    if files is None:  # manifests written before the files list: the jsonl hashes only
-        files = {f"{name}.jsonl": digest for name, digest in (manifest.get("sha256") or {}).items()}
-    if not path.is_dir():
-        files = {k: v for k, v in files.items() if k == path.name}
-    for rel, expected in sorted(files.items()):
-        actual = _file_sha256(folder / rel)
-        if actual is None:
-            raise SplitIntegrityError(f"{folder}: {rel} is missing but listed in {MANIFEST} (a partial copy?)")
-        if actual != expected:
-            raise SplitIntegrityError(
-                f"{folder}: {rel} does not match the sha256 in {MANIFEST} (changed or mixed builds); rebuild the split"
-            )
-    return manifest
-
-
-def read_split_rows(path: str | os.PathLike, split: str = "eval") -> list[dict]:
-    """Rows of a split after :func:`verify_split`: a jsonl file, or a split folder's ``{split}.jsonl``."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no split at {path}")
-    verify_split(path)
-    if path.is_dir():
-        target = path / f"{split}.jsonl"
-        if not target.is_file():
-            raise FileNotFoundError(f"{path} has no {split}.jsonl")
-        return read_jsonl(target)
-    return read_jsonl(path)

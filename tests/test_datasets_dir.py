@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from countdown_env.eval_sets import EVAL_SET_SIZE, EVAL_SETS, STORED_COLUMNS, eval_set_bytes, load_eval_set
+from countdown_env.jsonl import jsonl_line
 from countdown_env.puzzle import Puzzle
-from countdown_env.splits import _jsonl_line, build_split_records
+from countdown_env.splits import build_split_records
 from countdown_env.verifier import verify
 
 DATASETS = Path(__file__).resolve().parent.parent / "datasets"
@@ -55,7 +56,7 @@ def test_rebuilt_prefix_is_byte_identical(name):
     """Each set is a prefix-stable stream: the first k rows rebuilt alone equal the committed first k lines."""
     k = PREFIX[name]
     rows = build_split_records(dataclasses.replace(EVAL_SETS[name], eval_size=k))["eval"]
-    rebuilt = b"".join(_jsonl_line({c: r[c] for c in STORED_COLUMNS}) for r in rows)
+    rebuilt = b"".join(jsonl_line({c: r[c] for c in STORED_COLUMNS}) for r in rows)
     committed = b"".join((DATASETS / f"{name}.jsonl").read_bytes().splitlines(keepends=True)[:k])
     assert rebuilt == committed
 

@@ -35,7 +35,11 @@ def test_datasets_card_gives_one_config_per_eval_set(tmp_path, monkeypatch):
 def test_split_folder_card_loads_with_load_dataset_and_load_from_disk(tmp_path):
     from datasets import DatasetDict, load_dataset, load_from_disk
 
-    from countdown_env.splits import SplitSpec, build_splits, read_jsonl, verify_split, write_splits
+    from countdown_env.jsonl import read_jsonl
+    from countdown_env.split_datasets import build_splits
+    from countdown_env.split_folders import write_splits
+    from countdown_env.split_manifest import verify_split
+    from countdown_env.splits import SplitSpec
 
     spec = SplitSpec(n_numbers=(3,), train_size=5, eval_size=3, seed=4)
     splits = build_splits(spec)
@@ -57,8 +61,8 @@ def test_sft_folder_has_the_split_layout(tmp_path, capsys):
     from datasets import DatasetDict, load_dataset, load_from_disk
 
     from countdown_env.cli import main
+    from countdown_env.jsonl import read_jsonl
     from countdown_env.sft import build_sft_records
-    from countdown_env.splits import read_jsonl
 
     out = tmp_path / "sft"
     assert main(["build-sft", "--size", "5", "--style", "direct", "--out", str(out), "--no-progress"]) == 0
@@ -299,7 +303,8 @@ def test_eval_reports_difficulty_markdown_and_template(tiny_model_dir, tmp_path,
     from collections import Counter
 
     from countdown_env.cli import main
-    from countdown_env.splits import SplitSpec, build_split_records, write_splits
+    from countdown_env.split_folders import write_splits
+    from countdown_env.splits import SplitSpec, build_split_records
 
     spec = SplitSpec(n_numbers=(3, 4), train_size=0, eval_size=8, seed=1, value_range=(1, 20),
                      target_range=(10, 200), template="compact")  # fmt: skip

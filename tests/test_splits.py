@@ -8,15 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from countdown_env.jsonl import read_jsonl
 from countdown_env.puzzle import Puzzle
-from countdown_env.splits import (
-    SPLIT_COLUMNS,
-    SplitError,
-    SplitSpec,
-    build_split_records,
-    read_jsonl,
-    write_splits,
-)
+from countdown_env.split_folders import write_splits
+from countdown_env.splits import SPLIT_COLUMNS, SplitError, SplitSpec, build_split_records
 from countdown_env.verifier import verify
 
 SMALL = SplitSpec(n_numbers=(3, 4), train_size=41, eval_size=12, seed=5)
@@ -98,7 +93,7 @@ def test_same_arguments_give_byte_identical_files(tmp_path):
 def test_hf_round_trip(tmp_path, small):
     from datasets import load_from_disk
 
-    from countdown_env.splits import build_splits
+    from countdown_env.split_datasets import build_splits
 
     spec = SplitSpec(n_numbers=(3,), train_size=4, eval_size=2, seed=2)
     splits = build_splits(spec)

@@ -8,7 +8,7 @@ import pytest
 
 
 def _write_split(tmp_path, toy_puzzles):
-    from countdown_env.splits import write_jsonl
+    from countdown_env.jsonl import write_jsonl
 
     rows = [{"numbers": list(p.numbers), "target": p.target} for p in toy_puzzles]
     write_jsonl(rows, tmp_path / "train.jsonl")

@@ -33,8 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from ..atomic import check_output
+    from ..jsonl import write_jsonl
     from ..sft import build_sft_records
-    from ..splits import write_jsonl
 
     out = check_output(args.out, args.exclude, overwrite=args.overwrite)
     records = build_sft_records(

@@ -46,7 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from ..atomic import check_output
-    from ..splits import SplitSpec, build_shard, build_split_records, parse_shard, write_shard, write_splits
+    from ..split_folders import write_splits
+    from ..split_shards import build_shard, parse_shard, write_shard
+    from ..splits import SplitSpec, build_split_records
 
     # every check before any work: the output, the inputs, the settings (and the generator's probe, at first draw)
     check_output(args.out, args.exclude, overwrite=args.overwrite)

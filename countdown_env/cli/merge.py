@@ -17,7 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from ..atomic import check_output
-    from ..splits import merge_shards, write_splits
+    from ..split_folders import write_splits
+    from ..split_shards import merge_shards
     from .build_splits import print_summary
 
     check_output(args.out, args.shards, overwrite=args.overwrite)

@@ -46,8 +46,8 @@ def add_exclude_argument(parser: argparse.ArgumentParser, help: str) -> None:
 
 def excluded_keys(paths: Iterable[str]) -> list[tuple]:
     """The :attr:`~countdown_env.puzzle.Puzzle.key` of every row of the ``--exclude`` jsonl files."""
+    from ..jsonl import read_jsonl
     from ..puzzle import Puzzle
-    from ..splits import read_jsonl
 
     return [Puzzle.from_dict(row).key for path in paths for row in read_jsonl(path)]
 

@@ -1,0 +1,63 @@
+"""jsonl files, the project's one row format on disk: compact UTF-8 lines written atomically with their sha256
+(:func:`write_jsonl`), read lazily with errors that name the bad line (:func:`iter_jsonl`, :func:`read_jsonl`).
+
+Used by the split and SFT builders, the committed eval sets, the cleaner and every ``--exclude``/``--split`` reader.
+:func:`jsonl_line` is the exact bytes of one row (keys in row order, no spaces, non-ASCII kept), so a rebuilt file
+compares byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from .atomic import atomic_file
+
+
+def jsonl_line(row: dict) -> bytes:
+    """One row as written: compact JSON (keys in row order, non-ASCII kept), a newline, UTF-8."""
+    return (json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def write_jsonl(rows: Iterable[dict], path: str | os.PathLike) -> str:
+    """Write rows as compact UTF-8 jsonl (keys in row order), atomically; returns the file's sha256."""
+    digest = hashlib.sha256()
+    with atomic_file(path, "wb") as fh:
+        for row in rows:
+            line = jsonl_line(row)
+            digest.update(line)
+            fh.write(line)
+    return digest.hexdigest()
+
+
+def iter_jsonl(path: str | os.PathLike, *, bad_json: str = "raise") -> Iterator[Any]:
+    """The objects of a jsonl file, lazily (blank lines skipped); a line that is not UTF-8 raises a ``ValueError``
+    naming it, and so does one that is not JSON unless ``bad_json="none"`` (then it yields ``None``)."""
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ValueError(f"{path}:{lineno}: not UTF-8 text (a binary file?)") from None
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+                if "\\u" in line:  # an escaped lone surrogate loads, then fails every UTF-8 write later
+                    json.dumps(obj, ensure_ascii=False).encode("utf-8")
+            except (ValueError, RecursionError, UnicodeEncodeError) as exc:
+                # JSONDecodeError, a 100 000-deep array (RecursionError), a 5 000-digit integer (ValueError)
+                if bad_json != "none":
+                    why = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+                    raise ValueError(f"{path}:{lineno}: not valid JSON for this reader ({why})") from None
+                yield None
+                continue
+            yield obj
+
+
+def read_jsonl(path: str | os.PathLike) -> list[dict]:
+    """Rows of a jsonl file (blank lines skipped); a clear error names the bad line."""
+    return list(iter_jsonl(path))
