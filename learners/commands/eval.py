@@ -72,14 +72,7 @@ def run(args) -> int:
     report = evaluate_model_dir(
         args.model,
         args.split,
-        backend=args.backend,
-        limit=args.limit,
-        batch_size=args.batch_size,
-        template=args.template,
-        samples=args.samples,
-        temperature=args.temperature,
-        max_new_tokens=args.max_new_tokens,
-        seed=args.seed,
+        **_shared_settings(args),
         ks=ks,
         keep_completions=args.examples,
         progress=False if args.no_progress else None,
@@ -92,6 +85,12 @@ def run(args) -> int:
     return 0
 
 
+def _shared_settings(args) -> dict:
+    """The options both evals take: backend, sizes, template and sampling."""
+    names = ("backend", "limit", "batch_size", "template", "samples", "temperature", "max_new_tokens", "seed")
+    return {name: getattr(args, name) for name in names}
+
+
 def _run_turns(args) -> int:
     """``--max-turns N``: the multi-turn eval (:mod:`learners.pipeline.turns_eval`)."""
     from ..pipeline.eval_report import write_report
@@ -100,18 +99,7 @@ def _run_turns(args) -> int:
     if args.max_turns < 1:
         raise ValueError("--max-turns must be >= 1")
     report = evaluate_turns_model_dir(
-        args.model,
-        args.split,
-        backend=args.backend,
-        max_turns=args.max_turns,
-        limit=args.limit,
-        batch_size=args.batch_size,
-        template=args.template,
-        feedback=args.feedback,
-        samples=args.samples,
-        temperature=args.temperature,
-        max_new_tokens=args.max_new_tokens,
-        seed=args.seed,
+        args.model, args.split, **_shared_settings(args), max_turns=args.max_turns, feedback=args.feedback
     )
     out = Path(args.out) if args.out else default_report_path(args.model, "eval_turns_report.json")
     write_report(report, out)

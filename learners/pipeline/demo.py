@@ -84,22 +84,15 @@ def run_demo(
     from countdown_env.atomic import output_claim
 
     with output_claim(out):
-        return _run_demo(out, learner=learner, seed=seed, from_scratch=from_scratch, progress=progress, **overrides)
+        return _run_demo(Path(out), learner, seed, from_scratch, progress, overrides)
 
 
-def _run_demo(
-    out: str | Path,
-    *,
-    learner: str = LEARNER,
-    seed: int = 0,
-    from_scratch: bool = False,
-    progress: bool | None = None,
-    **overrides: Any,
-) -> dict[str, Any]:
+def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, overrides: dict) -> dict[str, Any]:
     """:func:`run_demo` under its claim."""
     from countdown_env.atomic import write_text
     from countdown_env.eval_sets import load_eval_set
-    from countdown_env.splits import SplitSpec, build_split_records, write_jsonl
+    from countdown_env.jsonl import write_jsonl
+    from countdown_env.splits import SplitSpec, build_split_records
 
     from ..sampling import HFSampler
     from .data import model_task

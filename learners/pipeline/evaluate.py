@@ -63,7 +63,7 @@ def summarize(results: Sequence[PuzzleResult], ks: Sequence[int], *, seed: int =
 # ------------------------------------------------------------------------------------------------ running
 def load_rows(path: str | Path, limit: int | None = None) -> list[dict[str, Any]]:
     """Rows with ``numbers`` and ``target`` from a jsonl file (e.g. a split) or a ``save_to_disk`` folder."""
-    from countdown_env.splits import verify_split
+    from countdown_env.split_manifest import verify_split
 
     path = Path(path)
     if not path.exists():
@@ -77,7 +77,7 @@ def load_rows(path: str | Path, limit: int | None = None) -> list[dict[str, Any]
             data = data["eval"] if "eval" in data else data[next(iter(data.keys()))]
         rows = [dict(r) for r in data]
     else:
-        from countdown_env.splits import read_jsonl
+        from countdown_env.jsonl import read_jsonl
 
         rows = read_jsonl(path)
     rows = [_numbers_alias(r) for r in rows]

@@ -48,7 +48,7 @@ def validate_config(learner: str, config: dict[str, Any]) -> None:
     "did you mean"), the task's values, data files (and their manifests), the model string or folder."""
     import inspect
 
-    from countdown_env.splits import verify_split
+    from countdown_env.split_manifest import verify_split
     from countdown_env.task import CountdownTask
 
     from ..core.registry import get_learner

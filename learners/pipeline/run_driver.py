@@ -32,13 +32,14 @@ from .run_config import CPU_SETTINGS, DATA_KEYS, RESOLVED_CONFIG
 def load_data(data: dict[str, Any], task, work_dir: Path) -> tuple[list[dict], list[dict]]:
     """``(train_rows, eval_rows)`` (dicts with ``numbers``/``target``): split files, or a split of ``task``'s
     puzzles built now (``train_size``/``eval_size``; eval disjoint from train) and written to ``work_dir``."""
-    from countdown_env.splits import read_split_rows
+    from countdown_env.split_folders import read_split_rows
 
     refuse_unknown("data key", data, DATA_KEYS)
     if "train_size" in data:
         if "train" in data or "eval" in data:
             raise ValueError("give data.train/data.eval files or data.train_size/eval_size, not both")
-        from countdown_env.splits import build_split_records, write_jsonl
+        from countdown_env.jsonl import write_jsonl
+        from countdown_env.splits import build_split_records
 
         built = build_split_records(task_split_spec(task, data["train_size"], data.get("eval_size", 0)))
         work_dir.mkdir(parents=True, exist_ok=True)
@@ -229,7 +230,8 @@ def _train(learner: str, config: dict[str, Any], out: Path, checkpoint: Path | N
     # more); its weights are the model, its trainer state the history
     trainer = build_trainer(learner, {**config, "model": str(checkpoint)} if restore else config, out)
     if trainer.is_world_process_zero():
-        write_run_record(out, {"learner": learner, **config, "model": str(config.get("model", "tiny"))})
+        model = str(config.get("model", "tiny"))  # the task as trained (the model's own when the config has none)
+        write_run_record(out, {"learner": learner, **config, "model": model, "task": trainer.task.to_dict()})
     if restore:
         from transformers import TrainerState
 
