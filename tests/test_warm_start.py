@@ -63,3 +63,20 @@ def test_from_scratch_refuses_a_non_empty_out_at_once(tmp_path, capsys):
     assert main(["warm-start", "--from-scratch", "--out", str(out)]) == 2
     assert time.perf_counter() - start < 60 and (out / "notes.txt").read_text() == "keep me"
     assert "--overwrite" in capsys.readouterr().err
+
+
+def test_shipped_multi_step_warm_start_loads_offline_and_records_its_recipe():
+    from learners.pipeline.models import SHIPPED_MULTI_STEP_DIR, WARM_START_MULTI_STEP, check_model, resolve_model
+    from learners.pipeline.warm_start import MULTI_STEP_RECIPE, load_warm_start
+
+    assert resolve_model(WARM_START_MULTI_STEP) == resolve_model("warm-start-multistep") == SHIPPED_MULTI_STEP_DIR
+    check_model("warm-start-multistep")
+    size = sum(p.stat().st_size for p in SHIPPED_MULTI_STEP_DIR.iterdir())
+    assert size <= 5 * 1024 * 1024
+    recorded = json.loads((SHIPPED_MULTI_STEP_DIR / RECIPE_FILE).read_text())
+    assert WarmStartRecipe.from_dict(recorded) == MULTI_STEP_RECIPE
+    assert set(recorded["styles"]) <= {"search", "long"} and recorded["init"] == "warm-start"
+    report = json.loads((SHIPPED_MULTI_STEP_DIR / REPORT_FILE).read_text())
+    assert report["paragraphs_per_completion"] > 2 and report["mean_completion_tokens"] > 32
+    model, tokenizer, task = load_warm_start(SHIPPED_MULTI_STEP_DIR)
+    assert task == tiny_task() and tokenizer.eos_token == "<|im_end|>"

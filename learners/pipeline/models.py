@@ -10,6 +10,10 @@ SHIPPED_DIR = Path(__file__).resolve().parent / "tiny_warm_start"
 """The shipped warm start: ``model.safetensors``, tokenizer files, ``countdown_task.json``, ``recipe.json``,
 ``eval_report.json`` (:mod:`learners.pipeline.warm_start` builds and measures it)."""
 
+SHIPPED_MULTI_STEP_DIR = Path(__file__).resolve().parent / "tiny_warm_start_multistep"
+"""The shipped multi-step warm start (``warm_start.MULTI_STEP_RECIPE``: traces with dead ends and backtracking,
+several paragraphs), the same files as :data:`SHIPPED_DIR`."""
+
 MODEL_FILES = {
     "config.json": ("config.json",),
     "tokenizer (tokenizer.json or tokenizer_config.json)": ("tokenizer.json", "tokenizer_config.json"),
@@ -33,11 +37,16 @@ def _looks_like_path(name: str) -> bool:
 WARM_START = "warm-start"
 """``model: warm-start``: the SFT'd tiny model shipped in the package (``warm_start.SHIPPED_DIR``)."""
 
+WARM_START_MULTI_STEP = "warm-start-multistep"
+"""``model: warm-start-multistep``: the shipped multi-step warm start (``SHIPPED_MULTI_STEP_DIR``)."""
+
 
 def resolve_model(model: Any) -> Any:
-    """``"warm-start"`` → the shipped warm start's folder; anything else unchanged."""
+    """``"warm-start"`` / ``"warm-start-multistep"`` → the shipped warm start's folder; anything else unchanged."""
     if model == WARM_START:
         return SHIPPED_DIR
+    if model == WARM_START_MULTI_STEP:
+        return SHIPPED_MULTI_STEP_DIR
     return model
 
 

@@ -15,6 +15,11 @@ The recipe (:data:`RECIPE`) is the calibrated one (docs/warm_start.md has the ta
 result ships inside the package (:data:`SHIPPED_DIR`: safetensors weights, the character tokenizer, the task it
 was trained on, ``recipe.json`` and ``eval_report.json``); :func:`load_warm_start` loads it offline in one call,
 and ``countdown warm-start --from-scratch`` rebuilds it with the recipe.
+
+A second one, for multi-step reasoning (:data:`MULTI_STEP_RECIPE`: the first SFT'd further on ``search`` traces
+with dead ends and backtracking, ~4.5 paragraphs and ~230 tokens per completion), ships in
+``models.SHIPPED_MULTI_STEP_DIR`` (model name ``warm-start-multistep``; ``countdown warm-start --multi-step``). Its
+report adds to the four figures the shape of the completions: paragraphs per completion and mean length.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .models import SHIPPED_DIR
+from .models import SHIPPED_DIR, WARM_START, resolve_model
 
 RECIPE_FILE = "recipe.json"
 REPORT_FILE = "eval_report.json"
@@ -42,12 +47,16 @@ def tiny_task():
 
 @dataclass(frozen=True)
 class WarmStartRecipe:
-    """Everything that determines the warm start: model size, SFT data and optimisation (fixed step counts)."""
+    """Everything that determines the warm start: model size, SFT data and optimisation (fixed step counts).
+
+    ``init``: ``"tiny"`` SFTs a freshly initialised tiny model of the given size; ``"warm-start"`` (or a model
+    folder) SFTs that checkpoint further (the size fields are then unused)."""
 
     hidden_size: int = 128
     num_layers: int = 4
     num_heads: int = 4
     intermediate_size: int = 512
+    init: str = "tiny"
     styles: dict[str, float] = field(default_factory=lambda: {"direct": 1.0})
     sft_size: int = 20_000
     steps: int = 1100
@@ -72,6 +81,23 @@ class WarmStartRecipe:
 RECIPE = WarmStartRecipe(learning_rate=2e-3)
 """The calibrated recipe (docs/warm_start.md): the 1.07 M-parameter model, 1100 steps x 64 "direct" traces,
 peak lr 2e-3 with 30 warmup steps and cosine decay to 10 %."""
+
+MULTI_STEP_RECIPE = WarmStartRecipe(
+    init=WARM_START,
+    styles={"search": 1.0},
+    sft_size=11_520,
+    steps=360,
+    batch_size=32,
+    learning_rate=1e-3,
+    warmup_steps=20,
+)
+"""The multi-step warm start (docs/warm_start.md): the shipped :data:`RECIPE` model SFT'd further on 360 x 32
+``search`` traces (a restatement, 1-2 dead ends with near misses, a back-up half the time, a full check: ~4.5
+paragraphs, ~230 tokens); ``long`` traces (~390 tokens, up to ~600) overrun SFT's 512-token budget and this
+machine's time. From a fresh model such traces teach little arithmetic (the ``short`` row of the table)."""
+
+MULTI_STEP_MEASURE: dict[str, Any] = {"max_new_tokens": 384, "eval_limit": 256}
+""":func:`measure_warm_start` settings of the multi-step warm start (its traces run to ~340 tokens)."""
 
 
 # --------------------------------------------------------------------------------------------------- loading
@@ -169,14 +195,17 @@ def _sft_and_measure(recipe, records, task, scratch: Path, model_dir: Path, meas
     from .sft_training import run_sft
     from .tiny import build_tiny_model
 
-    init = build_tiny_model(
-        scratch / "init",
-        seed=recipe.seed,
-        hidden_size=recipe.hidden_size,
-        num_layers=recipe.num_layers,
-        num_heads=recipe.num_heads,
-        intermediate_size=recipe.intermediate_size,
-    )
+    if recipe.init != "tiny":
+        init = resolve_model(recipe.init)
+    else:
+        init = build_tiny_model(
+            scratch / "init",
+            seed=recipe.seed,
+            hidden_size=recipe.hidden_size,
+            num_layers=recipe.num_layers,
+            num_heads=recipe.num_heads,
+            intermediate_size=recipe.intermediate_size,
+        )
     sft_start = time.perf_counter()
     run_sft(
         init,
@@ -205,8 +234,16 @@ def _sft_and_measure(recipe, records, task, scratch: Path, model_dir: Path, meas
 
 
 # ------------------------------------------------------------------------------------------------- measuring
-def policy_entropy(model, tokenizer, task, puzzles, *, temperature: float, max_new_tokens: int, seed: int = 0) -> float:
-    """Mean entropy (nats per generated token) of softmax(logits / T) along T-sampled completions, teacher-forced."""
+def paragraph_count(text: str) -> int:
+    """Paragraphs of a completion: its non-blank ``\\n\\n``-separated pieces (a ``direct`` trace has 2)."""
+    return sum(1 for piece in text.split("\n\n") if piece.strip())
+
+
+def policy_entropy(
+    model, tokenizer, task, puzzles, *, temperature: float, max_new_tokens: int, seed: int = 0, completions=None
+) -> float:
+    """Mean entropy (nats per generated token) of softmax(logits / T) along T-sampled completions, teacher-forced.
+    ``completions``: a list that receives the sampled completions' token ids."""
     import torch
 
     from ..sampling import HFSampler, Sampling
@@ -219,6 +256,8 @@ def policy_entropy(model, tokenizer, task, puzzles, *, temperature: float, max_n
     total, count = 0.0, 0
     for prompt, (sample,) in zip(prompts, samples, strict=True):
         completion = sample.ids
+        if completions is not None:
+            completions.append(list(completion))
         if not completion:
             continue
         ids = torch.tensor([prompt + completion])
@@ -233,7 +272,9 @@ def policy_entropy(model, tokenizer, task, puzzles, *, temperature: float, max_n
 def measure_warm_start(
     model_dir: str | Path, *, eval_limit: int | None = None, groups: int = 64, max_new_tokens: int = 256, log=print
 ) -> dict[str, Any]:
-    """The four figures of the module docstring for the checkpoint in ``model_dir`` (JSON-ready)."""
+    """The four figures of the module docstring for the checkpoint in ``model_dir`` (JSON-ready), and the shape of
+    its completions: paragraphs per completion (of the 128 entropy samples) and the mean completion length in
+    tokens (of the T = 0.8 samples)."""
     import numpy as np
     import torch
     from transformers import AutoModelForCausalLM
@@ -254,11 +295,18 @@ def measure_warm_start(
     rows = rows[:eval_limit] if eval_limit else rows
     sampler = HFSampler(model, tokenizer, batch_size=64, device="cpu")
     common = dict(task=task, max_new_tokens=max_new_tokens, seed=0)
-    sampled = evaluate(sampler, tokenizer, rows, samples=4, temperature=0.8, **common)["overall"]
+    sampled_report = evaluate(sampler, tokenizer, rows, samples=4, temperature=0.8, per_puzzle=True, **common)
+    sampled = sampled_report["overall"]
+    mean_length = float(np.mean([n for p in sampled_report["puzzles"] for n in p["lengths"]]))
     greedy = evaluate(sampler, tokenizer, rows, samples=1, temperature=0.0, **common)["overall"]
     log(f"pass@1 (T=0.8) {sampled['pass@1']:.3f} {sampled['pass@1_ci95']}, greedy {greedy['pass@1']:.3f}")
     puzzles = [Puzzle.from_dict(r) for r in rows[:128]]
-    entropy = policy_entropy(model, tokenizer, task, puzzles, temperature=0.8, max_new_tokens=max_new_tokens)
+    samples: list[list[int]] = []
+    entropy = policy_entropy(
+        model, tokenizer, task, puzzles, temperature=0.8, max_new_tokens=max_new_tokens, completions=samples
+    )
+    paragraphs = float(np.mean([paragraph_count(tokenizer.decode(ids, skip_special_tokens=True)) for ids in samples]))
+    log(f"{paragraphs:.2f} paragraphs per completion, mean length {mean_length:.1f} tokens")
     group_rows = [{"numbers": list(p.numbers), "target": p.target} for p in group_puzzles(task, groups)]
     grouped = evaluate(sampler, tokenizer, group_rows, samples=8, temperature=0.8, per_puzzle=True, **common)
     correct = np.array([sum(p["correct"]) for p in grouped["puzzles"]])
@@ -279,6 +327,8 @@ def measure_warm_start(
         "group_puzzles": len(group_rows),
         "all_equal_share": all_equal,
         "train_distribution_pass@1": float(correct.mean() / 8),
+        "paragraphs_per_completion": round(paragraphs, 3),
+        "mean_completion_tokens": round(mean_length, 1),
         "max_new_tokens": max_new_tokens,
         "eval_minutes": round((time.perf_counter() - start) / 60, 2),
         "task": task.to_dict(),
