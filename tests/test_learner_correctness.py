@@ -73,18 +73,25 @@ def test_expectations_disagree_with_the_reward_threshold():
     assert [r >= 1.0 for r in SHAPED_REWARDS] != verdicts  # a threshold would get both kinds of row wrong
 
 
-@pytest.mark.slow
-def test_ps_ppo_success_is_the_verdict(make_trainer, cpu_grpo_kwargs, monkeypatch):
+def _ps_ppo_recording_successes(make_trainer, cpu_grpo_kwargs, monkeypatch):
+    """A PS-PPO trainer (budget 3: every group is truncated) and the list each batch's success vector (the one
+    handed to the reward-uncertainty bound) is appended to."""
     import learners.ps_ppo.trainer as ps_ppo
     from learners.ps_ppo import PSPPOConfig, PSPPOTrainer
 
     cpu_grpo_kwargs.update(budget=3)
     trainer = make_trainer(PSPPOTrainer, PSPPOConfig(**cpu_grpo_kwargs))
-    seen = []
+    seen: list = []
     original = ps_ppo.reward_uncertainty_bound
     monkeypatch.setattr(
         ps_ppo, "reward_uncertainty_bound", lambda *a, **kw: seen.append(a[2].tolist()) or original(*a, **kw)
     )
+    return trainer, seen
+
+
+@pytest.mark.slow
+def test_ps_ppo_success_is_the_verdict(make_trainer, cpu_grpo_kwargs, monkeypatch):
+    trainer, seen = _ps_ppo_recording_successes(make_trainer, cpu_grpo_kwargs, monkeypatch)
     batch, inputs, _ = _group_batch(trainer)
     trainer.shape_batch(dict(batch), _rollout(inputs))
     assert seen == [_expected_verdicts()]
@@ -99,16 +106,7 @@ def test_ps_ppo_success_is_the_verdict(make_trainer, cpu_grpo_kwargs, monkeypatc
 def test_ps_ppo_takes_the_env_verdicts_when_the_env_reward_scored(make_trainer, cpu_grpo_kwargs, monkeypatch):
     from types import SimpleNamespace
 
-    import learners.ps_ppo.trainer as ps_ppo
-    from learners.ps_ppo import PSPPOConfig, PSPPOTrainer
-
-    cpu_grpo_kwargs.update(budget=3)
-    trainer = make_trainer(PSPPOTrainer, PSPPOConfig(**cpu_grpo_kwargs))
-    seen = []
-    original = ps_ppo.reward_uncertainty_bound
-    monkeypatch.setattr(
-        ps_ppo, "reward_uncertainty_bound", lambda *a, **kw: seen.append(a[2].tolist()) or original(*a, **kw)
-    )
+    trainer, seen = _ps_ppo_recording_successes(make_trainer, cpu_grpo_kwargs, monkeypatch)
     batch, inputs, _ = _group_batch(trainer)
     rollout = _rollout(inputs)
     verdicts = [False, False, True, False]  # the env's own verdicts are used as they are, not recomputed
@@ -120,16 +118,7 @@ def test_ps_ppo_takes_the_env_verdicts_when_the_env_reward_scored(make_trainer, 
 @pytest.mark.slow
 def test_a_correct_answer_cut_at_the_budget_is_no_success(make_trainer, cpu_grpo_kwargs, monkeypatch):
     """As in countdown eval and the env reward: no end-of-turn token within max_completion_length is wrong."""
-    import learners.ps_ppo.trainer as ps_ppo
-    from learners.ps_ppo import PSPPOConfig, PSPPOTrainer
-
-    cpu_grpo_kwargs.update(budget=3)
-    trainer = make_trainer(PSPPOTrainer, PSPPOConfig(**cpu_grpo_kwargs))
-    seen = []
-    original = ps_ppo.reward_uncertainty_bound
-    monkeypatch.setattr(
-        ps_ppo, "reward_uncertainty_bound", lambda *a, **kw: seen.append(a[2].tolist()) or original(*a, **kw)
-    )
+    trainer, seen = _ps_ppo_recording_successes(make_trainer, cpu_grpo_kwargs, monkeypatch)
     batch, inputs, bodies = _group_batch(trainer)
     tok, budget = trainer.processing_class, trainer.max_completion_length
     cut = tok.encode("<solution>3*7</solution>" + "x" * budget, add_special_tokens=False)[:budget]  # no eos
