@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--multi-step",
         action="store_true",
         help="the multi-step warm start (search traces, several paragraphs): its report, or --from-scratch with its "
-        "recipe (~25 CPU-minutes) into --out (default runs/warm-start-multistep)",
+        "recipe (~21 minutes) into --out (default runs/warm-start-multistep)",
     )
     parser.add_argument("--out", help="where --from-scratch writes the new checkpoint (default runs/warm-start)")
     parser.add_argument("--overwrite", action="store_true", help="replace a non-empty --out (refused otherwise)")

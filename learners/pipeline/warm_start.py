@@ -85,13 +85,13 @@ peak lr 2e-3 with 30 warmup steps and cosine decay to 10 %."""
 MULTI_STEP_RECIPE = WarmStartRecipe(
     init=WARM_START,
     styles={"search": 1.0},
-    sft_size=11_520,
-    steps=360,
+    sft_size=16_000,
+    steps=500,
     batch_size=32,
     learning_rate=1e-3,
     warmup_steps=20,
 )
-"""The multi-step warm start (docs/warm_start.md): the shipped :data:`RECIPE` model SFT'd further on 360 x 32
+"""The multi-step warm start (docs/warm_start.md): the shipped :data:`RECIPE` model SFT'd further on 500 x 32
 ``search`` traces (a restatement, 1-2 dead ends with near misses, a back-up half the time, a full check: ~4.5
 paragraphs, ~230 tokens); ``long`` traces (~390 tokens, up to ~600) overrun SFT's 512-token budget and this
 machine's time. From a fresh model such traces teach little arithmetic (the ``short`` row of the table)."""
