@@ -22,7 +22,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--config", default="cpu-tiny", help="YAML preset path or packaged name (cpu-tiny, ...)")
     parser.add_argument("--output-dir", default="runs/train", help="checkpoints, final model, logs, PNG")
-    parser.add_argument("--model", help="shortcut for --set model=PATH ('tiny', 'warm-start', a folder or a Hub id)")
+    parser.add_argument(
+        "--model",
+        help="shortcut for --set model=PATH ('tiny', 'warm-start', 'warm-start-multistep' (give it 384 completion "
+        "tokens), a folder or a Hub id)",
+    )
     parser.add_argument("--max-steps", type=int, help="shortcut for --set trainer.max_steps=N")
     parser.add_argument("--report-to", help="shortcut for --set trainer.report_to=X (e.g. tensorboard)")
     parser.add_argument(
