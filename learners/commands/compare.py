@@ -27,8 +27,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--set", dest="overrides", action="append", default=[], metavar="LEARNER.KEY=VALUE",
         help="a learner's config value (YAML), e.g. grpo.learning_rate=1e-5; all.KEY=VALUE for every learner",
     )  # fmt: skip
-    parser.add_argument("--model", help="model every run starts from: a folder, 'warm-start' (default, the shipped one) or "
-                        "'warm-start-multistep' (with --max-new-tokens 384)")  # fmt: skip
+    parser.add_argument(
+        "--model",
+        help="model every run starts from: a folder, 'warm-start' (default, the shipped one) or "
+        "'warm-start-multistep' (with --max-new-tokens 384)",
+    )
     parser.add_argument("--resume", action="store_true", help="skip finished runs, continue the others")
     parser.add_argument("--overwrite", action="store_true", help="delete a previous comparison in --out first")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (tests): 2 steps, 4 eval puzzles, 16 tokens")
