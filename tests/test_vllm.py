@@ -27,6 +27,16 @@ SYNC_MAX_TOLERANCE = 0.02
 SYNC_MEAN_TOLERANCE = 0.005
 
 
+@pytest.fixture(autouse=True)
+def _free_finished_engines():
+    """Collect after each test: a finished trainer caught in a reference cycle (a callback holding it) would keep
+    its colocated vLLM engine and KV cache alive until a full collection; a CI run was OOM-killed that way."""
+    yield
+    import gc
+
+    gc.collect()
+
+
 @pytest.fixture(scope="module")
 def engine(tiny_model_dir, tiny_tokenizer):
     """A :class:`VLLMSampler` on its own engine over the random-init tiny model."""

@@ -131,9 +131,12 @@ def rotate(output_dir: str | Path, keep: int | None) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def manifest_callback(trainer: Any, keep: int | None):
-    """A ``TrainerCallback`` that, on every save, runs ``trainer.checkpoint_writers`` on the new checkpoint folder,
-    writes its manifest, then rotates to ``keep`` complete checkpoints (process zero only)."""
+def manifest_callback(writers: list[Callable[[Path], Any]], keep: int | None):
+    """A ``TrainerCallback`` that, on every save, runs ``writers`` (the trainer's ``checkpoint_writers`` list, read
+    at save time) on the new checkpoint folder, writes its manifest, then rotates to ``keep`` complete checkpoints
+    (process zero only). It holds the list, not the trainer: a callback referring to its trainer would make a
+    reference cycle that keeps a finished trainer (its model, a colocated vLLM engine) alive until a full
+    garbage collection."""
     from transformers import TrainerCallback
 
     class CheckpointManifest(TrainerCallback):
@@ -141,7 +144,7 @@ def manifest_callback(trainer: Any, keep: int | None):
             folder = Path(args.output_dir) / f"{PREFIX}{state.global_step}"
             if not state.is_world_process_zero or not folder.is_dir():
                 return
-            for write_extra in trainer.checkpoint_writers:
+            for write_extra in writers:
                 write_extra(folder)
             write_manifest(folder)
             rotate(args.output_dir, keep)

@@ -194,7 +194,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
 
         self.checkpoint_writers: list[Callable[[Path], Any]] = [self.task.save]
         keep, self.args.save_total_limit = self.args.save_total_limit, None
-        self.add_callback(manifest_callback(self, keep))
+        self.add_callback(manifest_callback(self.checkpoint_writers, keep))
         if self.use_vllm:
             from .vllm_sync import use_layerwise_sync
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 
@@ -22,8 +23,16 @@ def make_eval_callback(eval_rows: list[dict], eval_config: dict[str, Any], task,
         """Evaluate the policy on the eval split at step 0, every ``every`` steps and at the end."""
 
         def __init__(self):
-            self.trainer = None
+            self._trainer = None  # a weak reference: no trainer <-> callback cycle keeping a finished trainer alive
             self.done: set[int] = set()
+
+        @property
+        def trainer(self):
+            return self._trainer() if self._trainer is not None else None
+
+        @trainer.setter
+        def trainer(self, trainer):
+            self._trainer = weakref.ref(trainer) if trainer is not None else None
 
         def _run(self, state, control=None):
             step = state.global_step
