@@ -145,9 +145,10 @@ class Rollout:
 class LossCall:
     """What the last call of the loss ran on (:attr:`CountdownGRPOTrainer.last_loss_call`): ``loss_tokens`` (tokens
     of the loss mask after seam 2), ``completion_tokens`` (the micro-batch's completion ids, padding included) and
-    ``forward_tokens`` (the completion columns its forward ran: all of them, or the prefix buckets' share)."""
+    ``forward_tokens`` (the completion columns its forward ran: all of them, or the prefix buckets' share).
+    ``loss_tokens`` is a 0-d tensor on the batch's device (read it with ``int()``)."""
 
-    loss_tokens: int
+    loss_tokens: torch.Tensor
     completion_tokens: int
     forward_tokens: int
 
@@ -312,7 +313,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
         else:
             loss = super()._compute_loss(model, inputs)
         self.last_loss_call = LossCall(
-            loss_tokens=int((self.loss_mask(inputs) != 0).sum()),
+            loss_tokens=(self.loss_mask(inputs) != 0).sum().detach(),  # a tensor: no device sync per loss call
             completion_tokens=completion_tokens,
             forward_tokens=round(completion_tokens * forward_frac),
         )

@@ -107,9 +107,9 @@ class PSPPOTrainer(CountdownGRPOTrainer):
         weights = sample_cutoff_weights(survival, kept_lengths(inputs["completion_mask"]), self._cutoff_rng)
         # engagement of the survival design alone (before zero-advantage skipping): kept share and mean cutoff
         drawn = (weights > 0).to(torch.float32) * loss_mask
-        rows = (loss_mask.sum(dim=1) > 0).sum().item()
-        self.log_metric("ps_ppo/cutoff_kept_frac", drawn.sum().item() / max(loss_mask.sum().item(), 1.0))
-        self.log_metric("ps_ppo/mean_cutoff_tokens", drawn.sum().item() / max(rows, 1))
+        kept, total, rows = torch.stack([drawn.sum(), loss_mask.sum(), (loss_mask.sum(dim=1) > 0).sum()]).tolist()
+        self.log_metric("ps_ppo/cutoff_kept_frac", kept / max(total, 1.0))
+        self.log_metric("ps_ppo/mean_cutoff_tokens", kept / max(rows, 1.0))
         advantages = inputs["advantages"]
         if args.skip_zero_advantage and self.beta == 0.0:
             zero = (advantages == 0) if advantages.dim() == 1 else (advantages == 0).all(dim=1)

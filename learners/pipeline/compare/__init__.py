@@ -257,9 +257,9 @@ def _run_compare(settings: CompareSettings, out: Path, *, resume: bool, overwrit
     # as the user named it ("warm-start" for the shipped one): no absolute path of this machine in the summary
     info = dict(model=settings.model or "warm-start", random_model=random_model, task=task.to_dict(),
                 eval_puzzles=len(eval_rows))  # fmt: skip
-    write_text(out / "summary.md", summary_markdown(out, settings, rows, failures, info))
-    run_dirs = {key: out / "runs" / run_name(*key) for key in runs}
-    write_text(out / "engagement.csv", engagement_csv(engagement_rows(run_dirs)))
+    engagement = engagement_rows({key: out / "runs" / run_name(*key) for key in runs})  # read the histories once
+    write_text(out / "summary.md", summary_markdown(out, settings, rows, failures, info, engagement))
+    write_text(out / "engagement.csv", engagement_csv(engagement))
     plot_curves(rows, out / "curves.png", settings.learners)
     return {
         "out": str(out),

@@ -61,7 +61,7 @@ def instrumented(trainer_class: type) -> type:
         def _compute_loss(self, model, inputs):
             loss = super()._compute_loss(model, inputs)
             if self.model.training and self.last_loss_call is not None:
-                self.compare_tally.loss_tokens += self.last_loss_call.loss_tokens
+                self.compare_tally.loss_tokens += int(self.last_loss_call.loss_tokens)
                 self.compare_tally.forward_tokens += self.last_loss_call.forward_tokens
             return loss
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..statistics import bootstrap_ci, mean_ci, paired_bootstrap_diff, paired_seed_diff, puzzle_scores
-from .engagement import engagement_markdown, engagement_rows
+from .engagement import engagement_markdown
 from .results import CUMULATIVE_COLUMNS
 from .runs import run_name
 from .settings import BASELINE, COMMON_TRAINER, EVAL_SAMPLES, EVAL_SET, EVAL_TEMPERATURE, CompareSettings
@@ -119,8 +119,11 @@ def learner_table(out: Path, settings: CompareSettings, rows: Sequence[Mapping[s
     return table
 
 
-def summary_markdown(out: Path, settings: CompareSettings, rows, failures: Mapping[tuple[str, int], str], info) -> str:
-    """``summary.md`` (see the module docstring)."""
+def summary_markdown(
+    out: Path, settings: CompareSettings, rows, failures: Mapping[tuple[str, int], str], info, engagement
+) -> str:
+    """``summary.md`` (see the module docstring); ``engagement``: the rows of
+    :func:`~learners.pipeline.compare.engagement.engagement_rows` for these runs."""
     table = learner_table(out, settings, rows)
     k = EVAL_SAMPLES
     shown = ("learning_rate", "lr_scheduler_type", "temperature", "top_k", "max_grad_norm")
@@ -176,9 +179,7 @@ def summary_markdown(out: Path, settings: CompareSettings, rows, failures: Mappi
             f"| {num(speed['generated_tokens'])} | {num(speed['loss_tokens'])} | {num(speed['forward_tokens'])} "
             f"| {ratio('forward_tokens')} |"
         )
-    run_dirs = {(learner, seed): out / "runs" / run_name(learner, seed)
-                for learner in settings.learners for seed in settings.seeds}  # fmt: skip
-    lines += ["", *engagement_markdown(engagement_rows(run_dirs), list(settings.learners))]
+    lines += ["", *engagement_markdown(engagement, list(settings.learners))]
     if failures:
         lines += ["", "## Failed runs", "", "| learner | seed | error |", "| --- | --- | --- |"]
         for (learner, seed), error in sorted(failures.items()):
