@@ -50,6 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="dataset (TRL generates), env (CountdownTokens-v0 episodes via rollout_func), tools (check tool)",
     )
     parser.add_argument(
+        "--lora-rank",
+        type=int,
+        help="train a LoRA adapter of this rank on the attention projections (alpha 2 x rank) instead of every weight",
+    )
+    parser.add_argument(
         "--vllm",
         action="store_true",
         help="generate with a colocated vLLM engine (CPU or GPU build): --set all.use_vllm=true all.vllm_mode=colocate",
@@ -74,6 +79,7 @@ def settings_from_args(args: argparse.Namespace) -> CompareSettings:
         eval_batch_size=args.eval_batch_size,
         keep_checkpoints=bool(args.keep_checkpoints),
         rollouts=getattr(args, "rollouts", "dataset"),
+        lora_rank=getattr(args, "lora_rank", None),
         **sizes,
     )
 

@@ -130,12 +130,14 @@ def make_trainer(
     rollouts: str = "dataset",
     callbacks: Sequence[Any] = (),
     wrap: Callable[[type], type] | None = None,
+    peft_config: Any = None,
 ):
     """The registered learner's trainer, as every run builds it (``train``, ``demo-train``, each run of
     ``compare``): its config from the registry (``trainer_args`` over the learner's defaults; the CPU settings
     forced on a machine without a GPU; ``report_to`` none unless given), the rollout route's arguments
-    (:func:`learners.pipeline.rollouts.route_kwargs`), the task, and ``wrap`` applied to the trainer class (compare's
-    counting subclass)."""
+    (:func:`learners.pipeline.rollouts.route_kwargs`), the task, ``wrap`` applied to the trainer class (compare's
+    counting subclass) and ``peft_config`` (a ``peft`` config, e.g. :func:`lora_config`: TRL wraps the model and
+    trains the adapter only)."""
     import torch
 
     from ..core.registry import get_learner
@@ -157,7 +159,23 @@ def make_trainer(
         processing_class=tokenizer,
         task=task,
         callbacks=list(callbacks),
+        peft_config=peft_config,
         **route_kwargs(rollouts, task, tokenizer, train_puzzles, args),
+    )
+
+
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
+
+
+def lora_config(rank: int):
+    """A LoRA adapter of rank ``rank`` on every attention projection (``LORA_TARGETS``), ``lora_alpha = 2 rank``, no
+    dropout (sampling and loss see the same policy): the setting of E5 in docs/experiments.md."""
+    if rank < 1:
+        raise ValueError(f"LoRA rank must be >= 1, got {rank}")
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=rank, lora_alpha=2 * rank, lora_dropout=0.0, target_modules=list(LORA_TARGETS), task_type="CAUSAL_LM"
     )
 
 

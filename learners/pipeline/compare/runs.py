@@ -205,7 +205,7 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
     from transformers import PrinterCallback
 
     from ..data import prompt_dataset
-    from ..run_driver import make_trainer, write_run_record
+    from ..run_driver import lora_config, make_trainer, write_run_record
 
     settings, progress = comparison.settings, comparison.progress
     run_dir = comparison.out / "runs" / run_name(learner, seed)
@@ -243,9 +243,10 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
         train_puzzles=train_puzzles,
         rollouts=settings.rollouts,
         wrap=instrumented,
+        peft_config=lora_config(settings.lora_rank) if settings.lora_rank else None,
     )
     record = {"learner": learner, "model": str(comparison.model), "task": comparison.task.to_dict(),
-              "rollouts": settings.rollouts, "trainer": trainer_args}  # fmt: skip
+              "rollouts": settings.rollouts, "lora_rank": settings.lora_rank, "trainer": trainer_args}  # fmt: skip
     write_run_record(run_dir, record)
     trainer.compare_tally = run_state.tally
     trainer.remove_callback(PrinterCallback)

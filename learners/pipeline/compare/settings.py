@@ -76,6 +76,7 @@ class CompareSettings:
     eval_batch_size: int = 128
     keep_checkpoints: bool = False
     rollouts: str = "dataset"  # learners.pipeline.rollouts.ROUTES: dataset, env (token-MDP episodes), tools
+    lora_rank: int | None = None  # train a LoRA adapter of this rank (run_driver.lora_config), not every weight
 
     # fields that may change between a run and its --resume
     RESUMABLE = ("learners", "seeds", "eval_batch_size", "keep_checkpoints")
@@ -98,6 +99,8 @@ class CompareSettings:
             raise ValueError("--num-generations must be >= 2 (group-relative advantages)")
         if self.eval_limit is not None and self.eval_limit < 1:
             raise ValueError("--eval-limit must be >= 1")
+        if self.lora_rank is not None and self.lora_rank < 1:
+            raise ValueError("--lora-rank must be >= 1")
         parse_overrides(self.overrides, self.learners)
         from ..rollouts import ROUTES
 
@@ -123,6 +126,8 @@ class CompareSettings:
             parts.append("--quick")
         if self.rollouts != "dataset":
             parts += ["--rollouts", self.rollouts]
+        if self.lora_rank is not None:
+            parts += ["--lora-rank", str(self.lora_rank)]
         return shlex.join(parts)
 
 

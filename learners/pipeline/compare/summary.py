@@ -142,6 +142,11 @@ def summary_markdown(
         f"completions, up to {settings.max_new_tokens} new tokens, {settings.train_size} training puzzles per "
         f"seed; shared trainer settings {json.dumps(shared)}"
         + (f"; overrides {settings.overrides}" if settings.overrides else "")
+        + (
+            f"; a LoRA adapter of rank {settings.lora_rank} (attention projections) trained, not every weight"
+            if settings.lora_rank
+            else ""
+        )
         + ".",
         "",
         f"Eval: `{EVAL_SET}` ({info['eval_puzzles']} puzzles), {k} samples each at T={EVAL_TEMPERATURE}, at step 0 "

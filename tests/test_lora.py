@@ -1,0 +1,67 @@
+"""LoRA runs (E5 of docs/experiments.md): ``run_driver.make_trainer(peft_config=...)`` trains only the adapter, and
+``countdown compare --lora-rank R`` records it, reproduces it in its command line and saves adapter checkpoints."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from countdown_env.cli import main
+from learners.pipeline.compare import CompareSettings
+from learners.pipeline.run_driver import LORA_TARGETS, lora_config
+
+
+def expected_lora_parameters(config: dict, rank: int) -> int:
+    """r x (in + out) per adapted projection, from the model's own shapes (q/o: heads, k/v: key-value heads)."""
+    hidden = config["hidden_size"]
+    head_dim = config.get("head_dim") or hidden // config["num_attention_heads"]
+    q_out = config["num_attention_heads"] * head_dim
+    kv_out = config.get("num_key_value_heads", config["num_attention_heads"]) * head_dim
+    per_layer = rank * ((hidden + q_out) + 2 * (hidden + kv_out) + (q_out + hidden))
+    return config["num_hidden_layers"] * per_layer
+
+
+def test_make_trainer_with_lora_trains_the_adapter_only(tiny_model_dir, tiny_tokenizer, tmp_path):
+    from countdown_env import Puzzle
+    from countdown_env.task import CountdownTask
+    from learners.pipeline.data import prompt_dataset
+    from learners.pipeline.run_driver import make_trainer
+
+    task = CountdownTask(n_numbers=3)
+    puzzles = [Puzzle([1, 2, 3], 6), Puzzle([4, 5, 6], 15)]
+    args = dict(output_dir=str(tmp_path), per_device_train_batch_size=4, num_generations=2, max_completion_length=8,
+                max_steps=1, report_to="none")  # fmt: skip
+    trainer = make_trainer("grpo", args, model=tiny_model_dir, task=task, tokenizer=tiny_tokenizer,
+                           train_dataset=prompt_dataset(puzzles, task), train_puzzles=puzzles,
+                           peft_config=lora_config(2))  # fmt: skip
+    trainable = {n: p.numel() for n, p in trainer.model.named_parameters() if p.requires_grad}
+    assert trainable and all("lora_" in n for n in trainable)
+    assert {n.split(".")[-4] for n in trainable} == set(LORA_TARGETS)
+    config = json.loads((tiny_model_dir / "config.json").read_text())
+    assert sum(trainable.values()) == expected_lora_parameters(config, 2)
+
+
+def test_lora_rank_must_be_positive():
+    with pytest.raises(ValueError, match="rank"):
+        lora_config(0)
+    with pytest.raises(ValueError, match="--lora-rank"):
+        CompareSettings(learners=["grpo"], seeds=[0], steps=1, eval_every=1, train_size=4, eval_limit=1,
+                        max_new_tokens=4, prompts_per_step=1, num_generations=2, lora_rank=0)  # fmt: skip
+
+
+def test_compare_lora_run_records_and_saves_the_adapter(tiny_model_dir, tmp_path):
+    out = tmp_path / "cmp"
+    argv = ["compare", "--quick", "--seeds", "0", "--model", str(tiny_model_dir), "--out", str(out),
+            "--learners", "grpo", "--lora-rank", "2", "--keep-checkpoints"]  # fmt: skip
+    assert main(argv) == 0
+    settings = json.loads((out / "compare.json").read_text())
+    assert settings["lora_rank"] == 2
+    assert "--lora-rank 2" in CompareSettings(**settings).command()
+    run = out / "runs" / "grpo-s0"
+    assert json.loads((run / "resolved_config.json").read_text())["lora_rank"] == 2
+    checkpoint = sorted(run.glob("checkpoint-*"))[-1]
+    adapter = json.loads((checkpoint / "adapter_config.json").read_text())
+    assert adapter["r"] == 2 and set(adapter["target_modules"]) == set(LORA_TARGETS)
+    assert not (checkpoint / "model.safetensors").exists()  # the adapter only, not the whole model
+    assert "LoRA adapter of rank 2" in (out / "summary.md").read_text()
