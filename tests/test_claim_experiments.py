@@ -1,0 +1,102 @@
+"""benchmarks/claim_experiments.py on hand-made comparison folders: the paired contrasts, the cost ratios, the void
+check and the pre-registered decision rules, with every expected figure computed here from the planted values."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+from scipy.stats import t as student_t
+
+from learners.pipeline.compare.results import rows_to_csv
+
+SEEDS = range(6)
+PUZZLES = [([1, 2, 3], 6), ([4, 5, 6], 15), ([2, 2, 9], 13), ([7, 3, 1], 21)]
+
+
+@pytest.fixture(scope="module")
+def claims():
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "claim_experiments.py"
+    spec = importlib.util.spec_from_file_location("claim_experiments", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses resolve their annotations through sys.modules
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop(spec.name, None)
+
+
+def plant_run(folder: Path, learner: str, seed: int, correct: list[list[bool]], *, metrics: dict, wall: float):
+    run = folder / "runs" / f"{learner}-s{seed}"
+    (run / "evals").mkdir(parents=True)
+    for step in (0, 100):
+        lines = [json.dumps({"numbers": n, "target": t, "correct": c}) for (n, t), c in zip(PUZZLES, correct)]
+        (run / "evals" / f"step-{step}.jsonl").write_text("\n".join(lines) + "\n")
+    rows = [dict(learner=learner, seed=seed, step=100, wall_seconds=wall, forward_tokens=10 * wall,
+                 loss_tokens=5 * wall, generated_tokens=1000.0)]  # fmt: skip
+    (run / "rows.csv").write_text(rows_to_csv(rows))
+    (run / "log_history.json").write_text(json.dumps([dict(metrics, step=s) for s in (1, 2)]))
+    (run / "DONE").write_text("{}")
+
+
+def planted_e6(root: Path, *, mask_share: float = 0.01) -> dict[int, float]:
+    """prime_rl solves k more of the 4 puzzles' first samples than its mask-off arm in seed s (k = 1 or 2, so the
+    pass@1 difference is k/16 per seed); dapo and grpo are equal. Returns the planted per-seed pass@1 differences."""
+    base = root / "e6_trust_region"
+    diffs = {}
+    for s in SEEDS:
+        k = 1 + s % 2
+        off = [[False] * 4 for _ in PUZZLES]
+        on = [[i < k] + [False] * 3 for i in range(len(PUZZLES))]
+        diffs[s] = k / 16
+        plant_run(base / "main", "prime_rl", s, on, metrics={"prime_rl/is_masked": mask_share}, wall=2.0)
+        plant_run(base / "prime_rl_mask_off", "prime_rl", s, off, metrics={"prime_rl/is_masked": 0.0}, wall=2.0)
+        for learner in ("dapo", "grpo"):
+            plant_run(base / "main", learner, s, off, metrics={"clip_ratio/region_mean": 0.02}, wall=3.0)
+    return diffs
+
+
+def test_e6_contrast_interval_and_rule(claims, tmp_path):
+    diffs = planted_e6(tmp_path)
+    result = claims.analyse(claims.EXPERIMENTS["e6"], tmp_path / "e6_trust_region")
+    mask = result["contrasts"][0]
+    values = list(diffs.values())
+    mean = sum(values) / len(values)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    half = student_t.ppf(0.975, len(values) - 1) * sd / math.sqrt(len(values))
+    assert mask["diff"] == pytest.approx(mean)
+    assert (mask["low"], mask["high"]) == (pytest.approx(mean - half), pytest.approx(mean + half))
+    assert mask["step"] == 100 and mask["seeds"] == list(SEEDS)
+    verdict = "\n".join(result["verdict"])
+    assert "mask matters: reproduced" in verdict
+    assert "clip-higher (pass@4): not reproduced** (interval contains 0)" in verdict
+
+
+def test_e6_is_void_when_a_mechanism_never_acted(claims, tmp_path):
+    planted_e6(tmp_path, mask_share=0.0)
+    result = claims.analyse(claims.EXPERIMENTS["e6"], tmp_path / "e6_trust_region")
+    assert "Verdict: void" in "\n".join(result["verdict"]) and "prime_rl" in "\n".join(result["verdict"])
+
+
+def test_no_verdict_until_every_registered_seed_finished(claims, tmp_path):
+    planted_e6(tmp_path)
+    (tmp_path / "e6_trust_region" / "main" / "runs" / "grpo-s5" / "DONE").unlink()
+    result = claims.analyse(claims.EXPERIMENTS["e6"], tmp_path / "e6_trust_region")
+    assert result["verdict"][0].startswith("No verdict yet") and "grpo: [5]" in result["verdict"][0]
+
+
+def test_e4_rule_and_cost_ratio(claims, tmp_path):
+    base = tmp_path / "e4_ps_ppo"
+    for s in range(8):
+        same = [[s % 2 == 0, False, True, False] for _ in PUZZLES]
+        plant_run(base, "ps_ppo", s, same, metrics={"ps_ppo/cutoff_kept_frac": 0.2}, wall=1.0)
+        plant_run(base, "grpo", s, same, metrics={"clip_ratio/region_mean": 0.0}, wall=4.0)
+    result = claims.analyse(claims.EXPERIMENTS["e4"], base)
+    ratio = result["cost_ratios"][0]["forward_tokens"]
+    assert ratio["ratio"] == pytest.approx(0.25) and ratio["per_step_b"] == pytest.approx(0.4)
+    assert result["void_checks"]["ps_ppo"]["ok"]  # kept 0.2 -> truncated share 0.8 > 0
+    assert result["contrasts"][0]["diff"] == 0.0
+    assert result["verdict"][-1] == "**Verdict: reproduced.**"
