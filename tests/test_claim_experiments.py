@@ -33,7 +33,9 @@ def plant_run(folder: Path, learner: str, seed: int, correct: list[list[bool]], 
     run = folder / "runs" / f"{learner}-s{seed}"
     (run / "evals").mkdir(parents=True)
     for step in (0, 100):
-        lines = [json.dumps({"numbers": n, "target": t, "correct": c}) for (n, t), c in zip(PUZZLES, correct)]
+        lines = [
+            json.dumps({"numbers": n, "target": t, "correct": c}) for (n, t), c in zip(PUZZLES, correct, strict=True)
+        ]
         (run / "evals" / f"step-{step}.jsonl").write_text("\n".join(lines) + "\n")
     rows = [dict(learner=learner, seed=seed, step=100, wall_seconds=wall, forward_tokens=10 * wall,
                  loss_tokens=5 * wall, generated_tokens=1000.0)]  # fmt: skip
