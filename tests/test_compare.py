@@ -315,3 +315,14 @@ def test_engagement_reads_the_mechanism_metrics_and_says_never_acted(tmp_path):
     assert "never acted" in truncation
     masked = next(line for line in text.splitlines() if "DPPO mask" in line)
     assert "acted" in masked and "never" not in masked
+
+
+def test_run_records_name_the_shipped_warm_start_not_a_machine_path(tmp_path):
+    out = tmp_path / "cmp"
+    assert main(["compare", "--quick", "--seeds", "0", "--learners", "grpo", "--out", str(out)]) == 0
+    text = (out / "runs" / "grpo-s0" / "resolved_config.json").read_text()
+    assert json.loads(text)["model"] == "warm-start"
+    assert (
+        str(runs.SHIPPED_WARM_START) not in text
+        and str(runs.SHIPPED_WARM_START) not in (out / "summary.md").read_text()
+    )

@@ -59,7 +59,8 @@ def test_compare_lora_run_records_and_saves_the_adapter(tiny_model_dir, tmp_path
     assert settings["lora_rank"] == 2
     assert "--lora-rank 2" in CompareSettings(**settings).command()
     run = out / "runs" / "grpo-s0"
-    assert json.loads((run / "resolved_config.json").read_text())["lora_rank"] == 2
+    record = json.loads((run / "resolved_config.json").read_text())
+    assert record["lora_rank"] == 2 and record["model"] == str(tiny_model_dir)  # as the user named it
     checkpoint = sorted(run.glob("checkpoint-*"))[-1]
     adapter = json.loads((checkpoint / "adapter_config.json").read_text())
     assert adapter["r"] == 2 and set(adapter["target_modules"]) == set(LORA_TARGETS)

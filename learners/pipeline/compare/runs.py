@@ -245,7 +245,9 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
         wrap=instrumented,
         peft_config=lora_config(settings.lora_rank) if settings.lora_rank else None,
     )
-    record = {"learner": learner, "model": str(comparison.model), "task": comparison.task.to_dict(),
+    # the model as the user named it ("warm-start" for the shipped one): no absolute path of this machine in the record
+    model_name = settings.model or "warm-start"
+    record = {"learner": learner, "model": model_name, "task": comparison.task.to_dict(),
               "rollouts": settings.rollouts, "lora_rank": settings.lora_rank, "trainer": trainer_args}  # fmt: skip
     write_run_record(run_dir, record)
     trainer.compare_tally = run_state.tally
