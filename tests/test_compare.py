@@ -317,6 +317,7 @@ def test_engagement_reads_the_mechanism_metrics_and_says_never_acted(tmp_path):
     assert "acted" in masked and "never" not in masked
 
 
+@pytest.mark.slow
 def test_run_records_name_the_shipped_warm_start_not_a_machine_path(tmp_path):
     out = tmp_path / "cmp"
     assert main(["compare", "--quick", "--seeds", "0", "--learners", "grpo", "--out", str(out)]) == 0

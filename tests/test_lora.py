@@ -22,6 +22,7 @@ def expected_lora_parameters(config: dict, rank: int) -> int:
     return config["num_hidden_layers"] * per_layer
 
 
+@pytest.mark.slow
 def test_make_trainer_with_lora_trains_the_adapter_only(tiny_model_dir, tiny_tokenizer, tmp_path):
     from countdown_env import Puzzle
     from countdown_env.task import CountdownTask
