@@ -102,3 +102,22 @@ def test_e4_rule_and_cost_ratio(claims, tmp_path):
     assert result["void_checks"]["ps_ppo"]["ok"]  # kept 0.2 -> truncated share 0.8 > 0
     assert result["contrasts"][0]["diff"] == 0.0
     assert result["verdict"][-1] == "**Verdict: reproduced.**"
+
+
+def test_e5_decides_the_lora_half_while_the_full_weight_half_is_missing(claims, tmp_path):
+    base = tmp_path / "e5_lora"
+    for s in SEEDS:
+        k = 1 + s % 2  # s_grpo and t_spmo |G|=50 solve k more first samples than grpo: +k/16 pass@1
+        worse = [[False] * 4 for _ in PUZZLES]
+        better = [[i < k] + [False] * 3 for i in range(len(PUZZLES))]
+        plant_run(base / "lora", "grpo", s, worse, metrics={}, wall=1.0)
+        plant_run(base / "lora", "s_grpo", s, better, metrics={}, wall=1.0)
+        plant_run(base / "lora", "t_spmo", s, worse, metrics={}, wall=1.0)
+        plant_run(base / "lora_g50", "t_spmo", s, better, metrics={}, wall=5.0)
+    result = claims.analyse(claims.EXPERIMENTS["e5"], base)
+    g50 = next(c for c in result["contrasts"] if c["a"] == "t_spmo_g50_lora")
+    assert g50["diff"] == pytest.approx(sum(1 + s % 2 for s in SEEDS) / 16 / len(SEEDS))
+    ratio = next(r for r in result["cost_ratios"] if r["a"] == "t_spmo_g50_lora")
+    assert ratio["wall_seconds"]["ratio"] == pytest.approx(5.0)
+    verdict = "\n".join(result["verdict"])
+    assert "Verdict under LoRA: reproduced; without LoRA: not run yet" in verdict
