@@ -126,11 +126,15 @@ def cost_ratio(base: Path, exp: Experiment, a_key: str, b_key: str) -> dict:
     a, b = exp.arms[a_key], exp.arms[b_key]
     seeds = sorted(set(finished_seeds(base, a)) & set(finished_seeds(base, b)))
     out = dict(a=a_key, b=b_key, label=f"{a.label} / {b.label}", seeds=seeds)
+
+    def last_row(arm: Arm, seed: int) -> dict:
+        return max(read_rows(run_dir(base, arm, seed) / "rows.csv"), key=lambda r: r["step"])
+
+    last = {s: (last_row(a, s), last_row(b, s)) for s in seeds}  # each rows.csv read once
     for column in ("wall_seconds", "forward_tokens", "loss_tokens", "generated_tokens"):
         ratios, per_step_a, per_step_b = [], [], []
         for s in seeds:
-            last_a = max(read_rows(run_dir(base, a, s) / "rows.csv"), key=lambda r: r["step"])
-            last_b = max(read_rows(run_dir(base, b, s) / "rows.csv"), key=lambda r: r["step"])
+            last_a, last_b = last[s]
             ratios.append(last_a[column] / last_b[column])
             per_step_a.append(last_a[column] / last_a["step"])
             per_step_b.append(last_b[column] / last_b["step"])
