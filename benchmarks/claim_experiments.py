@@ -1,4 +1,4 @@
-r"""The verdicts of docs/experiments.md's training experiments (E4, E5, E6), from their ``countdown compare`` folders.
+r"""The verdicts of docs/experiments.md's training experiments (E3a, E4-E6), from their ``countdown compare`` folders.
 
 Each experiment's arms are runs of ``countdown compare`` (the commands are in docs/experiments.md); an arm is one
 learner of one comparison folder, so that two variants of the same learner (E6's prime_rl with and without its DPPO
@@ -18,7 +18,7 @@ Statistics (``learners.pipeline.statistics``, the harness's own):
 Outputs, beside the comparison folders: ``verdict.md`` (the tables and the rule applied, word for word),
 ``verdict.json`` (every figure) and ``arms.png`` (pass@1/pass@4 curves of every arm, from the harness's plot).
 
-    python benchmarks/claim_experiments.py e4          # or e5, e6
+    python benchmarks/claim_experiments.py e4          # or e3, e5, e6
     python benchmarks/claim_experiments.py e6 [--root benchmarks/results]
 """
 
@@ -204,6 +204,23 @@ def decide_e6(result: dict) -> list[str]:
     return lines
 
 
+def decide_e3(result: dict) -> list[str]:
+    void = [f"{result['arms'][key]} ({info['label']})" for key, info in result["void_checks"].items() if not info["ok"]]
+    lines = ["Rule (E3a): the run is void unless the shaping acted (a non-zero share of rows shaped in every seed); "
+             "*early gain reproduced* if the Δ pass@1 (contrastive frozen − prime_rl) interval at step 30 lies above "
+             "0. Step 60 and the moving scorer are reported beside it; the fade, moving-scorer and hacking rules "
+             "belong to E3b."]  # fmt: skip
+    if void:
+        return [*lines, f"**Verdict: void** (the shaping never acted in some seed: {', '.join(void)})."]
+    c = next(c for c in result["contrasts"] if (c["a"], c["b"], c["k"], c["step"]) == ("frozen", "prime_rl", 1, 30))
+    above = c["low"] > 0
+    why = "" if above else (" (interval below 0)" if c["high"] < 0 else " (interval contains 0)")
+    lines.append(f"- {c['label']}, pass@1 at step 30: {fmt_ci(c['diff'], c['low'], c['high'])} over "
+                 f"{len(c['seeds'])} seeds.")  # fmt: skip
+    lines.append(f"**Verdict: early gain {'reproduced' if above else 'not reproduced'}**{why}.")
+    return lines
+
+
 def decide_e5(result: dict) -> list[str]:
     by_label = {(c["a"], c["b"], c["k"]): c for c in result["contrasts"]}
     lines = ["Rule: *reproduced under LoRA* if t_spmo's (|G| = 50, the paper's) and s_grpo's Δ pass@1 vs grpo "
@@ -241,6 +258,27 @@ def e5_arms() -> dict[str, Arm]:
 
 
 EXPERIMENTS: dict[str, Experiment] = {
+    "e3": Experiment(
+        name="E3a. Contrastive shaping: an early gain over prime-rl",
+        folder="e3_contrastive",
+        seeds=tuple(range(8)),
+        arms={
+            "prime_rl": Arm("early", "prime_rl", "prime_rl"),
+            "frozen": Arm("early", "contrastive", "contrastive (frozen scorer)"),
+            "moving": Arm("early_moving", "contrastive", "contrastive (moving scorer)"),
+        },
+        contrasts=[
+            Contrast("frozen", "prime_rl", k=1, step=30),
+            Contrast("frozen", "prime_rl", k=1, step=60),
+            Contrast("moving", "prime_rl", k=1, step=30),
+            Contrast("moving", "prime_rl", k=1, step=60),
+            Contrast("moving", "frozen", k=1, step=60),
+            Contrast("frozen", "prime_rl", k=4, step=30),
+        ],
+        cost_ratios=[("frozen", "prime_rl"), ("moving", "prime_rl")],
+        engaged={"frozen": "contrastive/shaped_row_frac", "moving": "contrastive/shaped_row_frac"},
+        decide=decide_e3,
+    ),
     "e4": Experiment(
         name="E4. PS-PPO: baseline accuracy at a fraction of the update cost",
         folder="e4_ps_ppo",

@@ -29,13 +29,13 @@ def claims():
     sys.modules.pop(spec.name, None)
 
 
-def plant_run(folder: Path, learner: str, seed: int, correct: list[list[bool]], *, metrics: dict, wall: float):
+def plant_run(folder: Path, learner: str, seed: int, correct, *, metrics: dict, wall: float):
+    """``correct``: one grid of sample outcomes (puzzles x samples) for eval steps 0 and 100, or {step: grid}."""
     run = folder / "runs" / f"{learner}-s{seed}"
     (run / "evals").mkdir(parents=True)
-    for step in (0, 100):
-        lines = [
-            json.dumps({"numbers": n, "target": t, "correct": c}) for (n, t), c in zip(PUZZLES, correct, strict=True)
-        ]
+    by_step = correct if isinstance(correct, dict) else {0: correct, 100: correct}
+    for step, grid in by_step.items():
+        lines = [json.dumps({"numbers": n, "target": t, "correct": c}) for (n, t), c in zip(PUZZLES, grid, strict=True)]
         (run / "evals" / f"step-{step}.jsonl").write_text("\n".join(lines) + "\n")
     rows = [dict(learner=learner, seed=seed, step=100, wall_seconds=wall, forward_tokens=10 * wall,
                  loss_tokens=5 * wall, generated_tokens=1000.0)]  # fmt: skip
@@ -121,3 +121,44 @@ def test_e5_decides_the_lora_half_while_the_full_weight_half_is_missing(claims, 
     assert ratio["wall_seconds"]["ratio"] == pytest.approx(5.0)
     verdict = "\n".join(result["verdict"])
     assert "Verdict under LoRA: reproduced; without LoRA: not run yet" in verdict
+
+
+def planted_e3(root: Path, *, shaped: float = 0.8) -> dict[int, float]:
+    """The frozen-scorer arm solves k more first samples than prime_rl at step 30 (k = 1 or 2: +k/16 pass@1) and the
+    same at step 60; the moving arm equals prime_rl throughout. Returns the planted step-30 differences."""
+    base = root / "e3_contrastive"
+    none = [[False] * 4 for _ in PUZZLES]
+    diffs = {}
+    for s in range(8):
+        k = 1 + s % 2
+        better = [[i < k] + [False] * 3 for i in range(len(PUZZLES))]
+        diffs[s] = k / 16
+        plant_run(base / "early", "prime_rl", s, {0: none, 30: none, 60: none}, metrics={}, wall=2.0)
+        plant_run(base / "early", "contrastive", s, {0: none, 30: better, 60: none},
+                  metrics={"contrastive/shaped_row_frac": shaped}, wall=3.0)  # fmt: skip
+        plant_run(base / "early_moving", "contrastive", s, {0: none, 30: none, 60: none},
+                  metrics={"contrastive/shaped_row_frac": shaped}, wall=4.0)  # fmt: skip
+    return diffs
+
+
+def test_e3_early_gain_rule_at_step_30(claims, tmp_path):
+    diffs = planted_e3(tmp_path)
+    result = claims.analyse(claims.EXPERIMENTS["e3"], tmp_path / "e3_contrastive")
+    early = next(c for c in result["contrasts"] if (c["a"], c["b"], c["step"], c["k"]) == ("frozen", "prime_rl", 30, 1))
+    values = list(diffs.values())
+    mean = sum(values) / len(values)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    half = student_t.ppf(0.975, len(values) - 1) * sd / math.sqrt(len(values))
+    assert early["diff"] == pytest.approx(mean)
+    assert (early["low"], early["high"]) == (pytest.approx(mean - half), pytest.approx(mean + half))
+    late = next(c for c in result["contrasts"] if (c["a"], c["b"], c["step"]) == ("frozen", "prime_rl", 60))
+    assert late["diff"] == 0.0
+    ratio = next(r for r in result["cost_ratios"] if r["a"] == "moving")
+    assert ratio["wall_seconds"]["ratio"] == pytest.approx(2.0)
+    assert result["verdict"][-1] == "**Verdict: early gain reproduced**."
+
+
+def test_e3_is_void_when_nothing_was_shaped(claims, tmp_path):
+    planted_e3(tmp_path, shaped=0.0)
+    result = claims.analyse(claims.EXPERIMENTS["e3"], tmp_path / "e3_contrastive")
+    assert "Verdict: void" in result["verdict"][-1]
