@@ -13,7 +13,9 @@ Statistics (``learners.pipeline.statistics``, the harness's own):
 - cost ratios: per seed, arm A's cumulative training seconds (or forward tokens) at the last step over arm B's,
   then the mean of those per-seed ratios with a t interval;
 - engagement: each run's mean over its logged steps of the mechanism's changed share
-  (``learners.pipeline.compare.engagement``).
+  (``learners.pipeline.compare.engagement``);
+- E3 also reads E3b's reward-hacking probe (folder ``long_probe``) against itself: paragraphs per shaped row and the
+  share of eval completions reaching the token budget, late minus early, t over seeds (``hacking_probe``).
 
 Outputs, beside the comparison folders: ``verdict.md`` (the tables and the rule applied, word for word),
 ``verdict.json`` (every figure) and ``arms.png`` (pass@1/pass@4 curves of every arm, from the harness's plot).
@@ -73,6 +75,9 @@ class Experiment:
     engaged: dict[str, str] = field(default_factory=dict)  # arm key -> mechanism metric that must act in every seed
     decide: Callable[[dict], list[str]] | None = None
     partial: bool = False  # decide() itself says which parts of the rule can be applied while arms are missing
+    extra: Callable[[Path], dict] | None = (
+        None  # an analysis outside the arm contrasts (E3b's probe), in result["extra"]
+    )
 
 
 def run_dir(base: Path, arm: Arm, seed: int) -> Path:
@@ -204,6 +209,61 @@ def decide_e6(result: dict) -> list[str]:
     return lines
 
 
+PROBE = Arm("long_probe", "contrastive", "contrastive, no paragraph cap (240 steps)")
+PROBE_SEEDS = (0, 1, 2)
+PROBE_WINDOW = 10  # training steps at each end whose logged paragraph counts stand for the first and last evals
+
+
+def hacking_probe(base: Path) -> dict:
+    """E3b's probe against itself, per seed: paragraphs per shaped row (mean over the last ``PROBE_WINDOW`` logged
+    steps minus the first ``PROBE_WINDOW``) and the share of eval completions that reach the token budget (last eval
+    minus step 0); each a mean with a t interval over seeds. Pass@1 and mean length at every eval beside them."""
+    seeds = finished_seeds(base, PROBE)
+    out: dict = dict(label=PROBE.label, seeds=seeds, missing=sorted(set(PROBE_SEEDS) - set(seeds)))
+    if not seeds:
+        return out
+    budget = json.loads((base / PROBE.folder / "compare.json").read_text())["max_new_tokens"]
+    paragraphs, truncation, curves = {}, {}, {}
+    for s in seeds:
+        history = json.loads((run_dir(base, PROBE, s) / "log_history.json").read_text())
+        logged = sorted((h["step"], h["contrastive/paragraphs_per_shaped_row"]) for h in history
+                        if "contrastive/paragraphs_per_shaped_row" in h)  # fmt: skip
+        values = [v for _, v in logged]
+        paragraphs[s] = float(np.mean(values[-PROBE_WINDOW:]) - np.mean(values[:PROBE_WINDOW]))
+        curve = {}
+        for step in eval_steps(base, PROBE, s):
+            path = run_dir(base, PROBE, s) / "evals" / f"step-{step}.jsonl"
+            rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            lengths = np.array([n for r in rows for n in r["lengths"]], dtype=float)
+            correct = np.array([c for r in rows for c in r["correct"]], dtype=float)
+            curve[step] = dict(pass1=float(correct.mean()), mean_length=float(lengths.mean()),
+                               truncated=float((lengths >= budget).mean()))  # fmt: skip
+        first, last = min(curve), max(curve)
+        truncation[s] = curve[last]["truncated"] - curve[first]["truncated"]
+        curves[s] = curve
+    out.update(budget=budget, paragraphs=dict(per_seed=paragraphs, ci=mean_ci(list(paragraphs.values()))),
+               truncation=dict(per_seed=truncation, ci=mean_ci(list(truncation.values()))), curves=curves)  # fmt: skip
+    return out
+
+
+def probe_lines(probe: dict) -> list[str]:
+    lines = [f"## Reward-hacking probe (E3b): {probe['label']}", ""]
+    if not probe["seeds"]:
+        return [*lines, "Not run.", ""]
+    lines += [f"Per seed: paragraphs per shaped row (mean of the last {PROBE_WINDOW} logged steps minus the first "
+              f"{PROBE_WINDOW}) and the share of eval completions reaching the {probe['budget']}-token budget (last "
+              "eval minus step 0); t 95 % over seeds.", "",
+              "| figure | per seed | mean [t 95 %] |", "| --- | --- | --- |"]  # fmt: skip
+    for key in ("paragraphs", "truncation"):
+        cells = " ".join(f"{v:+.3f}" for v in probe[key]["per_seed"].values())
+        lines.append(f"| {key} | {cells} | {fmt_ci(*probe[key]['ci'])} |")
+    lines += ["", "| seed | step | pass@1 (all samples) | mean length | truncated |", "| --- | --- | --- | --- | --- |"]
+    for s, curve in probe["curves"].items():
+        for step, c in curve.items():
+            lines.append(f"| {s} | {step} | {c['pass1']:.3f} | {c['mean_length']:.1f} | {c['truncated']:.3f} |")
+    return [*lines, ""]
+
+
 def decide_e3(result: dict) -> list[str]:
     void = [f"{result['arms'][key]} ({info['label']})" for key, info in result["void_checks"].items() if not info["ok"]]
     lines = ["Rule (E3a): the run is void unless the shaping acted (a non-zero share of rows shaped in every seed); "
@@ -218,7 +278,22 @@ def decide_e3(result: dict) -> list[str]:
     lines.append(f"- {c['label']}, pass@1 at step 30: {fmt_ci(c['diff'], c['low'], c['high'])} over "
                  f"{len(c['seeds'])} seeds.")  # fmt: skip
     lines.append(f"**Verdict: early gain {'reproduced' if above else 'not reproduced'}**{why}.")
-    return lines
+    return [*lines, *decide_probe(result.get("extra", {}))]
+
+
+def decide_probe(probe: dict) -> list[str]:
+    lines = [
+        "",
+        "Rule (E3b probe): *hacking reproduced* if the probe's paragraphs per row and truncation both rise (each "
+        "interval above 0, t over seeds). E3b's fade and long-horizon moving-scorer rules: not run.",
+    ]
+    if probe.get("missing") or not probe.get("seeds"):
+        return [*lines, f"**Probe: no verdict yet** (seeds not finished: {probe.get('missing', list(PROBE_SEEDS))})."]
+    rise = {k: probe[k]["ci"][1] > 0 for k in ("paragraphs", "truncation")}
+    for key in rise:
+        lines.append(f"- {key}: {fmt_ci(*probe[key]['ci'])} over {len(probe['seeds'])} seeds: "
+                     f"{'rises' if rise[key] else 'does not rise'}.")  # fmt: skip
+    return [*lines, f"**Probe: hacking {'reproduced' if all(rise.values()) else 'not reproduced'}.**"]
 
 
 def decide_e5(result: dict) -> list[str]:
@@ -278,6 +353,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         cost_ratios=[("frozen", "prime_rl"), ("moving", "prime_rl")],
         engaged={"frozen": "contrastive/shaped_row_frac", "moving": "contrastive/shaped_row_frac"},
         decide=decide_e3,
+        extra=hacking_probe,
     ),
     "e4": Experiment(
         name="E4. PS-PPO: baseline accuracy at a fraction of the update cost",
@@ -345,6 +421,8 @@ def analyse(exp: Experiment, base: Path) -> dict:
         ok = bool(values) and all(v > 0 for v in values)
         checks[key] = dict(metric=metric, label=info["label"], ok=ok, per_seed=info["per_seed"])
     result["void_checks"] = checks
+    if exp.extra is not None:
+        result["extra"] = exp.extra(base)
     result["missing"] = {k: sorted(set(exp.seeds) - set(v)) for k, v in result["seeds"].items()}
     missing = {exp.arms[k].label: seeds for k, seeds in result["missing"].items() if seeds}
     too_few = [c["label"] for c in result["contrasts"] if len(c["seeds"]) < 2]
@@ -393,6 +471,8 @@ def markdown(exp: Experiment, result: dict, command: str) -> str:
             mean = float(np.nanmean(values)) if values else math.nan
             cells = " ".join(f"{v:.4g}" for v in values)
             lines.append(f"| {result['arms'][key]} | {info['label']} | {cells} | {mean:.4g} |")
+    if "extra" in result:
+        lines += ["", *probe_lines(result["extra"])]
     lines += ["", "## Decision", "", *result["verdict"], "", "![pass@1 and pass@4 of every arm](arms.png)", ""]
     return "\n".join(lines)
 

@@ -155,7 +155,40 @@ def test_e3_early_gain_rule_at_step_30(claims, tmp_path):
     assert late["diff"] == 0.0
     ratio = next(r for r in result["cost_ratios"] if r["a"] == "moving")
     assert ratio["wall_seconds"]["ratio"] == pytest.approx(2.0)
-    assert result["verdict"][-1] == "**Verdict: early gain reproduced**."
+    assert "**Verdict: early gain reproduced**." in result["verdict"]
+    assert result["verdict"][-1].startswith("**Probe: no verdict yet**")  # no probe folder planted
+
+
+def test_e3_probe_paragraphs_and_truncation(claims, tmp_path):
+    planted_e3(tmp_path)
+    base = tmp_path / "e3_contrastive"
+    (base / "long_probe").mkdir()
+    (base / "long_probe" / "compare.json").write_text(json.dumps({"max_new_tokens": 50}))
+    expected_paragraphs, expected_truncation = [], []
+    for s in range(3):
+        run = base / "long_probe" / "runs" / f"contrastive-s{s}"
+        (run / "evals").mkdir(parents=True)
+        counts = [2.0 + 0.1 * (1 + 0.1 * s) * step for step in range(1, 31)]  # 30 logged steps, rising
+        history = [{"step": i + 1, "contrastive/paragraphs_per_shaped_row": c} for i, c in enumerate(counts)]
+        (run / "log_history.json").write_text(json.dumps([*history, {"step": 30, "train_loss": 0.1}]))
+        expected_paragraphs.append(sum(counts[-10:]) / 10 - sum(counts[:10]) / 10)
+        # 4 puzzles x 4 samples: one sample reaches the 50-token budget at step 0, s + 8 of them at step 30
+        for step, n_long in ((0, 1), (30, s + 8)):
+            lengths = [50 if i < n_long else 20 for i in range(16)]
+            rows = [dict(numbers=n, target=t, correct=[False] * 4, lengths=lengths[4 * j : 4 * j + 4])
+                    for j, (n, t) in enumerate(PUZZLES)]  # fmt: skip
+            lines = [json.dumps(r) for r in rows]
+            (run / "evals" / f"step-{step}.jsonl").write_text("\n".join(lines) + "\n")
+        expected_truncation.append((s + 8 - 1) / 16)
+        (run / "DONE").write_text("{}")
+    result = claims.analyse(claims.EXPERIMENTS["e3"], base)
+    probe = result["extra"]
+    for key, expected in (("paragraphs", expected_paragraphs), ("truncation", expected_truncation)):
+        mean = sum(expected) / 3
+        sd = math.sqrt(sum((v - mean) ** 2 for v in expected) / 2)
+        half = student_t.ppf(0.975, 2) * sd / math.sqrt(3)
+        assert probe[key]["ci"] == pytest.approx((mean, mean - half, mean + half))
+    assert result["verdict"][-1] == "**Probe: hacking reproduced.**"
 
 
 def test_e3_is_void_when_nothing_was_shaped(claims, tmp_path):
