@@ -240,8 +240,19 @@ def test_frozen_scorer_stays_frozen(make_trainer, cpu_grpo_kwargs):
     args = _config(cpu_grpo_kwargs, max_steps=1, max_paragraph_len=4)
     trainer = _contrastive(make_trainer, args, trainer_class=_answers_by_hand(ContrastiveTrainer))
     frozen = {n: p.detach().clone() for n, p in trainer._frozen_model.named_parameters()}
+    ids = torch.arange(3, 19).reshape(2, 8)
+    with torch.no_grad():
+        before = trainer._frozen_model(input_ids=ids).logits.clone()
     trainer.train()
     assert all(torch.equal(frozen[n], p) for n, p in trainer._frozen_model.named_parameters())
     assert not all(p.requires_grad for p in trainer._frozen_model.parameters())
     policy = dict(trainer.model.named_parameters())
     assert any(not torch.equal(frozen[n], policy[n].detach()) for n in frozen)
+    # the scorer's *outputs* stay frozen too: TRL patches the policy's forward with a closure over the policy itself,
+    # which a plain deepcopy would share (the copy's forward would then run the live policy)
+    live = trainer.accelerator.unwrap_model(trainer.model)
+    with torch.no_grad():
+        after = trainer._frozen_model(input_ids=ids).logits
+        moved = live.eval()(input_ids=ids).logits
+    assert torch.equal(before, after)
+    assert not torch.allclose(moved, before)

@@ -23,6 +23,20 @@ from .scoring import ScoringJob, answer_span_encoder, make_scorer
 __all__ = ["ContrastiveConfig", "ContrastiveTrainer", "submitted_answer"]
 
 
+def _detached_copy(model):
+    """A deep copy of ``model`` whose forward runs the copy's own weights.
+
+    Trainers patch ``forward`` on the model instance: TRL's fused LM head (``trl.trainer.utils.add_fused_lm_head``)
+    wraps a closure over the model's *bound* original forward, and accelerate's autocast wrapper is an instance
+    attribute too. ``copy.deepcopy`` shares those closures, so a plain copy still runs the live policy (a "frozen"
+    scorer that moves). Dropping every instance-level ``forward`` in the copy restores the class's own forward.
+    """
+    scorer = copy.deepcopy(model)
+    for module in scorer.modules():
+        module.__dict__.pop("forward", None)
+    return scorer
+
+
 @dataclass
 class _Row:
     """What shaping needs to know about one local rollout."""
@@ -75,7 +89,7 @@ class ContrastiveTrainer(GRPOLearner):
                 self.args.scorer_model_name_or_path, dtype=next(policy.parameters()).dtype
             )
         else:
-            scorer = copy.deepcopy(policy)
+            scorer = _detached_copy(policy)
         scorer.to(self.accelerator.device).eval().requires_grad_(False)
         return scorer
 
