@@ -18,6 +18,14 @@ SEEDS = range(6)
 PUZZLES = [([1, 2, 3], 6), ([4, 5, 6], 15), ([2, 2, 9], 13), ([7, 3, 1], 21)]
 
 
+def t_interval(values: list[float]) -> tuple[float, float, float]:
+    """(mean, low, high): the Student t 95 % interval, computed here from scipy's quantile."""
+    mean = sum(values) / len(values)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    half = student_t.ppf(0.975, len(values) - 1) * sd / math.sqrt(len(values))
+    return mean, mean - half, mean + half
+
+
 @pytest.fixture(scope="module")
 def claims():
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "claim_experiments.py"
@@ -65,12 +73,7 @@ def test_e6_contrast_interval_and_rule(claims, tmp_path):
     diffs = planted_e6(tmp_path)
     result = claims.analyse(claims.EXPERIMENTS["e6"], tmp_path / "e6_trust_region")
     mask = result["contrasts"][0]
-    values = list(diffs.values())
-    mean = sum(values) / len(values)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-    half = student_t.ppf(0.975, len(values) - 1) * sd / math.sqrt(len(values))
-    assert mask["diff"] == pytest.approx(mean)
-    assert (mask["low"], mask["high"]) == (pytest.approx(mean - half), pytest.approx(mean + half))
+    assert (mask["diff"], mask["low"], mask["high"]) == pytest.approx(t_interval(list(diffs.values())))
     assert mask["step"] == 100 and mask["seeds"] == list(SEEDS)
     verdict = "\n".join(result["verdict"])
     assert "mask matters: reproduced" in verdict
@@ -145,12 +148,7 @@ def test_e3_early_gain_rule_at_step_30(claims, tmp_path):
     diffs = planted_e3(tmp_path)
     result = claims.analyse(claims.EXPERIMENTS["e3"], tmp_path / "e3_contrastive")
     early = next(c for c in result["contrasts"] if (c["a"], c["b"], c["step"], c["k"]) == ("frozen", "prime_rl", 30, 1))
-    values = list(diffs.values())
-    mean = sum(values) / len(values)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-    half = student_t.ppf(0.975, len(values) - 1) * sd / math.sqrt(len(values))
-    assert early["diff"] == pytest.approx(mean)
-    assert (early["low"], early["high"]) == (pytest.approx(mean - half), pytest.approx(mean + half))
+    assert (early["diff"], early["low"], early["high"]) == pytest.approx(t_interval(list(diffs.values())))
     late = next(c for c in result["contrasts"] if (c["a"], c["b"], c["step"]) == ("frozen", "prime_rl", 60))
     assert late["diff"] == 0.0
     ratio = next(r for r in result["cost_ratios"] if r["a"] == "moving")
@@ -184,10 +182,7 @@ def test_e3_probe_paragraphs_and_truncation(claims, tmp_path):
     result = claims.analyse(claims.EXPERIMENTS["e3"], base)
     probe = result["extra"]
     for key, expected in (("paragraphs", expected_paragraphs), ("truncation", expected_truncation)):
-        mean = sum(expected) / 3
-        sd = math.sqrt(sum((v - mean) ** 2 for v in expected) / 2)
-        half = student_t.ppf(0.975, 2) * sd / math.sqrt(3)
-        assert probe[key]["ci"] == pytest.approx((mean, mean - half, mean + half))
+        assert probe[key]["ci"] == pytest.approx(t_interval(expected))
     assert result["verdict"][-1] == "**Probe: hacking reproduced.**"
 
 
