@@ -287,8 +287,10 @@ def decide_probe(probe: dict) -> list[str]:
         "Rule (E3b probe): *hacking reproduced* if the probe's paragraphs per row and truncation both rise (each "
         "interval above 0, t over seeds). E3b's fade and long-horizon moving-scorer rules: not run.",
     ]
-    if probe.get("missing") or not probe.get("seeds"):
-        return [*lines, f"**Probe: no verdict yet** (seeds not finished: {probe.get('missing', list(PROBE_SEEDS))})."]
+    if not probe.get("seeds"):
+        return [*lines, "**Probe: not run.**"]
+    if probe["missing"]:
+        return [*lines, f"**Probe: no verdict yet** (seeds not finished: {probe['missing']})."]
     rise = {k: probe[k]["ci"][1] > 0 for k in ("paragraphs", "truncation")}
     for key in rise:
         lines.append(f"- {key}: {fmt_ci(*probe[key]['ci'])} over {len(probe['seeds'])} seeds: "
@@ -468,7 +470,7 @@ def markdown(exp: Experiment, result: dict, command: str) -> str:
     for key, metrics in result["engagement"].items():
         for info in metrics.values():
             values = list(info["per_seed"].values())
-            mean = float(np.nanmean(values)) if values else math.nan
+            mean = float(np.nanmean(values)) if any(not math.isnan(v) for v in values) else math.nan
             cells = " ".join(f"{v:.4g}" for v in values)
             lines.append(f"| {result['arms'][key]} | {info['label']} | {cells} | {mean:.4g} |")
     if "extra" in result:

@@ -154,7 +154,7 @@ def test_e3_early_gain_rule_at_step_30(claims, tmp_path):
     ratio = next(r for r in result["cost_ratios"] if r["a"] == "moving")
     assert ratio["wall_seconds"]["ratio"] == pytest.approx(2.0)
     assert "**Verdict: early gain reproduced**." in result["verdict"]
-    assert result["verdict"][-1].startswith("**Probe: no verdict yet**")  # no probe folder planted
+    assert result["verdict"][-1] == "**Probe: not run.**"  # no probe folder planted
 
 
 def test_e3_probe_paragraphs_and_truncation(claims, tmp_path):
