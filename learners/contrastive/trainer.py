@@ -26,10 +26,10 @@ __all__ = ["ContrastiveConfig", "ContrastiveTrainer", "submitted_answer"]
 def _detached_copy(model):
     """A deep copy of ``model`` whose forward runs the copy's own weights.
 
-    Trainers patch ``forward`` on the model instance: TRL's fused LM head (``trl.trainer.utils.add_fused_lm_head``)
-    wraps a closure over the model's *bound* original forward, and accelerate's autocast wrapper is an instance
-    attribute too. ``copy.deepcopy`` shares those closures, so a plain copy still runs the live policy (a "frozen"
-    scorer that moves). Dropping every instance-level ``forward`` in the copy restores the class's own forward.
+    Trainers patch ``forward`` on the model instance. TRL's fused LM head (``trl.trainer.utils.add_fused_lm_head``)
+    is a closure over the model's *bound* original forward; ``copy.deepcopy`` shares that closure, so a plain copy
+    runs the live policy (a "frozen" scorer that moves). Dropping every instance-level ``forward`` in the copy
+    restores the class's own forward (it also drops accelerate's autocast wrapper: the scorer runs in its dtype).
     """
     scorer = copy.deepcopy(model)
     for module in scorer.modules():
