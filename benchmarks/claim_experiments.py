@@ -174,6 +174,13 @@ EQUIVALENCE_MARGIN = 0.03
 FORWARD_RATIO_MAX = 0.5
 
 
+def why_not_above(c: dict) -> str:
+    """Why a contrast's interval is not above 0, in words ("" when it is)."""
+    if c["low"] > 0:
+        return ""
+    return " (interval below 0)" if c["high"] < 0 else " (interval contains 0)"
+
+
 def decide_e4(result: dict) -> list[str]:
     c = result["contrasts"][0]
     r = result["cost_ratios"][0]["forward_tokens"]
@@ -201,7 +208,7 @@ def decide_e6(result: dict) -> list[str]:
     mask, clip = result["contrasts"][0], result["contrasts"][1]
     for c, name in ((mask, "mask matters"), (clip, "clip-higher (pass@4)")):
         above = c["low"] > 0
-        why = "" if above else (" (interval below 0)" if c["high"] < 0 else " (interval contains 0)")
+        why = why_not_above(c)
         lines.append(
             f"- {c['label']}, pass@{c['k']} at step {c['step']}: {fmt_ci(c['diff'], c['low'], c['high'])} over "
             f"{len(c['seeds'])} seeds: **{name}: {'reproduced' if above else 'not reproduced'}**{why}."
@@ -274,7 +281,7 @@ def decide_e3(result: dict) -> list[str]:
         return [*lines, f"**Verdict: void** (the shaping never acted in some seed: {', '.join(void)})."]
     c = next(c for c in result["contrasts"] if (c["a"], c["b"], c["k"], c["step"]) == ("frozen", "prime_rl", 1, 30))
     above = c["low"] > 0
-    why = "" if above else (" (interval below 0)" if c["high"] < 0 else " (interval contains 0)")
+    why = why_not_above(c)
     lines.append(f"- {c['label']}, pass@1 at step 30: {fmt_ci(c['diff'], c['low'], c['high'])} over "
                  f"{len(c['seeds'])} seeds.")  # fmt: skip
     lines.append(f"**Verdict: early gain {'reproduced' if above else 'not reproduced'}**{why}.")
