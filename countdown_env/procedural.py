@@ -76,6 +76,7 @@ def task_fields_from_reasoning_gym(kwargs: dict[str, Any]) -> dict[str, Any]:
         out["operators"] = "".join(out["operators"])
     return out
 
+
 DIFFICULTY_LEVELS = ("any", "easy", "medium", "hard")
 """Difficulty level names: ``any`` (no solution-count filter) and the generator's labels."""
 

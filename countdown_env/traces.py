@@ -357,4 +357,3 @@ def make_trace(
     else:
         paragraphs.append(f"Check: {solution} = {puzzle.target}.")
     return Trace("\n\n".join(paragraphs), solution, chosen.name)
-

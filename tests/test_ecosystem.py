@@ -224,8 +224,13 @@ def test_curriculum_schedule():
     assert c.history == [(3, 3, "hard"), (None, 4, "easy"), (None, 4, "hard")]
     assert c.decrement_attr_level("n_numbers") and c.get_attr_value("n_numbers") == 3
     assert c.to_dict()["level"] == {"n_numbers": 3, "difficulty": "hard"}
-    for bad, match in (({"n_numbers": [7]}, "1..6"), ({"difficulty": ["trivial"]}, "unknown difficulty"),
-                       ({"threshold": 2}, "threshold"), ({"patience": 0}, "patience"), ({"step": 1}, "unknown")):
+    for bad, match in (
+        ({"n_numbers": [7]}, "1..6"),
+        ({"difficulty": ["trivial"]}, "unknown difficulty"),
+        ({"threshold": 2}, "threshold"),
+        ({"patience": 0}, "patience"),
+        ({"step": 1}, "unknown"),
+    ):
         with pytest.raises(ValueError, match=match):
             CountdownCurriculum.from_dict(bad)
 

@@ -104,6 +104,7 @@ RESOLVED_CONFIG = "resolved_config.json"
 DATA_KEYS = ("train", "eval", "train_size", "eval_size")
 EVAL_KEYS = ("every", "samples", "temperature", "max_new_tokens", "limit", "seed", "batch_size")
 
+
 def apply_overrides(config: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """``["trainer.max_steps=5", "model=out/sft"]`` -> nested assignment (values parsed as YAML)."""
     config = copy.deepcopy(config)
