@@ -1,4 +1,5 @@
-r"""The verdicts of docs/experiments.md's training experiments (E3a, E4-E6), from their ``countdown compare`` folders.
+r"""The verdicts of docs/experiments.md's training experiments (E3a with E3b's probe, E4-E6), from their
+``countdown compare`` folders.
 
 Each experiment's arms are runs of ``countdown compare`` (the commands are in docs/experiments.md); an arm is one
 learner of one comparison folder, so that two variants of the same learner (E6's prime_rl with and without its DPPO
@@ -477,9 +478,11 @@ def markdown(exp: Experiment, result: dict, command: str) -> str:
     for key, metrics in result["engagement"].items():
         for info in metrics.values():
             values = list(info["per_seed"].values())
-            mean = float(np.nanmean(values)) if any(not math.isnan(v) for v in values) else math.nan
+            if all(math.isnan(v) for v in values):  # e.g. a trust-region metric in an on-policy run: no π_old
+                lines.append(f"| {result['arms'][key]} | {info['label']} | - | not logged |")
+                continue
             cells = " ".join(f"{v:.4g}" for v in values)
-            lines.append(f"| {result['arms'][key]} | {info['label']} | {cells} | {mean:.4g} |")
+            lines.append(f"| {result['arms'][key]} | {info['label']} | {cells} | {np.nanmean(values):.4g} |")
     if "extra" in result:
         lines += ["", *probe_lines(result["extra"])]
     lines += ["", "## Decision", "", *result["verdict"], "", "![pass@1 and pass@4 of every arm](arms.png)", ""]

@@ -155,6 +155,9 @@ def test_e3_early_gain_rule_at_step_30(claims, tmp_path):
     assert ratio["wall_seconds"]["ratio"] == pytest.approx(2.0)
     assert "**Verdict: early gain reproduced**." in result["verdict"]
     assert result["verdict"][-1] == "**Probe: not run.**"  # no probe folder planted
+    report = claims.markdown(claims.EXPERIMENTS["e3"], result, "cmd")
+    assert f"| {result['arms']['prime_rl']} | DPPO mask: share of loss tokens masked | - | not logged |" in report
+    assert " nan" not in report  # the planted prime_rl runs log no trust-region metric
 
 
 def test_e3_probe_paragraphs_and_truncation(claims, tmp_path):
