@@ -76,9 +76,8 @@ class Experiment:
     engaged: dict[str, str] = field(default_factory=dict)  # arm key -> mechanism metric that must act in every seed
     decide: Callable[[dict], list[str]] | None = None
     partial: bool = False  # decide() itself says which parts of the rule can be applied while arms are missing
-    extra: Callable[[Path], dict] | None = (
-        None  # an analysis outside the arm contrasts (E3b's probe), in result["extra"]
-    )
+    # an analysis outside the arm contrasts, kept in result["extra"]; only E3b's probe has one (``probe_lines``)
+    extra: Callable[[Path], dict] | None = None
 
 
 def run_dir(base: Path, arm: Arm, seed: int) -> Path:
