@@ -263,6 +263,10 @@ def clean_rows(rows: Iterable[Any], report: CleaningReport | None = None, **kwar
         raise ValueError(f"response field {field!r} is in no row (the first row's fields: {first_keys})")
 
 
+CLEAN_FOLDER_FILES = ("sft.jsonl", "report.json")
+"""Every entry :func:`clean_file` writes into a folder: ``--overwrite`` replaces a folder holding nothing else."""
+
+
 def clean_file(
     in_path: str | os.PathLike, out_path: str | os.PathLike, *, overwrite: bool = False, **kwargs: Any
 ) -> CleaningReport:
@@ -283,14 +287,15 @@ def clean_file(
         raise FileNotFoundError(f"no such input file: {in_path}")
     if not in_path.is_file():
         raise ValueError(f"the input {in_path} is not a file")
+    folder = out_path.suffix != ".jsonl"
     with output_claim(out_path):  # from the check to the rename: a second writer is refused, not overwritten
-        check_output(out_path, [in_path], overwrite=overwrite)
+        check_output(out_path, [in_path], overwrite=overwrite, owned=CLEAN_FOLDER_FILES if folder else None)
         report = CleaningReport()
         rows = clean_rows(iter_jsonl(in_path, bad_json="none"), report, **kwargs)  # bad JSON: a bad row
-        if out_path.suffix == ".jsonl":
+        if not folder:
             write_jsonl(rows, out_path)
         else:
-            with atomic_dir(out_path, overwrite=overwrite) as tmp:
+            with atomic_dir(out_path, overwrite=overwrite, owned=CLEAN_FOLDER_FILES) as tmp:
                 write_jsonl(rows, tmp / "sft.jsonl")
                 write_text(tmp / "report.json", json.dumps(report.to_dict(), indent=2) + "\n")
     return report

@@ -198,6 +198,15 @@ def _curriculum(config: dict[str, Any]):
     return CountdownCurriculum.from_dict(section)
 
 
+def run_inputs(config: dict[str, Any]) -> list[Path]:
+    """The paths a run reads: its model folder (``tiny`` and Hub ids read none) and its data files."""
+    model = resolve_model(config.get("model", "tiny"))
+    folder = Path(str(model)).expanduser()
+    paths = [folder] if model != "tiny" and folder.exists() else []
+    data = config.get("data") or {}
+    return paths + [Path(str(data[key])) for key in ("train", "eval") if data.get(key)]
+
+
 def train(
     learner: str,
     config: dict[str, Any],
@@ -205,19 +214,22 @@ def train(
     resume: str | bool | None = None,
     *,
     overwrite: bool = False,
+    inputs: Sequence[str | Path] = (),
 ) -> dict:
     """Train, save ``final/``, the log history and the PNG; return a small summary dict.
 
-    The run folder's rules (:mod:`learners.pipeline.run_folder`): held exclusively for the whole run; a non-empty
-    folder needs ``resume`` (continue from the newest complete checkpoint, or the checkpoint ``resume`` names) or
-    ``overwrite`` (start again); resuming a run that already reached ``max_steps`` trains nothing and returns its
-    summary."""
-    from countdown_env.atomic import output_claim
+    The run folder's rules (:mod:`learners.pipeline.run_folder`): held exclusively for the whole run; never one of
+    the run's inputs (its model folder, data files, or ``inputs`` such as the config file), nor inside or around
+    one; a non-empty folder needs ``resume`` (continue from the newest complete checkpoint, or the checkpoint
+    ``resume`` names) or ``overwrite`` (start again); resuming a run that already reached ``max_steps`` trains
+    nothing and returns its summary."""
+    from countdown_env.atomic import check_output, output_claim
 
     from .run_folder import prepare_run_folder
 
     out = Path(output_dir)
     validate_config(learner, config)  # before the claim: a typo is one line, whatever the folder holds
+    check_output(out, [*run_inputs(config), *inputs], overwrite=True, what="--output-dir")
     with output_claim(out):
         start = prepare_run_folder(out, resume=resume, overwrite=overwrite, max_steps=_max_steps(learner, config))
         if start.finished is not None:

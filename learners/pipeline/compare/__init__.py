@@ -60,7 +60,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 import sys
 import time
 import traceback
@@ -70,6 +69,7 @@ from pathlib import Path
 
 from countdown_env.atomic import write_text
 
+from ..models import resolve_model
 from ..statistics import mean_ci, paired_bootstrap_diff
 from ..warm_start import tiny_task
 from .curves import plot_curves
@@ -111,13 +111,27 @@ def _relevant(overrides: Sequence[str], learners: Sequence[str]) -> list[str]:
     return [item for item in overrides if item.split(".", 1)[0] in ("all", *learners)]
 
 
+COMPARE_OUTPUTS = (SETTINGS_FILE, "results.csv", "summary.md", "engagement.csv", "curves.png", "runs", "data",
+                   "init-model")  # fmt: skip
+"""Every entry a comparison writes into ``DIR``: ``--overwrite`` removes these and refuses a folder with anything
+else."""
+
+
 def prepare_dir(out: Path, settings: CompareSettings, *, resume: bool, overwrite: bool) -> None:
-    """Refuse a non-empty ``out`` unless resuming (same settings) or overwriting (a compare output only)."""
+    """Refuse a non-empty ``out`` unless resuming (a comparison's folder, same settings) or overwriting (a
+    comparison's folder holding nothing else)."""
+    from countdown_env.atomic import check_output, remove_owned
+
     settings_path = out / SETTINGS_FILE
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file")
+    check_output(out, [resolve_model(settings.model)] if settings.model else [], overwrite=True, what="--out")
     non_empty = out.is_dir() and any(out.iterdir())
     if non_empty and resume:
+        if not settings_path.is_file():
+            raise ValueError(
+                f"--resume: {out} has no {SETTINGS_FILE}, so it holds no comparison to continue; give a new --out"
+            )
         if settings_path.is_file():
             old = json.loads(settings_path.read_text())
             new = settings.to_dict()
@@ -136,8 +150,7 @@ def prepare_dir(out: Path, settings: CompareSettings, *, resume: bool, overwrite
             raise ValueError(
                 f"--overwrite: {out} has no {SETTINGS_FILE}; refusing to delete a folder compare did not write"
             )
-        for child in out.iterdir():
-            shutil.rmtree(child) if child.is_dir() else child.unlink()
+        remove_owned(out, COMPARE_OUTPUTS)  # refuses a comparison's folder that also holds the user's files
     elif non_empty:
         raise ValueError(f"{out} is not empty: pass --resume to continue it or --overwrite to start again")
     out.mkdir(parents=True, exist_ok=True)
@@ -175,7 +188,6 @@ def _run_compare(settings: CompareSettings, out: Path, *, resume: bool, overwrit
     from countdown_env.jsonl import write_jsonl
 
     from ..data import model_task
-    from ..models import resolve_model
     from ..tokenizer_io import load_tokenizer
 
     out = Path(out)
