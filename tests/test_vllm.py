@@ -252,9 +252,8 @@ def test_the_sync_test_fails_without_the_sync(tiny_model_dir, tmp_path, sync):
 def test_server_mode_training_on_cpu_is_refused_in_one_line(tmp_path, capsys):
     from countdown_env.cli import main
 
-    start = time.perf_counter()
     code = main(train_argv("grpo", tmp_path / "run", "model=tiny", "trainer.vllm_mode=server"))
-    assert code == 2 and time.perf_counter() - start < 60
+    assert code == 2 and not (tmp_path / "run").exists()
     errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line.lower()]
     assert len(errors) == 1 and "NCCL" in errors[0] and "colocate" in errors[0]
 
