@@ -77,6 +77,11 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
 
     validate_config(learner, config)  # everything checkable without data or weights, before any work
     out = Path(output_dir)
+    trainer_args = dict(config.get("trainer") or {}, output_dir=str(out))
+    curriculum = _curriculum(config)  # `curriculum:` section: levels raised on train accuracy (procedural.py)
+    if curriculum is not None:
+        trainer_args["shuffle_dataset"] = False  # no shuffle buffer reading ahead at the old level
+    learner_config(learner, trainer_args)  # the learner's own checks (TRL's too), before anything is written
     model = resolve_model(config.get("model", "tiny"))
     if model == "tiny":
         print(
@@ -91,14 +96,10 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
         task = CountdownTask.from_dict(config["task"])
     else:
         task = model_task(model) or CountdownTask()
-    curriculum = _curriculum(config)  # `curriculum:` section: levels raised on train accuracy (procedural.py)
     train_rows, eval_rows = load_data(config.get("data") or {}, task, out / "data")
     if not train_rows and curriculum is None:
         raise ValueError("no training puzzles")
 
-    trainer_args = dict(config.get("trainer") or {}, output_dir=str(out))
-    if curriculum is not None:
-        trainer_args["shuffle_dataset"] = False  # no shuffle buffer reading ahead at the old level
     train_puzzles = rows_to_puzzles(train_rows)
     eval_callback = make_eval_callback(eval_rows, config.get("eval") or {}, task, tokenizer)
     trainer = make_trainer(
@@ -138,18 +139,11 @@ def make_trainer(
     (:func:`learners.pipeline.rollouts.route_kwargs`), the task, ``wrap`` applied to the trainer class (compare's
     counting subclass) and ``peft_config`` (a ``peft`` config, e.g. :func:`lora_config`: TRL wraps the model and
     trains the adapter only)."""
-    import torch
-
     from ..core.registry import get_learner
     from .rollouts import route_kwargs
 
-    trainer_args = dict(trainer_args)
-    if not torch.cuda.is_available():
-        trainer_args.update(CPU_SETTINGS)
-    trainer_args.setdefault("report_to", "none")
-    spec = get_learner(learner)
-    args = spec.make_config(**trainer_args)
-    _, trainer_class = spec.load()
+    args = learner_config(learner, trainer_args)
+    _, trainer_class = get_learner(learner).load()
     if wrap is not None:
         trainer_class = wrap(trainer_class)
     return trainer_class(
@@ -162,6 +156,21 @@ def make_trainer(
         peft_config=peft_config,
         **route_kwargs(rollouts, task, tokenizer, train_puzzles, args),
     )
+
+
+def learner_config(learner: str, trainer_args: dict[str, Any]):
+    """The registered learner's config object from ``trainer_args`` over its defaults (the CPU settings forced on a
+    machine without a GPU; ``report_to`` none unless given): every check of the learner's config class and TRL's
+    ``GRPOConfig`` runs here, one line on a bad value."""
+    import torch
+
+    from ..core.registry import get_learner
+
+    trainer_args = dict(trainer_args)
+    if not torch.cuda.is_available():
+        trainer_args.update(CPU_SETTINGS)
+    trainer_args.setdefault("report_to", "none")
+    return get_learner(learner).make_config(**trainer_args)
 
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
