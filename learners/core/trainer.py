@@ -60,7 +60,8 @@ puzzles), ``format_rate``,
 ``homogeneous_group_frac`` (groups whose rewards all agree: zero GRPO advantage).
 
 A loss or a trainable weight that becomes NaN or infinite stops the run at that step with one line, before the step
-is logged or saved (:mod:`learners.core.finite_guard`).
+is logged or saved (:mod:`learners.core.finite_guard`); TRL's prompt sampler is made resumable across epochs
+(:mod:`learners.core.epoch_sampler`).
 
 Checkpoints: every ``checkpoint-N`` also holds the task (``countdown_task.json``) and whatever
 ``checkpoint_writers`` add, then a manifest of sha256s written last; ``save_total_limit`` rotation happens after the
@@ -213,6 +214,15 @@ class CountdownGRPOTrainer(GRPOTrainer):
         loss = super().training_step(model, inputs, *args, **kwargs)
         self.finite_guard.note_loss(loss)
         return loss
+
+    def _get_train_sampler(self, dataset=None):
+        """TRL's prompt sampler, with the epoch's shuffle restored on resume (:mod:`learners.core.epoch_sampler`)."""
+        from trl.trainer.utils import RepeatSampler
+
+        from .epoch_sampler import EpochRepeatSampler
+
+        sampler = super()._get_train_sampler(dataset)
+        return EpochRepeatSampler.like(sampler) if type(sampler) is RepeatSampler else sampler
 
     def create_model_card(self, *args, **kwargs):
         """TRL's model card, without its "fine-tuned version of [None](https://huggingface.co/None)" for a model

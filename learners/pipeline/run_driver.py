@@ -27,6 +27,7 @@ from .eval_callback import make_eval_callback
 from .models import resolve_model
 from .run_checks import check_rollouts, validate_config
 from .run_config import CPU_SETTINGS, DATA_KEYS, RESOLVED_CONFIG
+from .run_record import check_resume, merged_record, run_record
 
 
 def load_data(data: dict[str, Any], task, work_dir: Path) -> tuple[list[dict], list[dict]]:
@@ -224,6 +225,7 @@ def train(
     *,
     overwrite: bool = False,
     inputs: Sequence[str | Path] = (),
+    allow_changes: bool = False,
 ) -> dict:
     """Train, save ``final/``, the log history and the PNG; return a small summary dict.
 
@@ -231,7 +233,8 @@ def train(
     the run's inputs (its model folder, data files, or ``inputs`` such as the config file), nor inside or around
     one; a non-empty folder needs ``resume`` (continue from the newest complete checkpoint, or the checkpoint
     ``resume`` names) or ``overwrite`` (start again); resuming a run that already reached ``max_steps`` trains
-    nothing and returns its summary."""
+    nothing and returns its summary; resuming with another learner, task or setting than the run's is refused unless
+    ``allow_changes`` (:mod:`learners.pipeline.run_record`)."""
     from countdown_env.atomic import check_output, output_claim
 
     from .run_folder import prepare_run_folder
@@ -241,11 +244,12 @@ def train(
     check_output(out, [*run_inputs(config), *inputs], overwrite=True, what="--output-dir")
     with output_claim(out):
         start = prepare_run_folder(out, resume=resume, overwrite=overwrite, max_steps=_max_steps(learner, config))
+        changes = check_resume(out, run_record(learner, config), allow_changes=allow_changes) if resume else {}
         if start.finished is not None:
             print(f"countdown train: {out} already finished at step {start.finished['steps']}; nothing to do",
                   file=sys.stderr)  # fmt: skip
             return start.finished
-        return _train(learner, config, out, start.checkpoint)
+        return _train(learner, config, out, start.checkpoint, changes)
 
 
 def _max_steps(learner: str, config: dict[str, Any]) -> int:
@@ -256,10 +260,10 @@ def _max_steps(learner: str, config: dict[str, Any]) -> int:
     return int(steps if steps is not None else trainer_fields(get_learner(learner))["max_steps"])
 
 
-def _train(learner: str, config: dict[str, Any], out: Path, checkpoint: Path | None) -> dict:
+def _train(learner: str, config: dict[str, Any], out: Path, checkpoint: Path | None, changes=None) -> dict:
     from countdown_env.atomic import write_text
 
-    from ..core.checkpoints import checkpoint_step
+    from ..core.checkpoints import checkpoint_step, write_manifest
     from .plotting import plot_training
     from .tiny import save_tokenizer
 
@@ -269,8 +273,10 @@ def _train(learner: str, config: dict[str, Any], out: Path, checkpoint: Path | N
     # more); its weights are the model, its trainer state the history
     trainer = build_trainer(learner, {**config, "model": str(checkpoint)} if restore else config, out)
     if trainer.is_world_process_zero():
-        model = str(config.get("model", "tiny"))  # the task as trained (the model's own when the config has none)
-        write_run_record(out, {"learner": learner, **config, "model": model, "task": trainer.task.to_dict()})
+        # the task as trained (the model's own when the config has none); a resume's allowed changes kept with it
+        record = {**run_record(learner, config), "task": trainer.task.to_dict()}
+        step = checkpoint_step(checkpoint) if checkpoint is not None else 0
+        write_run_record(out, merged_record(out, record, changes or {}, step))
     if restore:
         from transformers import TrainerState
 
@@ -287,6 +293,7 @@ def _train(learner: str, config: dict[str, Any], out: Path, checkpoint: Path | N
     if trainer.is_world_process_zero():
         save_tokenizer(trainer.processing_class, final)
         trainer.task.save(final)
+        write_manifest(final)  # verified like a checkpoint's: by --resume, and by countdown eval
         history = trainer.state.log_history
         write_text(out / "log_history.json", json.dumps(history, indent=1) + "\n")
         if getattr(trainer, "curriculum", None) is not None:

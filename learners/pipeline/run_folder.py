@@ -6,7 +6,8 @@
   manifest written last); newer incomplete or damaged ones are skipped with a warning naming them. ``--resume PATH``
   takes that checkpoint, refused when damaged.
 - ``--resume`` of a run whose ``summary.json`` already reached ``max_steps`` is a no-op that says so (asking for more
-  steps than it ran continues it).
+  steps than it ran continues it), once ``final/`` matches its manifest; a damaged ``final/`` (a truncated
+  ``model.safetensors``) is finished again from the newest complete checkpoint.
 The caller holds :func:`countdown_env.atomic.output_claim` on the folder for the whole run, so two runs never write
 one folder.
 """
@@ -20,7 +21,7 @@ from typing import Any
 
 from countdown_env.atomic import remove_owned
 
-from ..core.checkpoints import checkpoints, resume_checkpoint
+from ..core.checkpoints import checkpoint_problem, checkpoints, resume_checkpoint, warn
 
 RUN_MARKERS = ("resolved_config.json", "summary.json", "final", "log_history.json")
 """Entries that show a folder holds a countdown run (with ``checkpoint-*`` folders)."""
@@ -61,7 +62,10 @@ def prepare_run_folder(out: Path, *, resume: str | bool | None, overwrite: bool,
     if resume:
         summary = _summary(out)
         if summary is not None and resume is True and (max_steps <= 0 or summary["steps"] >= max_steps):
-            return RunStart(finished=summary)
+            problem = checkpoint_problem(out / "final")
+            if problem is None:
+                return RunStart(finished=summary)
+            warn(f"{out / 'final'}: {problem}; finishing the run again from its newest complete checkpoint")
         return RunStart(checkpoint=resume_checkpoint(out, None if resume is True else resume))
     if non_empty and not overwrite:
         raise ValueError(

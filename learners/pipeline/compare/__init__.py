@@ -48,8 +48,10 @@ Output (``DIR``)
 
 A failing run is reported (``ERROR``, the summary) and the others go on; the command then exits with 1.
 ``--resume`` skips runs with ``DONE``, continues the others from their newest checkpoint
-(``trainer.train(resume_from_checkpoint=...)``, counters restored from the checkpoint's ``compare_state.json``)
-and rewrites the results; without ``--resume`` or ``--overwrite`` a non-empty ``DIR`` is refused. Files are
+(``trainer.train(resume_from_checkpoint=...)``, counters restored from the checkpoint's ``compare_state.json``;
+exact across epochs) and rewrites the results; without ``--resume`` or ``--overwrite`` a non-empty ``DIR`` is
+refused, and so is ``--resume`` into a folder without ``compare.json``. Learners of one seed whose prompt digests
+differ (not the same prompts in the same order) are an error: the command exits 1 naming the seeds. Files are
 written atomically (temporary file, then ``os.replace``). ``--quick``: tiny sizes for tests.
 
 Runs are sequential, in one process (seed-major: every learner of seed 0 first), on one device; the token
@@ -70,6 +72,7 @@ from pathlib import Path
 from countdown_env.atomic import write_text
 
 from ..models import resolve_model
+from ..run_record import config_changes
 from ..statistics import mean_ci, paired_bootstrap_diff
 from ..warm_start import tiny_task
 from .curves import plot_curves
@@ -78,7 +81,7 @@ from .results import CSV_COLUMNS, CUMULATIVE_COLUMNS, read_rows, rows_to_csv
 from .run_progress import Progress
 from .runs import Comparison, default_warm_start, has_shipped_warm_start, run_name, train_one
 from .settings import EVAL_SET, SETTINGS_FILE, CompareSettings, parse_overrides
-from .summary import learner_table, summary_markdown
+from .summary import learner_table, prompt_digest_mismatches, summary_markdown
 
 __all__ = [
     "CSV_COLUMNS",
@@ -135,7 +138,7 @@ def prepare_dir(out: Path, settings: CompareSettings, *, resume: bool, overwrite
         if settings_path.is_file():
             old = json.loads(settings_path.read_text())
             new = settings.to_dict()
-            changed = [k for k in new if k not in CompareSettings.RESUMABLE and old.get(k) != new[k]]
+            changed = list(config_changes({k: old.get(k) for k in new}, new, ignore=CompareSettings.RESUMABLE))
             if "overrides" in changed and _relevant(old.get("overrides", []), settings.learners) == _relevant(
                 settings.overrides, settings.learners
             ):
@@ -278,4 +281,5 @@ def _run_compare(settings: CompareSettings, out: Path, *, resume: bool, overwrit
         "finished": len(runs) - len(failures),
         "skipped": skipped,
         "failures": {run_name(*key): text.strip().splitlines()[-1] for key, text in failures.items()},
+        "prompt_digest_mismatches": prompt_digest_mismatches(out, settings),
     }
