@@ -145,3 +145,22 @@ def test_solve_gives_up_at_its_limit_in_one_line(capsys):
     assert "\n" not in line and "no answer within --max-seconds 0.2" in line and "no proof" in line
     assert main(["solve", "25", "3", "7", "--target", "82"]) == 0  # a small puzzle is unaffected
     assert capsys.readouterr().out.strip() == "25 * 3 + 7"
+
+
+@pytest.mark.parametrize(
+    "space, needle", [("1000", "does not fit this machine's"), ("lots", "must be a whole number of GiB")]
+)
+def test_a_kv_cache_the_machine_cannot_hold_is_refused_before_the_engine_starts(space, needle, tmp_path, capsys,
+                                                                                 monkeypatch):  # fmt: skip
+    """``VLLM_CPU_KVCACHE_SPACE=1000`` failed as "Engine core initialization failed. See root cause above" after the
+    engine start; it is one line before any model is loaded."""
+    from countdown_env.cli import main
+
+    split = tmp_path / "s.jsonl"
+    split.write_text('{"numbers": [3, 4, 9], "target": 21}\n')
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", space)
+    argv = ["eval", "--model", "warm-start", "--split", str(split), "--backend", "vllm", "--out", str(tmp_path / "r")]
+    assert main(argv) == 2
+    line = capsys.readouterr().err.strip()
+    assert "\n" not in line and f"VLLM_CPU_KVCACHE_SPACE={space if space.isdigit() else repr(space)}" in line
+    assert needle in line and not (tmp_path / "r").exists()

@@ -70,6 +70,10 @@ def run(args) -> int:
         raise ValueError(f"--examples must be >= 0, got {args.examples}")
     if args.batch_size < 1:
         raise ValueError(f"--batch-size must be >= 1, got {args.batch_size}")
+    if args.backend == "vllm":
+        from ..core.vllm_sync import check_kv_cache_space
+
+        check_kv_cache_space()  # before the engine start, not "Engine core initialization failed" after it
     if getattr(args, "max_turns", 1) < 1:
         raise ValueError(f"--max-turns must be >= 1, got {args.max_turns}")
     ks = sorted({1, args.samples, *(args.k or [])})
