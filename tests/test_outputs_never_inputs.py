@@ -165,3 +165,13 @@ def test_two_evals_into_one_report_never_both_succeed(tmp_path):
         second = countdown("eval", "--model", "warm-start", "--split", split, "--max-new-tokens", "4", "--out", out)
         assert_user_error(second, "eval", "being written by another process", f"PID {os.getpid()}")
     assert not out.exists()
+
+
+def test_demo_out_is_neither_the_warm_start_nor_the_users_folder(tmp_path, capsys):
+    assert main(["demo-train", "--quick", "--out", str(SHIPPED / "runs")]) == 2
+    assert "lies inside the input folder" in one_error_line(capsys) and not (SHIPPED / "runs").exists()
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "chapter1.tex").write_text("x")
+    assert main(["demo-train", "--quick", "--out", str(mine)]) == 2
+    assert "chapter1.tex" in one_error_line(capsys) and sorted(p.name for p in mine.iterdir()) == ["chapter1.tex"]

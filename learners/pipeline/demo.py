@@ -85,8 +85,11 @@ def run_demo(
     """Run the pipeline into ``out``; returns the summary (also written as ``summary.json``/``summary.md``). The
     folder is held exclusively for the whole run (a second demo into it is refused at once); a rerun replaces the
     files of the previous one."""
-    from countdown_env.atomic import output_claim
+    from countdown_env.atomic import check_output, output_claim
 
+    from .warm_start import SHIPPED_DIR
+
+    check_output(out, [] if from_scratch else [SHIPPED_DIR], overwrite=True, what="--out")  # its input: the warm start
     with output_claim(out):
         return _run_demo(Path(out), learner, seed, from_scratch, progress, overrides)
 
