@@ -210,6 +210,13 @@ class CountdownGRPOTrainer(GRPOTrainer):
 
             use_layerwise_sync(self)  # colocated vLLM on the CPU: TRL's per-parameter sync cannot load there
 
+    def release_generation_engine(self) -> bool:
+        """Free a colocated vLLM engine and its KV cache once training is over (:mod:`learners.core.vllm_release`:
+        it outlived the trainer, 1 GiB per run on the CPU); returns whether there was one."""
+        from .vllm_release import release_colocated_engine
+
+        return release_colocated_engine(self)
+
     def training_step(self, model, inputs, *args, **kwargs):
         loss = super().training_step(model, inputs, *args, **kwargs)
         self.finite_guard.note_loss(loss)

@@ -277,16 +277,19 @@ def _train(learner: str, config: dict[str, Any], out: Path, checkpoint: Path | N
         record = {**run_record(learner, config), "task": trainer.task.to_dict()}
         step = checkpoint_step(checkpoint) if checkpoint is not None else 0
         write_run_record(out, merged_record(out, record, changes or {}, step))
-    if restore:
-        from transformers import TrainerState
+    try:
+        if restore:
+            from transformers import TrainerState
 
-        print(f"countdown train: {checkpoint} is the last step; finishing the run from it", file=sys.stderr)
-        trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
-        trainer.eval_callback.finish_restored(trainer.state)
-    else:
-        if checkpoint is not None:
-            print(f"countdown train: resuming from {checkpoint}", file=sys.stderr)
-        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
+            print(f"countdown train: {checkpoint} is the last step; finishing the run from it", file=sys.stderr)
+            trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
+            trainer.eval_callback.finish_restored(trainer.state)
+        else:
+            if checkpoint is not None:
+                print(f"countdown train: resuming from {checkpoint}", file=sys.stderr)
+            trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
+    finally:
+        trainer.release_generation_engine()  # a colocated vLLM engine's KV cache outlived the trainer otherwise
     final = out / "final"
     trainer.save_model(str(final))
     summary: dict[str, Any] = {"learner": learner, "steps": trainer.state.global_step, "final": str(final)}
