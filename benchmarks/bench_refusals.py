@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the package and tests/ (the expressions of the canonical-form target)
 SHIPPED = ROOT / "learners" / "pipeline" / "tiny_warm_start"
 
 
@@ -60,6 +61,7 @@ def in_process_cases() -> list[tuple[str, Callable[[], object], float]]:
     from countdown_env.puzzle import Puzzle
     from countdown_env.task import PuzzleGenerator
     from countdown_env.verifier import verify, verify_completion
+    from tests.test_expression import nested_alternating  # the expressions of the test this target came from
 
     def probe(**settings) -> Callable[[], None]:
         return raises(lambda: PuzzleGenerator(seed=0, **settings)[0], UnsatisfiableSettings)
@@ -91,18 +93,9 @@ def in_process_cases() -> list[tuple[str, Callable[[], object], float]]:
             except ExpressionError:
                 pass
 
-    def nested(depth: int) -> str:
-        """Up to 63 levels of alternating + and * (64 numbers is the verifier's limit), then parentheses."""
-        levels = min(depth, 64) - 1
-        text = "1"
-        for k in range(levels, 0, -1):
-            text = f"({k}{'+' if k % 2 else '*'}{text})"
-        extra = depth - 1 - levels
-        return "(" * extra + text + ")" * extra
-
     def canonical() -> None:
         for depth in range(8, 101):
-            canonical_form(nested(depth))
+            canonical_form(nested_alternating(depth))
 
     return [
         (
@@ -142,11 +135,13 @@ def cli_cases(work: Path) -> list[tuple[str, list[str], float]]:
     evaluate = ["eval", "--model", str(model), "--split", str(split)]
     cases: list[tuple[str, list[str], float]] = [
         ("eval --out the split", [*evaluate, "--out", str(split)], 2.0),
+        ("eval --out a report another eval is writing", [*evaluate, "--out", str(work / "claimed.json")], 2.0),
         ("eval --out the model's weights", [*evaluate, "--out", str(model / "model.safetensors")], 2.0),
         ("eval --limit 0", [*evaluate, "--limit", "0"], 2.0),
         ("eval --examples -1", [*evaluate, "--examples", "-1"], 2.0),
         ("eval --seed -1", [*evaluate, "--seed", "-1"], 2.0),
         ("eval --temperature inf", [*evaluate, "--temperature", "inf"], 2.0),
+        ("eval --backend vllm, a 1000 GiB KV cache", [*evaluate, "--backend", "vllm"], 2.0),
         ("train --overwrite a folder with the user's thesis/", ["train", "--output-dir", str(sb), "--overwrite"], 2.0),
         ("train --output-dir /", ["train", "--output-dir", "/"], 2.0),
     ]
@@ -158,11 +153,57 @@ def cli_cases(work: Path) -> list[tuple[str, list[str], float]]:
         cases.append((f"train --set {override}", [*run, "--set", override], 2.0))
     cases.append(("train num_train_epochs=1e9", [*run, "--set", "trainer.max_steps=-1", "--set",
                                                  "trainer.num_train_epochs=1e9"], 2.0))  # fmt: skip
+    bomb = work / "bomb.yaml"
+    levels = ['&a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    levels += [f"&a{k} [{', '.join([f'*a{k - 1}'] * 9)}]" for k in range(1, 9)]
+    bomb.write_text("model: tiny\nrollouts: [" + ", ".join(levels) + "]\n")
+    deep = work / "deep.yaml"
+    deep.write_text("model: tiny\ntrainer: {report_to: " + "[" * 5000 + "]" * 5000 + "}\n")
+    cases += [
+        (
+            "train --config a YAML alias bomb (9**9 values)",
+            ["train", "--config", str(bomb), "--output-dir", str(work / "run")],
+            2.0,
+        ),  # fmt: skip
+        ("train --config 5000 nested lists", ["train", "--config", str(deep), "--output-dir", str(work / "run")], 2.0),
+        (
+            "train --resume with another learner",
+            ["train", "--learner", "dapo", "--output-dir", str(_finished_run(work)), "--resume"],
+            10.0,
+        ),  # fmt: skip
+        (
+            "solve 8 twelve-digit numbers --max-seconds 1",
+            [
+                "solve",
+                *[str(123456789012 + 111111111111 * k) for k in range(8)],
+                "--target",
+                "999999999999",
+                "--max-seconds",
+                "1",
+            ],
+            2.0,
+        ),  # fmt: skip
+    ]
     return cases
 
 
-def run_cli(args: list[str], cwd: Path) -> tuple[float, int, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+def _finished_run(work: Path) -> Path:
+    """A grpo run folder of the cpu-tiny preset (its record and one complete checkpoint; no weights trained)."""
+    from learners.core.checkpoints import write_manifest
+    from learners.pipeline.run_config import RESOLVED_CONFIG, load_config
+    from learners.pipeline.run_record import run_record
+
+    out = work / "grpo-run"
+    checkpoint = out / "checkpoint-2"
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    (checkpoint / "model.safetensors").write_bytes(b"0" * 64)
+    write_manifest(checkpoint)
+    (out / RESOLVED_CONFIG).write_text(json.dumps(run_record("grpo", load_config("cpu-tiny"))))
+    return out
+
+
+def run_cli(args: list[str], cwd: Path, extra_env: dict | None = None) -> tuple[float, int, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", **(extra_env or {})}
     start = time.perf_counter()
     result = subprocess.run([sys.executable, "-m", "countdown_env.cli", *args], capture_output=True, text=True,
                             env=env, cwd=cwd, timeout=600)  # fmt: skip
@@ -188,10 +229,13 @@ def main() -> None:
         print(f"{name:<52} {seconds:>9.4f} {target:>7.2f} {seconds / target:>6.2f}")
     if not args.skip_cli:
         print(f"\n{'command line':<52} {'seconds':>9} {'target':>7} {'ratio':>6} exit  line")
-        with tempfile.TemporaryDirectory() as tmp:
+        from countdown_env.atomic import output_claim
+
+        with tempfile.TemporaryDirectory() as tmp, output_claim(Path(tmp) / "claimed.json"):
             work = Path(tmp)
             for name, argv, target in cli_cases(work):
-                seconds, code, line = run_cli(argv, work)
+                env = {"VLLM_CPU_KVCACHE_SPACE": "1000"} if "KV cache" in name else {}
+                seconds, code, line = run_cli(argv, work, env)
                 figures["cli"].append({"case": name, "seconds": seconds, "target": target, "exit": code, "line": line})
                 print(f"{name:<52} {seconds:>9.2f} {target:>7.1f} {seconds / target:>6.2f} {code:>4}  {line}")
     if args.json:
