@@ -14,6 +14,19 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("WANDB_MODE", "disabled")
 
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# TRL's colocated vLLM takes MASTER_PORT from a fixed list (29500, 23456, ...) when it is unset: two test runs on one
+# machine picked the same port and failed with EADDRINUSE. A port the OS chose for this run instead.
+os.environ.setdefault("MASTER_PORT", str(_free_port()))
+
 # No wall-clock assertion in any test (a timed test failed CI under load): hypothesis's per-example deadline (200 ms
 # by default) is one, so it is off for every property test; speed targets are benchmarks (benchmarks/).
 from hypothesis import settings as hypothesis_settings  # noqa: E402

@@ -21,7 +21,10 @@ def test_eval_ends_in_one_line_when_the_engine_core_dies(tiny_model_dir, tmp_pat
     split = tmp_path / "s.jsonl"
     split.write_text('{"numbers": [3, 4, 9], "target": 21}\n{"numbers": [2, 5, 7], "target": 17}\n')
     out = tmp_path / "report.json"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "COUNTDOWN_DEBUG": "", "VLLM_CPU_KVCACHE_SPACE": "1"}
+    # the engine core in a child process (what eval builds): vLLM turns that off in this process's environment once
+    # a colocated (external_launcher) engine ran here, and the child would inherit it
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COUNTDOWN_DEBUG": "", "VLLM_CPU_KVCACHE_SPACE": "1",
+           "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}  # fmt: skip
     try:
         result = subprocess.run(
             [sys.executable, str(REPO / "tests" / "engine_death_run.py"), str(tiny_model_dir), str(split), str(out)],
