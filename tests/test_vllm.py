@@ -493,3 +493,45 @@ def test_contrastive_trains_with_the_vllm_scorer(scorer, tmp_path):
     assert steps and all(e["contrastive/scorer_requests"] > 0 and e["contrastive/scorer_reruns"] == 0 for e in steps)
     if scorer == "frozen":  # 32-token blocks; TRL's colocated engine keeps the CPU default of 128, longer than
         assert all(e["contrastive/scorer_cached_tokens"] > 0 for e in steps)  # most of these prefixes
+
+
+# ------------------------------------------------------------------------------- last: it kills the module's engine
+def test_a_dead_engine_core_ends_generation_with_one_error(engine):
+    """An engine core that dies mid-generation ended in a wait that never returned (``countdown eval --backend vllm``
+    at 0 % CPU forever, issue 35 item 8); now the sampler raises :class:`EngineDied`, which ``countdown`` prints as
+    one line. The core is SIGKILLed at the first wait for tokens; the generation runs in a thread joined with a
+    generous bound only so that the hang this guards against cannot hang the suite. Last in the module: the module's
+    engine is dead afterwards."""
+    import signal
+    import threading
+
+    from learners.sampling import Sampling
+    from learners.sampling.vllm_engine import EngineDied
+
+    core = engine.llm.llm_engine.engine_core
+    if not hasattr(core, "resources"):
+        pytest.skip("an in-process engine core (VLLM_ENABLE_V1_MULTIPROCESSING=0): no core process to kill")
+    core_process = core.resources.engine_manager.processes[0]
+    wait = core.get_output
+
+    def first_wait_kills_the_core():
+        core.get_output = wait
+        os.kill(core_process.pid, signal.SIGKILL)
+        return wait()
+
+    core.get_output = first_wait_kills_the_core
+    outcome: dict = {}
+
+    def generate():
+        try:
+            engine.sample([[1, 2, 3], [4, 5]], Sampling(temperature=1.0, seed=0), n=2, max_new_tokens=32)
+        except BaseException as exc:  # noqa: BLE001 - the outcome is what the test checks
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=generate, daemon=True)
+    thread.start()
+    thread.join(timeout=300)
+    assert not thread.is_alive(), "generation hung after the engine core died"
+    error = outcome.get("error")
+    assert isinstance(error, EngineDied) and "engine core process died during generation" in str(error), error
+    assert "\n" not in str(error)
