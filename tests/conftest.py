@@ -16,15 +16,26 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 
 
 def _free_port() -> int:
+    """A free port below Linux's ephemeral range (32768-60999): a port from that range can be taken meanwhile by any
+    outgoing connection of this machine (an HTTP client of a test), and this one is bound again after vLLM tears its
+    process group down."""
+    import random
     import socket
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    rng = random.Random(os.urandom(8))
+    for _ in range(100):
+        port = rng.randrange(20000, 32000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    return 0  # TRL then picks one
 
 
 # TRL's colocated vLLM takes MASTER_PORT from a fixed list (29500, 23456, ...) when it is unset: two test runs on one
-# machine picked the same port and failed with EADDRINUSE. A port the OS chose for this run instead.
+# machine picked the same port and failed with EADDRINUSE. A free port drawn for this run instead.
 os.environ.setdefault("MASTER_PORT", str(_free_port()))
 
 # No wall-clock assertion in any test (a timed test failed CI under load): hypothesis's per-example deadline (200 ms
