@@ -62,6 +62,22 @@ def watch_engine(llm, poll: float = ENGINE_POLL_SECONDS) -> Iterator[dict[str, A
         thread.join()
 
 
+def generate_watched(llm, *args: Any, **kwargs: Any) -> list:
+    """``llm.generate(*args, **kwargs)`` under :func:`watch_engine`: a core process that dies meanwhile ends the call
+    with :class:`EngineDied` (one line) instead of a wait that never returns. Every ``generate`` of this package and
+    of the contrastive vLLM scorer goes through here."""
+    with watch_engine(llm) as watch:
+        try:
+            return llm.generate(*args, **kwargs)
+        except Exception as exc:
+            if watch["died"] is None:
+                raise
+            raise EngineDied(
+                f"the vLLM engine core process died during generation (exit code {watch['died'][0]}: killed, "
+                "or out of memory?); nothing was scored or written"
+            ) from exc
+
+
 def on_cpu() -> bool:
     """Whether the installed vLLM is its CPU build (:func:`learners.core.vllm_sync.vllm_runs_on_cpu`)."""
     from learners.core.vllm_sync import vllm_runs_on_cpu
@@ -163,16 +179,7 @@ class VLLMSampler:
             for i, b in enumerate(budgets)
         ]
         requests = [{"prompt_token_ids": [int(t) for t in p]} for p in prompts]
-        with watch_engine(self.llm) as watch:
-            try:
-                outputs = self.llm.generate(requests, sampling_params=params, use_tqdm=wanted(self.progress))
-            except Exception as exc:
-                if watch["died"] is None:
-                    raise
-                raise EngineDied(
-                    f"the vLLM engine core process died during generation (exit code {watch['died'][0]}: killed, "
-                    "or out of memory?); nothing was scored or written"
-                ) from exc
+        outputs = generate_watched(self.llm, requests, sampling_params=params, use_tqdm=wanted(self.progress))
         return [
             [cut(o.token_ids, sampled_logprobs(o), b, self.stop_ids) for o in out.outputs]
             for out, b in zip(outputs, budgets, strict=True)
