@@ -13,7 +13,9 @@
   on release), held by every command that writes a folder over time (builds, ``train``, ``compare``, ``demo``,
   ``warm-start``); the kernel drops it when its process dies, so a killed run never leaves a claim behind.
 - :func:`check_output`: the checks every writing command runs before any work: the output is not one of the inputs
-  and does not contain one, and an existing non-empty output needs ``overwrite``.
+  (by name, through a symlink or as a hard link), does not contain one and does not lie inside an input folder; an
+  existing non-empty output needs ``overwrite``; and a folder is replaced or emptied only when it holds nothing but
+  what the writer itself writes (its ``owned`` names: :func:`foreign_entries`, :func:`remove_owned`).
 
 Temporary names start with ``.`` and end with ``.tmp-PID``; leftovers of killed runs are removed by the next run
 that writes the same target (when their process is gone). A symlinked target is written where the link points (the
@@ -216,12 +218,16 @@ def output_claim(target: str | os.PathLike) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def atomic_dir(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator[Path]:
+def atomic_dir(
+    path: str | os.PathLike, *, overwrite: bool = False, owned: Iterable[str] | None = None
+) -> Iterator[Path]:
     """``with atomic_dir(out) as tmp:`` build the folder's files under ``tmp``; on success ``tmp`` becomes ``out``.
 
     The build holds :func:`output_claim` on ``out`` from the first check to the rename. An existing non-empty
     ``out`` is refused unless ``overwrite`` — checked at the start and again just before the rename, so a folder
-    that appeared meanwhile is never replaced without it. With ``overwrite`` the old folder is renamed aside, the
+    that appeared meanwhile is never replaced without it. Given ``owned`` (glob patterns of the names this writer
+    writes: every command passes its own), ``overwrite`` replaces only a folder holding nothing else, checked at both
+    points too. With ``overwrite`` the old folder is renamed aside, the
     new one renamed in, and only then the old one removed (a kill between the renames leaves the old one aside,
     and the next writer of ``out`` renames it back). On an exception the temporary folder is removed and ``out``
     untouched.
@@ -235,9 +241,10 @@ def atomic_dir(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator[
             "give a new folder name, e.g. --out ./splits"
         )
     path.parent.mkdir(parents=True, exist_ok=True)
+    owned = None if owned is None else tuple(owned)
     with output_claim(path):
         recovered = remove_stale(path)
-        _refuse_existing(path, overwrite, recovered)
+        _refuse_existing(path, overwrite, recovered, owned)
         tmp = _tmp_path(path)
         if tmp.exists():
             shutil.rmtree(tmp)
@@ -245,7 +252,7 @@ def atomic_dir(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator[
         try:
             yield tmp
             _fsync_dir(tmp)
-            _refuse_existing(path, overwrite, recovered)
+            _refuse_existing(path, overwrite, recovered, owned)
             if path.exists():
                 old = _old_path(path)
                 if old.exists():
@@ -265,10 +272,12 @@ def atomic_dir(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator[
             raise
 
 
-def _refuse_existing(path: Path, overwrite: bool, recovered: bool) -> None:
+def _refuse_existing(path: Path, overwrite: bool, recovered: bool, owned: tuple[str, ...] | None = None) -> None:
     if _non_empty(path) and not overwrite:
         note = " (recovered from an interrupted replace)" if recovered else ""
         raise OutputError(f"{path} exists and is not empty{note}; pass --overwrite to replace it")
+    if owned is not None and path.is_dir():
+        refuse_foreign(path, owned)
 
 
 def _non_empty(path: Path) -> bool:
@@ -281,19 +290,89 @@ def _inside(child: Path, parent: Path) -> bool:
     return child == parent or parent in child.parents
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two existing paths are one file (a hard link or a bind mount of it)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _ours(name: str) -> bool:
+    """A claim's lock file or a writer's temporary (``.NAME.lock``, ``.NAME.tmp-PID``): never the user's."""
+    return name.startswith(".") and (name.endswith(".lock") or TMP_MARK in name)
+
+
+def foreign_entries(folder: str | os.PathLike, owned: Iterable[str]) -> list[str]:
+    """The entries of ``folder`` that a writer whose outputs are the glob patterns ``owned`` did not write (sorted
+    names; locks and temporaries of this module excluded)."""
+    import fnmatch
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    patterns = tuple(owned)
+    return sorted(
+        entry.name
+        for entry in folder.iterdir()
+        if not _ours(entry.name) and not any(fnmatch.fnmatchcase(entry.name, pattern) for pattern in patterns)
+    )
+
+
+def refuse_foreign(folder: str | os.PathLike, owned: Iterable[str], *, flag: str = "--overwrite") -> None:
+    """:class:`OutputError` in one line when ``folder`` holds anything but the writer's own outputs (``owned``)."""
+    foreign = foreign_entries(folder, owned)
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise OutputError(
+            f"{flag}: {folder} holds {shown}, which this command never writes; refusing to delete what it did not "
+            "write (move them, or give a new folder)"
+        )
+
+
+def remove_owned(folder: str | os.PathLike, owned: Iterable[str]) -> None:
+    """Empty ``folder`` of the writer's own outputs after :func:`refuse_foreign` (so nothing else is in it)."""
+    folder = Path(folder)
+    refuse_foreign(folder, owned)
+    for entry in folder.iterdir():
+        if _ours(entry.name):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
 def check_output(
-    out: str | os.PathLike, inputs: Iterable[str | os.PathLike] = (), *, overwrite: bool = False, what: str = "output"
+    out: str | os.PathLike,
+    inputs: Iterable[str | os.PathLike] = (),
+    *,
+    overwrite: bool = False,
+    what: str = "output",
+    owned: Iterable[str] | None = None,
 ) -> Path:
-    """Refuse an output that is one of ``inputs``, contains one (a folder holding an input), or sits inside an input
-    folder; and an existing non-empty output without ``overwrite``. Returns ``out`` as a ``Path``."""
+    """The one check of every writer's output, before any work. Refuses (:class:`OutputError`, one line):
+
+    - an output that is one of ``inputs`` (by path, through a symlink, or the same file under another name), that
+      contains one (a folder holding an input), or that lies inside an input folder;
+    - an existing non-empty output without ``overwrite`` (a command that rewrites its report on every run passes
+      ``overwrite=True``);
+    - with ``overwrite``, a folder that holds anything but the writer's own outputs (``owned``: glob patterns of the
+      names it writes), when ``owned`` is given.
+
+    ``inputs`` that do not exist are skipped. Returns ``out`` as a ``Path``."""
     out = Path(out)
     resolved = out.resolve()
+    if resolved == Path(resolved.anchor):
+        raise OutputError(f"{what} {out} is the file system's root; give a folder of its own")
     for item in inputs:
         inp = Path(item).resolve()
-        if _inside(inp, resolved):
+        if _inside(inp, resolved) or _same_file(inp, resolved):
             raise OutputError(f"{what} {out} is (or contains) the input {item}; write somewhere else")
         if _inside(resolved, inp) and inp.is_dir():
             raise OutputError(f"{what} {out} lies inside the input folder {item}; write somewhere else")
     if _non_empty(out) and not overwrite:
         raise OutputError(f"{what} {out} exists and is not empty; pass --overwrite to replace it")
+    if owned is not None and overwrite and out.is_dir():
+        refuse_foreign(out, owned)
     return out

@@ -6,7 +6,10 @@ keeps a row only if its answer survives these steps, then rewrites it as ``<reas
 by ``<solution>…</solution>`` with nothing outside the tags:
 
 1. normalise Unicode operators (``×``, ``÷``, ``−`` and friends) to ASCII;
-2. strip a trailing ``= …`` (``25 * 3 + 7 = 82`` becomes ``25 * 3 + 7``);
+2. strip a trailing ``= N`` (``25 * 3 + 7 = 82`` becomes ``25 * 3 + 7``) by the verifier's own rule
+   (:func:`countdown_env.answers.normalize_answer`): the stated ``N`` must be the expression's value, as ``countdown
+   verify`` demands (``25*3+7 = 83`` drops the row as ``wrong_stated_value``), and any other ``=`` (``= banana``)
+   stays in the answer, so step 3 drops it (the post cut everything from the first ``=``, keeping both);
 3. allow only arithmetic characters (digits, ``+ - * /``, parentheses, spaces): after removing math delimiters
    (``$``, backticks) and a final full stop, anything else drops the row rather than being deleted, since
    deleting a letter can fuse two numbers into one;
@@ -36,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .answers import normalize_answer
 from .messages import completion_text
 from .prompts import chat_messages, format_completion, get_template
 from .puzzle import Puzzle, PuzzleError
@@ -113,9 +117,11 @@ def changes_digits(raw: str) -> bool:
     )
 
 
-def strip_trailing_equals(text: str) -> str:
-    """Step 2: ``expr = 82`` -> ``expr`` (everything from the first ``=`` on goes)."""
-    return text.split("=", 1)[0].strip()
+def split_stated_result(text: str) -> tuple[str, str | None]:
+    """Step 2: ``"expr = 82"`` -> ``("expr", "82")``; ``(text, None)`` when it states no number (the verifier's rule,
+    :func:`countdown_env.answers.normalize_answer`: one trailing ``= <number>``)."""
+    expression, stated = normalize_answer(text)
+    return expression.strip(), stated
 
 
 def is_arithmetic(text: str) -> bool:
@@ -222,14 +228,14 @@ def clean_row(
     reasoning, raw = parts
     if changes_digits(raw):
         return None, CHANGED_DIGITS
-    answer = strip_trailing_equals(normalize_operators(raw))
+    answer, stated = split_stated_result(normalize_operators(raw))
     if not answer:
         return None, NO_ANSWER
     if not is_arithmetic(answer):
         return None, FORBIDDEN_CHARACTERS
     if require_reasoning and not reasoning:
         return None, EMPTY_REASONING
-    check = verify(answer, puzzle, use_all_numbers=True)
+    check = verify(answer if stated is None else f"{answer} = {stated}", puzzle, use_all_numbers=True)
     if not check.correct:
         return None, check.reason
     solution = " ".join(answer.split())
@@ -263,6 +269,10 @@ def clean_rows(rows: Iterable[Any], report: CleaningReport | None = None, **kwar
         raise ValueError(f"response field {field!r} is in no row (the first row's fields: {first_keys})")
 
 
+CLEAN_FOLDER_FILES = ("sft.jsonl", "report.json")
+"""Every entry :func:`clean_file` writes into a folder: ``--overwrite`` replaces a folder holding nothing else."""
+
+
 def clean_file(
     in_path: str | os.PathLike, out_path: str | os.PathLike, *, overwrite: bool = False, **kwargs: Any
 ) -> CleaningReport:
@@ -283,14 +293,15 @@ def clean_file(
         raise FileNotFoundError(f"no such input file: {in_path}")
     if not in_path.is_file():
         raise ValueError(f"the input {in_path} is not a file")
+    folder = out_path.suffix != ".jsonl"
     with output_claim(out_path):  # from the check to the rename: a second writer is refused, not overwritten
-        check_output(out_path, [in_path], overwrite=overwrite)
+        check_output(out_path, [in_path], overwrite=overwrite, owned=CLEAN_FOLDER_FILES if folder else None)
         report = CleaningReport()
-        rows = clean_rows(iter_jsonl(in_path, bad_json="none"), report, **kwargs)  # bad JSON: a bad row
-        if out_path.suffix == ".jsonl":
+        rows = clean_rows(iter_jsonl(in_path, bad_json="none"), report, **kwargs)  # bad JSON or bytes: a bad row
+        if not folder:
             write_jsonl(rows, out_path)
         else:
-            with atomic_dir(out_path, overwrite=overwrite) as tmp:
+            with atomic_dir(out_path, overwrite=overwrite, owned=CLEAN_FOLDER_FILES) as tmp:
                 write_jsonl(rows, tmp / "sft.jsonl")
                 write_text(tmp / "report.json", json.dumps(report.to_dict(), indent=2) + "\n")
     return report

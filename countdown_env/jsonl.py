@@ -34,14 +34,20 @@ def write_jsonl(rows: Iterable[dict], path: str | os.PathLike) -> str:
 
 
 def iter_jsonl(path: str | os.PathLike, *, bad_json: str = "raise") -> Iterator[Any]:
-    """The objects of a jsonl file, lazily (blank lines skipped); a line that is not UTF-8 raises a ``ValueError``
-    naming it, and so does one that is not JSON unless ``bad_json="none"`` (then it yields ``None``)."""
+    """The objects of a jsonl file, lazily (blank lines skipped); a line that is not UTF-8 or not JSON raises a
+    ``ValueError`` naming it, unless ``bad_json="none"``: then each such line yields ``None`` (a bad row for the
+    caller to count), except that a file none of whose lines is UTF-8 is still refused (a binary file)."""
+    decoded = 0
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, 1):
             try:
                 line = raw.decode("utf-8")
+                decoded += 1
             except UnicodeDecodeError:
-                raise ValueError(f"{path}:{lineno}: not UTF-8 text (a binary file?)") from None
+                if bad_json != "none" or (decoded == 0 and _binary_after(fh)):
+                    raise ValueError(f"{path}:{lineno}: not UTF-8 text (a binary file?)") from None
+                yield None
+                continue
             if not line.strip():
                 continue
             try:
@@ -56,6 +62,19 @@ def iter_jsonl(path: str | os.PathLike, *, bad_json: str = "raise") -> Iterator[
                 yield None
                 continue
             yield obj
+
+
+def _binary_after(fh) -> bool:
+    """Whether no later line of ``fh`` is UTF-8 either (reads on; the caller stops at this line anyway when so)."""
+    position = fh.tell()
+    for raw in fh:
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        fh.seek(position)
+        return False
+    return True
 
 
 def read_jsonl(path: str | os.PathLike) -> list[dict]:

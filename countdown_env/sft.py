@@ -131,6 +131,10 @@ def build_sft_dataset(n_numbers: int | Iterable[int] = (3,), size: int = 2000, *
     return Dataset.from_list(build_sft_records(n_numbers, size, **kwargs), features=sft_features())
 
 
+SFT_FOLDER_FILES = ("sft.jsonl", "train", "dataset_dict.json", "README.md")
+"""Every entry :func:`write_sft_folder` writes: ``--overwrite`` replaces a folder holding nothing else."""
+
+
 def write_sft_folder(
     records: list[dict[str, Any]], out_dir, settings: dict[str, Any] | None = None, *, overwrite: bool = False
 ) -> str:
@@ -138,7 +142,7 @@ def write_sft_folder(
     saved at the folder root (``datasets.load_from_disk(DIR)["train"]``) and a dataset card (``README.md``, so that
     ``datasets.load_dataset(DIR)["train"]`` reads the jsonl). ``settings`` (the build arguments) go into the card.
     Returns the jsonl's sha256. Written atomically (built beside ``out_dir``, then renamed); an existing non-empty
-    folder is refused unless ``overwrite`` (then replaced whole)."""
+    folder is refused unless ``overwrite`` (then replaced whole, when it holds nothing but :data:`SFT_FOLDER_FILES`)."""
     from pathlib import Path
 
     from datasets import DatasetDict
@@ -148,7 +152,7 @@ def write_sft_folder(
     from .jsonl import write_jsonl
     from .split_datasets import records_to_dataset
 
-    with atomic_dir(Path(out_dir), overwrite=overwrite) as out:
+    with atomic_dir(Path(out_dir), overwrite=overwrite, owned=SFT_FOLDER_FILES) as out:
         DatasetDict({"train": records_to_dataset(records, sft_features())}).save_to_disk(str(out))
         digest = write_jsonl(records, out / "sft.jsonl")
         write_card(out, settings, {"train": len(records)}, kind="sft", files={"train": "sft.jsonl"})

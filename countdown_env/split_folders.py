@@ -17,7 +17,16 @@ from .dataset_card import write_card
 from .jsonl import read_jsonl, write_jsonl
 from .split_datasets import save_datasets
 from .split_manifest import verify_split, write_manifest
-from .splits import SplitSpec
+from .splits import SPLIT_NAMES, SplitSpec
+
+SPLIT_FOLDER_FILES = (
+    *(f"{name}.jsonl" for name in SPLIT_NAMES),
+    *SPLIT_NAMES,  # the save_to_disk copy's split folders
+    "dataset_dict.json",
+    "README.md",
+    "manifest.json",
+)
+"""Every entry :func:`write_splits` may write: ``--overwrite`` replaces a folder holding nothing else."""
 
 
 def write_splits(
@@ -34,7 +43,8 @@ def write_splits(
     ``files`` the sha256 of every file of the folder). Returns ``{split: jsonl sha256}``.
 
     The folder is built beside ``out_dir`` and renamed into place (atomic); an existing non-empty ``out_dir`` is
-    refused unless ``overwrite`` (then replaced whole). ``splits`` maps names to row lists (from
+    refused unless ``overwrite`` (then replaced whole, when it holds nothing but :data:`SPLIT_FOLDER_FILES`).
+    ``splits`` maps names to row lists (from
     :func:`~countdown_env.splits.build_split_records`) or to ``datasets.Dataset``; ``spec`` is the
     :class:`~countdown_env.splits.SplitSpec` or, for a merge, ``{"spec": ..., "task": ...}`` as recorded.
     ``progress`` governs ``datasets``' own "Saving the dataset" bars too (``None``: when stderr is a terminal).
@@ -44,7 +54,7 @@ def write_splits(
         spec_info: dict[str, Any] = {"spec": spec.to_dict(), "task": spec.task.to_dict()}
     else:
         spec_info = {"spec": (spec or {}).get("spec"), "task": (spec or {}).get("task")}
-    with atomic_dir(out_dir, overwrite=overwrite) as tmp:
+    with atomic_dir(out_dir, overwrite=overwrite, owned=SPLIT_FOLDER_FILES) as tmp:
         hashes = {name: write_jsonl(rows, tmp / f"{name}.jsonl") for name, rows in rows_by_split.items()}
         if save_to_disk:
             save_datasets(rows_by_split, tmp, progress)

@@ -30,6 +30,8 @@ from .splits import (
 )
 
 SHARD_FILE = "shard.json"
+SHARD_FOLDER_FILES = ("rows.jsonl", SHARD_FILE)
+"""Every entry :func:`write_shard` writes: ``--overwrite`` replaces a shard folder holding nothing else."""
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -73,7 +75,7 @@ def build_shard(spec: SplitSpec, shard: int, num_shards: int, *, num_proc: int =
 def write_shard(info: dict, rows: list[dict], out_dir: str | os.PathLike, *, overwrite: bool = False) -> Path:
     """A shard folder: ``rows.jsonl`` and ``shard.json`` (its settings, the plan, the rows' sha256); atomic."""
     out = Path(out_dir)
-    with atomic_dir(out, overwrite=overwrite) as tmp:
+    with atomic_dir(out, overwrite=overwrite, owned=SHARD_FOLDER_FILES) as tmp:
         digest = write_jsonl(rows, tmp / "rows.jsonl")
         write_text(tmp / SHARD_FILE, json.dumps({**info, "sha256": digest}, indent=2, sort_keys=True) + "\n")
     return out

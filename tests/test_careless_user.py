@@ -194,36 +194,48 @@ def test_no_counts_skips_the_difficulty_and_allows_eight_numbers(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------- 4. fail fast
+# Fail fast is checked as bounded work (a fixed number of probe draws), never as seconds: the seconds it takes are
+# printed by benchmarks/bench_refusals.py (a timed test failed CI under load, issue 35 item 13).
+def _counting(monkeypatch, cls, name: str) -> list:
+    calls: list = []
+    original = getattr(cls, name)
+
+    def counted(self, *args, **kwargs):
+        calls.append(args)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(cls, name, counted)
+    return calls
+
+
 @pytest.mark.parametrize("n", [3, 6])
-def test_impossible_uniform_targets_fail_within_two_seconds(n):
-    from countdown_env.generator import UnsatisfiableSettings
+def test_impossible_uniform_targets_fail_after_a_bounded_probe(n, monkeypatch):
+    from countdown_env.generator import _SOLVE_MS, UnsatisfiableSettings, _probe_attempts
     from countdown_env.task import PuzzleGenerator
 
     # 2 * 2 * 2 = 8 is the most three numbers in 1..2 make; six make 64, never a prime above it
     target = (9, 9) if n == 3 else (67, 67)
     gen = PuzzleGenerator(n_numbers=n, value_range=(1, 2), target_range=target, target_mode="uniform", seed=0)
-    start = time.perf_counter()
+    solves = _counting(monkeypatch, type(gen), "_solve")
     with pytest.raises(UnsatisfiableSettings, match="target_range"):
         gen[0]
-    assert time.perf_counter() - start < 2.0
+    assert len(solves) <= _probe_attempts(_SOLVE_MS, n, 4)  # the probe's budget of solves (about a second), no more
 
 
-def test_unreachable_min_solutions_fails_within_two_seconds():
-    from countdown_env.generator import UnsatisfiableSettings
+def test_unreachable_min_solutions_fails_after_a_bounded_probe(monkeypatch):
+    from countdown_env.generator import _COUNT_MS, UnsatisfiableSettings, _probe_attempts
     from countdown_env.task import PuzzleGenerator
 
     gen = PuzzleGenerator(n_numbers=6, min_solutions=1_000_000, seed=0)
-    start = time.perf_counter()
+    counts = _counting(monkeypatch, type(gen), "_count")
     with pytest.raises(UnsatisfiableSettings, match="min_solutions=1000000"):
         gen[0]
-    assert time.perf_counter() - start < 2.5  # the probe's budget (about 1 s) on a loaded 2-core box
+    assert 0 < len(counts) <= _probe_attempts(_COUNT_MS, 6, 4)
 
 
-def test_build_splits_with_unreachable_settings_fails_fast(tmp_path):
-    start = time.perf_counter()
+def test_build_splits_with_unreachable_settings_fails_before_writing(tmp_path):
     result = countdown("build-splits", "--n-numbers", "4", "--min-solutions", "1000000", "--out", tmp_path / "x")
     assert_user_error(result, "build-splits", "min_solutions=1000000")
-    assert time.perf_counter() - start < 6.0  # includes interpreter start-up
     assert not (tmp_path / "x").exists()
 
 
@@ -281,11 +293,10 @@ def write_config(path: Path, text: str) -> Path:
 )
 def test_train_config_typos_fail_before_any_work(tmp_path, text, needle):
     config = write_config(tmp_path / "c.yaml", text)
-    start = time.perf_counter()
     result = countdown("train", "--config", config, "--output-dir", tmp_path / "run")
     line = assert_user_error(result, "train", needle)
     assert str(config) in line or "did you mean" in line
-    assert time.perf_counter() - start < 15 and not (tmp_path / "run").exists()
+    assert not (tmp_path / "run").exists()
 
 
 def test_train_key_typos_and_models_fail_before_data(tmp_path, capsys):
@@ -302,46 +313,39 @@ def test_train_key_typos_and_models_fail_before_data(tmp_path, capsys):
     ]
     (tmp_path / "empty").mkdir()
     for extra, needle in cases:
-        start = time.perf_counter()
         assert main(base + extra) == 2
         err = capsys.readouterr().err
         assert err.startswith("countdown train: error: ") and needle in err, (extra, err)
-        assert time.perf_counter() - start < 20, extra  # the first case pays TRL's import; none builds data
-        assert not (tmp_path / "run" / "data").exists()
+        assert not (tmp_path / "run").exists()  # refused before the run folder, its data or its model
 
 
 def test_eval_model_that_does_not_exist_fails_at_once(tmp_path):
     split = tmp_path / "s.jsonl"
     split.write_text('{"numbers": [3, 4], "target": 7}\n')
-    start = time.perf_counter()
     assert_user_error(countdown("eval", "--model", "does/not/exist", "--split", split), "eval", "does not exist")
+    assert not (ROOT / "does").exists()  # nothing created where the missing model's default report would go
     (tmp_path / "empty").mkdir()
     assert_user_error(countdown("eval", "--model", tmp_path / "empty", "--split", split), "eval", "missing config.json")
-    assert time.perf_counter() - start < 20
+    assert sorted(p.name for p in (tmp_path / "empty").iterdir()) == []
 
 
 # --------------------------------------------------------------------------------------------- 7. cleaning
-def test_cleaning_is_linear_and_drops_rows_whose_digits_would_change():
+def test_cleaning_handles_megabyte_rows_and_drops_rows_whose_digits_would_change():
+    """The megabyte rows are cleaned correctly; their time (milliseconds: linear scans) is printed by
+    benchmarks/bench_refusals.py."""
     from countdown_env.cleaning import CHANGED_DIGITS, clean_row
 
     megabyte = "<think>" + "why " * 215_000 + "<answer>" * 20_000 + "</think>\n<answer>3 + 4</answer>"
     assert len(megabyte) > 1_000_000
     row = {"numbers": [3, 4], "target": 7, "response": megabyte}
-    best = min(_timed(clean_row, row) for _ in range(3))
-    assert clean_row(row)[1] == "ok" and best < 0.05
+    assert clean_row(row)[1] == "ok"
     opens = {"numbers": [3, 4], "target": 7, "response": "<answer>" * 130_000}  # 1 MB of unclosed tags
-    assert clean_row(opens)[1] == "no_answer" and min(_timed(clean_row, opens) for _ in range(3)) < 0.05
+    assert clean_row(opens)[1] == "no_answer"
     for answer in ("5² + 3", "1$2 + 3", "①② * 3", "`5`2 + 3"):
         fused = {"numbers": [52, 3], "target": 55, "response": f"<think>t</think><answer>{answer}</answer>"}
         assert clean_row(fused) == (None, CHANGED_DIGITS), answer
     fine = {"numbers": [52, 3], "target": 55, "response": "<think>t</think><answer>$52 + 3$</answer>"}
     assert clean_row(fine)[1] == "ok"
-
-
-def _timed(fn, *args) -> float:
-    start = time.perf_counter()
-    fn(*args)
-    return time.perf_counter() - start
 
 
 def test_out_dot_is_refused_in_one_line(tmp_path, monkeypatch, capsys):

@@ -14,7 +14,7 @@ from countdown_env.cleaning import (
     is_arithmetic,
     normalize_operators,
     split_response,
-    strip_trailing_equals,
+    split_stated_result,
 )
 from countdown_env.puzzle import Puzzle
 from countdown_env.verifier import verify_completion
@@ -37,7 +37,8 @@ def test_steps():
     assert normalize_operators("4 × 9 − 2 ÷ 1") == "4 * 9 - 2 / 1"
     assert normalize_operators("$(８ ⋅ 2)$.") == "(8 * 2)"
     assert normalize_operators(r"6 \times 5 \div 3") == "6 * 5 / 3"
-    assert strip_trailing_equals("25 * 3 + 7 = 82") == "25 * 3 + 7"
+    assert split_stated_result("25 * 3 + 7 = 82") == ("25 * 3 + 7", "82")
+    assert split_stated_result("25 * 3 + 7 = banana") == ("25 * 3 + 7 = banana", None)
     assert is_arithmetic("(1 + 2) * 3 / 4 - 5") and not is_arithmetic("3 x 4") and not is_arithmetic("2^3")
     assert split_response("a <think>why</think> b <answer>1+2</answer> <answer>3</answer>") == ("why", "3")
     assert split_response("just text") is None
@@ -116,3 +117,29 @@ def test_ten_megabyte_inputs_cost_no_scan():
     huge = "<reasoning>" + "1 × 2 " * 2_000_000 + "</reasoning><solution>1</solution>"
     assert clean_row({"numbers": [1, 2], "target": 3, "response": huge})[1] == TOO_LONG
     assert normalize_expression(huge) == huge
+
+
+# ---------------------------------------------------------------------------------- issue 35 item 11: one rule
+@pytest.mark.parametrize("answer", ["25*3+7", "25*3+7 = 82", "25*3+7 = 83", "25*3+7 = banana", "25*3+7 = 82 = 82",
+                                    "$25 * 3 + 7 = 82$", "25*3+7 =", "82 = 25*3+7"])  # fmt: skip
+def test_clean_sft_keeps_an_answer_exactly_when_verify_accepts_it(answer):
+    from countdown_env.cleaning import clean_row
+    from countdown_env.verifier import verify
+
+    puzzle = Puzzle([25, 3, 7], 82)
+    row = {"numbers": [25, 3, 7], "target": 82, "response": f"<think>t</think><answer>{answer}</answer>"}
+    cleaned, reason = clean_row(row)
+    assert (cleaned is not None) == verify(answer, puzzle, use_all_numbers=True).correct, (answer, reason)
+    if cleaned is not None:
+        assert cleaned["solution"] == "25*3+7" or cleaned["solution"] == "25 * 3 + 7"
+
+
+def test_a_non_utf8_line_is_one_bad_row(tmp_path):
+    from countdown_env.cleaning import clean_file
+
+    good = json.dumps({"numbers": [3, 4], "target": 7, "response": "<think>a</think><answer>3 + 4</answer>"})
+    data = tmp_path / "data.jsonl"
+    data.write_bytes(good.encode() + b"\n" + b'{"numbers": [3, 4], "target": 7, "response": "\xff\xfe"}\n'
+                     + good.encode() + b"\n")  # fmt: skip
+    report = clean_file(data, tmp_path / "out.jsonl")
+    assert (report.read, report.kept, dict(report.dropped)) == (3, 2, {"bad_row": 1})

@@ -88,8 +88,24 @@ def test_train_checkpoints_resume_and_plot(tiny_model_dir, toy_puzzles, tmp_path
     assert resolved["learner"] == "grpo" and resolved["task"]["template"] == "compact"
     assert resolved["trainer"]["max_steps"] == 2 and resolved["model"] == str(tiny_model_dir)
 
-    # resume: continue to step 4 from checkpoint-2
-    assert main(base + args + ["--max-steps", "4", "--resume"]) == 0
+    from learners.core.checkpoints import checkpoint_problem
+
+    assert checkpoint_problem(out / "final") is None  # final/ has a manifest, verified like a checkpoint's
+
+    # resume with another learner, task or setting: refused in one line, the record untouched (issue 35 item 5)
+    record = (out / "resolved_config.json").read_bytes()
+    capsys.readouterr()
+    for changed in (["--learner", "dapo"], ["--set", "trainer.learning_rate=0.5"], ["--set", "task.template=tinyzero"],
+                    ["--max-steps", "4"]):  # fmt: skip
+        assert main(base + args + changed + ["--resume"]) == 2, changed
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "was trained with other settings" in err[0] and "--allow-changes" in err[0], err
+    assert (out / "resolved_config.json").read_bytes() == record
+
+    # resume: continue to step 4 from checkpoint-2 (a deliberate change, recorded with the step it took effect)
+    assert main(base + args + ["--max-steps", "4", "--resume", "--allow-changes"]) == 0
+    changes = json.loads((out / "resolved_config.json").read_text())["changes"]
+    assert changes == [{"from_step": 2, "settings": {"trainer.max_steps": [2, 4]}}]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 4 and (out / "checkpoint-4").is_dir()
     state = json.loads((out / "checkpoint-4" / "trainer_state.json").read_text())

@@ -164,8 +164,20 @@ def _learners():
     return list(LEARNERS)
 
 
+def resident_gib() -> float:
+    with open(f"/proc/{os.getpid()}/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**30
+
+
+RESIDENT_AFTER: list[float] = []
+"""This process's resident memory after each colocated run of the test below, in order."""
+
+
 @pytest.mark.parametrize("learner", _learners())
 def test_every_learner_trains_two_steps_with_colocated_vllm(learner, tiny_model_dir, tmp_path):
+    """Also: a finished run gives its colocated engine's memory back (issue 35 item 14). Each engine's 1 GiB KV cache
+    outlived its trainer, so this test alone took the suite's process from 1.6 to 11 GB (OOM-killed at 11.6 GB on a
+    shared 24 GB machine); from the second run on, a run may leave at most half of that behind."""
     from countdown_env.cli import main
 
     out = tmp_path / "run"
@@ -177,6 +189,9 @@ def test_every_learner_trains_two_steps_with_colocated_vllm(learner, tiny_model_
     history = json.loads((out / "log_history.json").read_text())
     assert len(sampling_metric(history, "mean")) == 2  # both batches came from vLLM, with its log-probs
     assert max(sampling_metric(history, "max")) < SYNC_MAX_TOLERANCE
+    RESIDENT_AFTER.append(resident_gib())
+    if len(RESIDENT_AFTER) > 1:
+        assert RESIDENT_AFTER[-1] - RESIDENT_AFTER[-2] < 0.5, RESIDENT_AFTER  # a KV cache is 1 GiB
 
 
 @pytest.mark.parametrize("route", ["env", "tools"])
@@ -230,6 +245,7 @@ def _sync_run(tiny_model_dir, tmp_path, sync: str):
     else:
         assert generation.sync_weights.__func__ is vllm_sync.layerwise_sync_weights
     trainer.train()
+    assert trainer.release_generation_engine()  # its KV cache (1 GiB) would outlive the test
     history = trainer.state.log_history
     return sampling_metric(history, "mean")[1:], sampling_metric(history, "max")[1:]  # after the first update
 
@@ -252,9 +268,8 @@ def test_the_sync_test_fails_without_the_sync(tiny_model_dir, tmp_path, sync):
 def test_server_mode_training_on_cpu_is_refused_in_one_line(tmp_path, capsys):
     from countdown_env.cli import main
 
-    start = time.perf_counter()
     code = main(train_argv("grpo", tmp_path / "run", "model=tiny", "trainer.vllm_mode=server"))
-    assert code == 2 and time.perf_counter() - start < 60
+    assert code == 2 and not (tmp_path / "run").exists()
     errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line.lower()]
     assert len(errors) == 1 and "NCCL" in errors[0] and "colocate" in errors[0]
 
@@ -478,3 +493,45 @@ def test_contrastive_trains_with_the_vllm_scorer(scorer, tmp_path):
     assert steps and all(e["contrastive/scorer_requests"] > 0 and e["contrastive/scorer_reruns"] == 0 for e in steps)
     if scorer == "frozen":  # 32-token blocks; TRL's colocated engine keeps the CPU default of 128, longer than
         assert all(e["contrastive/scorer_cached_tokens"] > 0 for e in steps)  # most of these prefixes
+
+
+# ------------------------------------------------------------------------------- last: it kills the module's engine
+def test_a_dead_engine_core_ends_generation_with_one_error(engine):
+    """An engine core that dies mid-generation ended in a wait that never returned (``countdown eval --backend vllm``
+    at 0 % CPU forever, issue 35 item 8); now the sampler raises :class:`EngineDied`, which ``countdown`` prints as
+    one line. The core is SIGKILLed at the first wait for tokens; the generation runs in a thread joined with a
+    generous bound only so that the hang this guards against cannot hang the suite. Last in the module: the module's
+    engine is dead afterwards."""
+    import signal
+    import threading
+
+    from learners.sampling import Sampling
+    from learners.sampling.vllm_engine import EngineDied
+
+    core = engine.llm.llm_engine.engine_core
+    if not hasattr(core, "resources"):
+        pytest.skip("an in-process engine core (VLLM_ENABLE_V1_MULTIPROCESSING=0): no core process to kill")
+    core_process = core.resources.engine_manager.processes[0]
+    wait = core.get_output
+
+    def first_wait_kills_the_core():
+        core.get_output = wait
+        os.kill(core_process.pid, signal.SIGKILL)
+        return wait()
+
+    core.get_output = first_wait_kills_the_core
+    outcome: dict = {}
+
+    def generate():
+        try:
+            engine.sample([[1, 2, 3], [4, 5]], Sampling(temperature=1.0, seed=0), n=2, max_new_tokens=32)
+        except BaseException as exc:  # noqa: BLE001 - the outcome is what the test checks
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=generate, daemon=True)
+    thread.start()
+    thread.join(timeout=300)
+    assert not thread.is_alive(), "generation hung after the engine core died"
+    error = outcome.get("error")
+    assert isinstance(error, EngineDied) and "engine core process died during generation" in str(error), error
+    assert "\n" not in str(error)

@@ -49,20 +49,25 @@ def test_model_name_warm_start_is_the_shipped_folder_in_train_configs():
     assert resolve_model(config["model"]) == SHIPPED_DIR
 
 
-def test_from_scratch_refuses_a_non_empty_out_at_once(tmp_path, capsys):
+def test_from_scratch_refuses_a_non_empty_out_at_once(tmp_path, capsys, monkeypatch):
     """A file the user kept in --out survives: no --overwrite, no replacement (it was deleted), and the refusal
-    comes before any SFT work."""
-    import time
-
+    comes before any SFT work (building the traces would fail this test). With --overwrite the folder is still
+    refused: it holds a file a warm start never writes."""
     from countdown_env.cli import main
+    from learners.pipeline import warm_start
 
+    def no_work(*args, **kwargs):
+        raise AssertionError("SFT work started before the refusal")
+
+    monkeypatch.setattr(warm_start, "sft_records", no_work)
     out = tmp_path / "mine"
     out.mkdir()
     (out / "notes.txt").write_text("keep me")
-    start = time.perf_counter()
     assert main(["warm-start", "--from-scratch", "--out", str(out)]) == 2
-    assert time.perf_counter() - start < 60 and (out / "notes.txt").read_text() == "keep me"
+    assert (out / "notes.txt").read_text() == "keep me"
     assert "--overwrite" in capsys.readouterr().err
+    assert main(["warm-start", "--from-scratch", "--out", str(out), "--overwrite"]) == 2
+    assert "notes.txt" in capsys.readouterr().err and (out / "notes.txt").read_text() == "keep me"
 
 
 def test_shipped_multi_step_warm_start_loads_offline_and_records_its_recipe():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..traces import MIXED, STYLES
 from .options import (
@@ -34,9 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _build(args: argparse.Namespace) -> int:
     from ..atomic import check_output
     from ..jsonl import write_jsonl
-    from ..sft import build_sft_records
+    from ..sft import SFT_FOLDER_FILES, build_sft_records
 
-    out = check_output(args.out, args.exclude, overwrite=args.overwrite)
+    folder = Path(args.out).suffix != ".jsonl"
+    out = check_output(args.out, args.exclude, overwrite=args.overwrite, owned=SFT_FOLDER_FILES if folder else None)
     records = build_sft_records(
         tuple(args.n_numbers),
         args.size,

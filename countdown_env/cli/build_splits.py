@@ -46,12 +46,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from ..atomic import check_output
-    from ..split_folders import write_splits
-    from ..split_shards import build_shard, parse_shard, write_shard
+    from ..split_folders import SPLIT_FOLDER_FILES, write_splits
+    from ..split_shards import SHARD_FOLDER_FILES, build_shard, parse_shard, write_shard
     from ..splits import SplitSpec, build_split_records
 
     # every check before any work: the output, the inputs, the settings (and the generator's probe, at first draw)
-    check_output(args.out, args.exclude, overwrite=args.overwrite)
+    owned = SHARD_FOLDER_FILES if args.shard else SPLIT_FOLDER_FILES
+    check_output(args.out, args.exclude, overwrite=args.overwrite, owned=owned)
     shard = parse_shard(args.shard) if args.shard else None
     if args.num_proc < 1:
         raise ValueError(f"--num-proc must be >= 1, got {args.num_proc}")

@@ -17,11 +17,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from ..atomic import check_output
-    from ..split_folders import write_splits
+    from ..split_folders import SPLIT_FOLDER_FILES, write_splits
     from ..split_shards import merge_shards
     from .build_splits import print_summary
 
-    check_output(args.out, args.shards, overwrite=args.overwrite)
+    check_output(args.out, args.shards, overwrite=args.overwrite, owned=SPLIT_FOLDER_FILES)
     records, info = merge_shards(args.shards)
     hashes = write_splits(records, args.out, spec=info, save_to_disk=not args.jsonl_only, overwrite=args.overwrite)
     print_summary(records, hashes, None, args.out)

@@ -102,4 +102,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print((Path(args.out) / "summary.md").read_text())
     print(json.dumps(result))
+    if result["prompt_digest_mismatches"]:
+        seeds = ", ".join(map(str, result["prompt_digest_mismatches"]))
+        print(f"countdown compare: error: the learners of seed {seeds} trained on different prompts (prompt "
+              "digests differ): the comparison is not paired; rerun those runs", file=sys.stderr)  # fmt: skip
+        return 1
     return 1 if result["failures"] else 0

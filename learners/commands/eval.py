@@ -3,6 +3,7 @@ or pass@1 within 1..N turns of multi-turn episodes (:mod:`learners.pipeline.turn
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from ..pipeline.eval_models import BACKENDS
@@ -57,15 +58,44 @@ def run(args) -> int:
     # user errors (ValueError, OSError, RuntimeError) reach countdown_env.cli.main: one line, exit status 2
     if args.samples < 1:
         raise ValueError(f"--samples must be >= 1, got {args.samples}")
-    if not args.temperature >= 0:
-        raise ValueError(f"--temperature must be >= 0 (0: greedy), got {args.temperature}")
+    if not 0 <= args.temperature < math.inf:
+        raise ValueError(f"--temperature must be >= 0 and finite (0: greedy), got {args.temperature}")
     if args.max_new_tokens < 1:
         raise ValueError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
+    if args.seed < 0:
+        raise ValueError(f"--seed must be >= 0 (numpy and vLLM seeds), got {args.seed}")
+    if args.limit is not None and args.limit < 1:
+        raise ValueError(f"--limit must be >= 1 (omit it for every puzzle), got {args.limit}")
+    if args.examples < 0:
+        raise ValueError(f"--examples must be >= 0, got {args.examples}")
+    if args.batch_size < 1:
+        raise ValueError(f"--batch-size must be >= 1, got {args.batch_size}")
+    if args.backend == "vllm":
+        from ..core.vllm_sync import check_kv_cache_space
+
+        check_kv_cache_space()  # before the engine start, not "Engine core initialization failed" after it
+    if getattr(args, "max_turns", 1) < 1:
+        raise ValueError(f"--max-turns must be >= 1, got {args.max_turns}")
     ks = sorted({1, args.samples, *(args.k or [])})
     if any(k > args.samples for k in ks):
         raise ValueError(f"every --k must be <= --samples ({args.samples})")
-    if getattr(args, "max_turns", 1) != 1:
-        return _run_turns(args)
+    turns = getattr(args, "max_turns", 1) != 1
+    name = "eval_turns_report.json" if turns else "eval_report.json"
+    out = Path(args.out) if args.out else default_report_path(args.model, name)
+    from countdown_env.atomic import output_claim
+
+    from ..pipeline.eval_report import check_report_path
+    from ..pipeline.models import check_model, resolve_model
+
+    check_model(resolve_model(args.model))  # a missing model is named first (its folder is the default --out's)
+    if not Path(args.split).exists():
+        raise FileNotFoundError(f"no split at {args.split}")
+    check_report_path(out, resolve_model(args.model), args.split)  # before any model is loaded
+    with output_claim(out):  # a second eval into the same report is refused at once, not lost
+        return _run_turns(args, out) if turns else _run_single(args, ks, out)
+
+
+def _run_single(args, ks: list[int], out: Path) -> int:
     from ..pipeline.eval_models import evaluate_model_dir
     from ..pipeline.eval_report import format_markdown, format_report, template_line, write_report
 
@@ -77,7 +107,6 @@ def run(args) -> int:
         keep_completions=args.examples,
         progress=False if args.no_progress else None,
     )
-    out = Path(args.out) if args.out else default_report_path(args.model, "eval_report.json")
     write_report(report, out)
     print(template_line(report))
     print(format_markdown(report) if args.markdown else format_report(report))
@@ -91,17 +120,14 @@ def _shared_settings(args) -> dict:
     return {name: getattr(args, name) for name in names}
 
 
-def _run_turns(args) -> int:
+def _run_turns(args, out: Path) -> int:
     """``--max-turns N``: the multi-turn eval (:mod:`learners.pipeline.turns_eval`)."""
     from ..pipeline.eval_report import write_report
     from ..pipeline.turns_eval import evaluate_turns_model_dir, format_turns
 
-    if args.max_turns < 1:
-        raise ValueError("--max-turns must be >= 1")
     report = evaluate_turns_model_dir(
         args.model, args.split, **_shared_settings(args), max_turns=args.max_turns, feedback=args.feedback
     )
-    out = Path(args.out) if args.out else default_report_path(args.model, "eval_turns_report.json")
     write_report(report, out)
     print(format_turns(report))
     print(f"report: {out}")

@@ -55,6 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--overwrite", action="store_true", help="empty a non-empty --output-dir that holds an earlier run first"
     )
+    parser.add_argument(
+        "--allow-changes",
+        action="store_true",
+        help="with --resume: continue the run with settings other than its own (e.g. more steps); each change is "
+        "recorded in resolved_config.json with the step it took effect",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,10 +76,13 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "rollouts", None):
         overrides.append(f"rollouts={args.rollouts}")
     # user errors (ValueError, OSError, RuntimeError) reach countdown_env.cli.main: one line, exit status 2
-    from ..pipeline.run_config import load_config
+    from ..pipeline.run_config import find_config, load_config
     from ..pipeline.run_driver import train
 
     config = load_config(args.config, overrides)
-    summary = train(args.learner, config, args.output_dir, resume=args.resume, overwrite=args.overwrite)
+    summary = train(
+        args.learner, config, args.output_dir, resume=args.resume, overwrite=args.overwrite,
+        inputs=[find_config(args.config)], allow_changes=args.allow_changes,
+    )  # fmt: skip
     print(json.dumps(summary, indent=2))
     return 0

@@ -628,9 +628,11 @@ class VLLMScorer:
     def _run(self, requests: Sequence[SpanRequest], reads: Sequence[bool]):
         from vllm import SamplingParams
 
+        from learners.sampling.vllm_engine import generate_watched  # a dead engine core: one line, not a hang
+
         params = [SamplingParams(**vllm_sampling_kwargs(read_prefix_cache=r)) for r in reads]
         prompts = [{"prompt_token_ids": list(r.token_ids)} for r in requests]
-        return list(self.llm.generate(prompts, params, use_tqdm=False)) if requests else []
+        return list(generate_watched(self.llm, prompts, params, use_tqdm=False)) if requests else []
 
     def score(self, jobs: Sequence[ScoringJob]) -> list[np.ndarray]:
         plan = build_span_requests(jobs)

@@ -1,6 +1,7 @@
 """Checkpoints that can be trusted: a manifest of sha256s written last, verified before any resume.
 
-Every checkpoint the base trainer saves gets ``checkpoint_manifest.json`` (the size and sha256 of each of its files),
+Every checkpoint the base trainer saves, and a run's ``final/`` folder, get ``checkpoint_manifest.json`` (the size and
+sha256 of each of their files; a manifest that lists no model weights is not trusted),
 written atomically after TRL's save and after the extra files of :attr:`CountdownGRPOTrainer.checkpoint_writers`
 (the task, compare's counters). A checkpoint without a manifest was interrupted while it was saved; one whose files
 differ from its manifest was damaged afterwards (a truncated or zeroed ``model.safetensors``, a missing
@@ -25,6 +26,9 @@ from typing import Any
 
 MANIFEST = "checkpoint_manifest.json"
 PREFIX = "checkpoint-"
+WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json",
+           "adapter_model.safetensors", "adapter_model.bin")  # fmt: skip
+"""A manifest that lists none of these vouches for no model (an edited or foreign manifest): not trusted."""
 
 
 class CheckpointError(ValueError):
@@ -73,6 +77,8 @@ def checkpoint_problem(folder: str | Path) -> str | None:
         items = [(str(name), int(entry["size"]), str(entry["sha256"])) for name, entry in files.items()]
     except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
         return f"{MANIFEST} unreadable"
+    if not any(Path(name).name in WEIGHTS for name, _, _ in items):
+        return f"{MANIFEST} lists no model weights ({len(items)} files): not a manifest of this folder's save"
     for name, size, digest in items:
         file = folder / name
         if not file.is_file():

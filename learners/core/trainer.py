@@ -59,6 +59,10 @@ puzzles), ``format_rate``,
 ``mean_completion_length`` (tokens), ``truncation_rate`` (no end-of-turn token within the budget),
 ``homogeneous_group_frac`` (groups whose rewards all agree: zero GRPO advantage).
 
+A loss or a trainable weight that becomes NaN or infinite stops the run at that step with one line, before the step
+is logged or saved (:mod:`learners.core.finite_guard`); TRL's prompt sampler is made resumable across epochs
+(:mod:`learners.core.epoch_sampler`).
+
 Checkpoints: every ``checkpoint-N`` also holds the task (``countdown_task.json``) and whatever
 ``checkpoint_writers`` add, then a manifest of sha256s written last; ``save_total_limit`` rotation happens after the
 manifest (:mod:`learners.core.checkpoints`), so the newest complete checkpoint is never removed.
@@ -196,10 +200,36 @@ class CountdownGRPOTrainer(GRPOTrainer):
         self.checkpoint_writers: list[Callable[[Path], Any]] = [self.task.save]
         keep, self.args.save_total_limit = self.args.save_total_limit, None
         self.add_callback(manifest_callback(self.checkpoint_writers, keep))
+        # a NaN/inf loss or weight stops the run at that step, before it is logged or saved (core/finite_guard.py)
+        from .finite_guard import FiniteGuard
+
+        self.finite_guard = FiniteGuard()
+        self.add_callback(self.finite_guard.callback())
         if self.use_vllm:
             from .vllm_sync import use_layerwise_sync
 
             use_layerwise_sync(self)  # colocated vLLM on the CPU: TRL's per-parameter sync cannot load there
+
+    def release_generation_engine(self) -> bool:
+        """Free a colocated vLLM engine and its KV cache once training is over (:mod:`learners.core.vllm_release`:
+        it outlived the trainer, 1 GiB per run on the CPU); returns whether there was one."""
+        from .vllm_release import release_colocated_engine
+
+        return release_colocated_engine(self)
+
+    def training_step(self, model, inputs, *args, **kwargs):
+        loss = super().training_step(model, inputs, *args, **kwargs)
+        self.finite_guard.note_loss(loss)
+        return loss
+
+    def _get_train_sampler(self, dataset=None):
+        """TRL's prompt sampler, with the epoch's shuffle restored on resume (:mod:`learners.core.epoch_sampler`)."""
+        from trl.trainer.utils import RepeatSampler
+
+        from .epoch_sampler import EpochRepeatSampler
+
+        sampler = super()._get_train_sampler(dataset)
+        return EpochRepeatSampler.like(sampler) if type(sampler) is RepeatSampler else sampler
 
     def create_model_card(self, *args, **kwargs):
         """TRL's model card, without its "fine-tuned version of [None](https://huggingface.co/None)" for a model

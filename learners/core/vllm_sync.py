@@ -39,6 +39,26 @@ def cpu_engine_defaults() -> None:
     937 tok/s with none, against 466 and 449 for HF ``generate``)."""
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KV_CACHE_GIB)
     os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+    check_kv_cache_space()
+
+
+def check_kv_cache_space() -> None:
+    """``VLLM_CPU_KVCACHE_SPACE`` must be a whole number of GiB that this machine has (0: vLLM's default); otherwise
+    one line now, instead of vLLM's "Engine core initialization failed. See root cause above" after the engine
+    start."""
+    raw = os.environ.get("VLLM_CPU_KVCACHE_SPACE")
+    if raw is None:
+        return
+    try:
+        gib = int(raw)
+    except ValueError:
+        raise ValueError(f"VLLM_CPU_KVCACHE_SPACE={raw!r} must be a whole number of GiB (e.g. 1)") from None
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30 if hasattr(os, "sysconf") else float("inf")
+    if not 0 <= gib < total:
+        raise ValueError(
+            f"VLLM_CPU_KVCACHE_SPACE={gib} GiB does not fit this machine's {total:.0f} GiB of memory: give 1 to "
+            f"{max(1, int(total) - 1)} (the KV cache of a CPU engine)"
+        )
 
 
 def vllm_runs_on_cpu() -> bool:

@@ -53,6 +53,10 @@ QUICK: dict[str, Any] = dict(
 )
 LR_SCHEDULERS = ("constant", "linear", "cosine")
 QUICK_RECIPE = dict(sft_size=16, steps=2, batch_size=8)
+
+DEMO_OUTPUTS = ("warm-start", "data", "eval_before.json", "eval_after.json", "training.png", "summary.json",
+                "summary.md")  # fmt: skip
+"""Every entry a demo writes into ``--out`` (besides the learner's run folder, named after it)."""
 """``--quick --from-scratch``: the warm-start recipe shrunk to a smoke test."""
 
 
@@ -81,19 +85,23 @@ def run_demo(
     """Run the pipeline into ``out``; returns the summary (also written as ``summary.json``/``summary.md``). The
     folder is held exclusively for the whole run (a second demo into it is refused at once); a rerun replaces the
     files of the previous one."""
-    from countdown_env.atomic import output_claim
+    from countdown_env.atomic import check_output, output_claim
 
+    from .warm_start import SHIPPED_DIR
+
+    check_output(out, [] if from_scratch else [SHIPPED_DIR], overwrite=True, what="--out")  # its input: the warm start
     with output_claim(out):
         return _run_demo(Path(out), learner, seed, from_scratch, progress, overrides)
 
 
 def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, overrides: dict) -> dict[str, Any]:
     """:func:`run_demo` under its claim."""
-    from countdown_env.atomic import write_text
+    from countdown_env.atomic import refuse_foreign, write_text
     from countdown_env.eval_sets import load_eval_set
     from countdown_env.jsonl import write_jsonl
     from countdown_env.splits import SplitSpec, build_split_records
 
+    from ..core.registry import LEARNERS
     from ..sampling import HFSampler
     from .data import model_task
     from .eval_report import format_report, write_report
@@ -107,6 +115,8 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
 
     settings = {**DEFAULTS, **overrides}
     out = Path(out)
+    # a rerun replaces the files of the previous demo; a folder holding anything else is not the demo's
+    refuse_foreign(out, (*DEMO_OUTPUTS, *LEARNERS), flag="--out")
     out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
     total_start = time.perf_counter()

@@ -15,6 +15,39 @@ def write_report(report: dict[str, Any], path: str | Path) -> Path:
     return write_text(path, json.dumps(report, indent=2) + "\n")
 
 
+REPORT_KEYS = ({"samples", "overall"}, {"samples", "turns"}, {"eval_set", "pass@1"})
+"""Keys of a single-turn eval report, a multi-turn one and a warm start's report (``countdown warm-start``): a JSON
+object with one of these sets is one of ours."""
+
+
+def is_eval_report(path: str | Path) -> bool:
+    """Whether ``path`` is a JSON eval report (:data:`REPORT_KEYS`), the only file ``countdown eval`` replaces."""
+    path = Path(path)
+    if path.suffix != ".json" or not path.is_file() or path.stat().st_size > 64 << 20:
+        return False
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(report, dict) and any(keys <= set(report) for keys in REPORT_KEYS)
+
+
+def check_report_path(out: str | Path, model_dir: str | Path, split: str | Path) -> Path:
+    """Refuse, in one line and before any work, a report path that is the split or inside a split folder, one of
+    the model's files (weights, config, tokenizer: every file of its folder but earlier reports), a folder, or an
+    existing file that is not an eval report (:func:`countdown_env.atomic.check_output`); returns it."""
+    from countdown_env.atomic import OutputError, check_output
+
+    out, folder = Path(out), Path(model_dir)
+    model_files = [p for p in folder.iterdir() if p.is_file() and not is_eval_report(p)] if folder.is_dir() else []
+    check_output(out, [split, *model_files], overwrite=True, what="--out")
+    if out.is_dir():
+        raise OutputError(f"--out {out} is a folder; give the report's file name (e.g. {out / 'eval_report.json'})")
+    if out.exists() and not is_eval_report(out):
+        raise OutputError(f"--out {out} exists and is not an eval report; refusing to replace it (give a new path)")
+    return out
+
+
 def _groups(report: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     """``(kind, name, stats)`` rows: each number count, each difficulty, then all puzzles (empty groups skipped)."""
     rows = [("n_numbers", name, stats) for name, stats in report["by_n_numbers"].items()]

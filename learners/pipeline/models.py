@@ -52,7 +52,8 @@ def resolve_model(model: Any) -> Any:
 
 def check_model(model: Any, *, allow_hub: bool = True) -> None:
     """Fail at once, with one line, for a ``--model`` that cannot load: a path-like string that does not exist (no
-    Hub retry), a folder that misses what a model needs (named), or, offline, a Hub id absent from the local cache.
+    Hub retry), a folder that misses what a model needs (named), a checkpoint or ``final/`` folder whose files differ
+    from its manifest (a truncated ``model.safetensors``), or, offline, a Hub id absent from the local cache.
     ``"tiny"`` (built offline) is always fine."""
     import json as _json
     import os
@@ -76,6 +77,12 @@ def check_model(model: Any, *, allow_hub: bool = True) -> None:
             _json.loads((folder / "config.json").read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError):
             raise ValueError(f"model folder {name}: config.json is not valid JSON") from None
+        from ..core.checkpoints import MANIFEST, checkpoint_problem
+
+        if (folder / MANIFEST).is_file():  # a checkpoint or a run's final/: its files must match their manifest
+            problem = checkpoint_problem(folder)
+            if problem is not None:
+                raise ValueError(f"model folder {name}: {problem}")
         return
     if _looks_like_path(name) or not allow_hub:
         raise FileNotFoundError(f"model folder {name} does not exist")

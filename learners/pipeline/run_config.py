@@ -49,10 +49,44 @@ def _yaml_loader():
     return Loader
 
 
+MAX_CONFIG_VALUES = 100_000
+"""Most values a config may hold once its YAML aliases are expanded (a preset has about a hundred): a
+"billion laughs" file of nested aliases expands to 10^9 and ran out of memory after a minute."""
+
+MAX_CONFIG_DEPTH = 32
+"""Deepest nesting of a config's values (a preset nests 3 levels)."""
+
+
 def parse_yaml(text: str):
+    """YAML (a config file or a ``--set`` value) as Python values, bounded: refused in one line when its aliases
+    expand beyond :data:`MAX_CONFIG_VALUES` values or it nests deeper than :data:`MAX_CONFIG_DEPTH` levels."""
     import yaml
 
-    return yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
+    try:
+        value = yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:
+        raise ValueError(f"the YAML nests more than {MAX_CONFIG_DEPTH} levels deep") from None
+    _check_bounded(value)
+    return value
+
+
+def _check_bounded(value) -> None:
+    """Walk ``value`` as its users will (each alias expanded), counting: stop at the first bound exceeded."""
+    stack, seen = [(value, 0)], 0
+    while stack:
+        item, depth = stack.pop()
+        seen += 1
+        if seen > MAX_CONFIG_VALUES:
+            raise ValueError(
+                f"the YAML holds more than {MAX_CONFIG_VALUES} values once its aliases (*name) are expanded: "
+                "refused (an alias bomb?)"
+            )
+        if depth > MAX_CONFIG_DEPTH:
+            raise ValueError(f"the YAML nests more than {MAX_CONFIG_DEPTH} levels deep")
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for pair in item.items() for child in pair)
+        elif isinstance(item, (list, tuple, set)):
+            stack.extend((child, depth + 1) for child in item)
 
 
 def find_config(name_or_path: str | Path) -> Path:
@@ -96,6 +130,8 @@ def _parse_yaml_file(path: Path):
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ValueError(f"{where}: YAML syntax error: {problem}") from None
+    except ValueError as exc:  # beyond parse_yaml's bounds
+        raise ValueError(f"{path}: {exc}") from None
 
 
 RESOLVED_CONFIG = "resolved_config.json"
@@ -119,5 +155,19 @@ def apply_overrides(config: dict[str, Any], overrides: list[str]) -> dict[str, A
             if not isinstance(child, dict):
                 raise ValueError(f"override {item!r}: {part!r} is not a section")
             node = child
-        node[leaf] = parse_yaml(raw)
+        node[leaf] = parse_override_value(key, raw)
     return config
+
+
+def parse_override_value(key: str, raw: str):
+    """A ``--set key=value`` value parsed as YAML (:func:`parse_yaml`); a syntax error or a value beyond its bounds is
+    one line naming the key."""
+    import yaml
+
+    try:
+        return parse_yaml(raw)
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ValueError(f"--set {key}={raw}: not a YAML value ({problem})") from None
+    except ValueError as exc:  # beyond parse_yaml's bounds
+        raise ValueError(f"--set {key}: {exc}") from None

@@ -27,6 +27,7 @@ from .eval_callback import make_eval_callback
 from .models import resolve_model
 from .run_checks import check_rollouts, validate_config
 from .run_config import CPU_SETTINGS, DATA_KEYS, RESOLVED_CONFIG
+from .run_record import check_resume, merged_record, run_record
 
 
 def load_data(data: dict[str, Any], task, work_dir: Path) -> tuple[list[dict], list[dict]]:
@@ -77,6 +78,11 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
 
     validate_config(learner, config)  # everything checkable without data or weights, before any work
     out = Path(output_dir)
+    trainer_args = dict(config.get("trainer") or {}, output_dir=str(out))
+    curriculum = _curriculum(config)  # `curriculum:` section: levels raised on train accuracy (procedural.py)
+    if curriculum is not None:
+        trainer_args["shuffle_dataset"] = False  # no shuffle buffer reading ahead at the old level
+    learner_config(learner, trainer_args)  # the learner's own checks (TRL's too), before anything is written
     model = resolve_model(config.get("model", "tiny"))
     if model == "tiny":
         print(
@@ -91,14 +97,10 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
         task = CountdownTask.from_dict(config["task"])
     else:
         task = model_task(model) or CountdownTask()
-    curriculum = _curriculum(config)  # `curriculum:` section: levels raised on train accuracy (procedural.py)
     train_rows, eval_rows = load_data(config.get("data") or {}, task, out / "data")
     if not train_rows and curriculum is None:
         raise ValueError("no training puzzles")
 
-    trainer_args = dict(config.get("trainer") or {}, output_dir=str(out))
-    if curriculum is not None:
-        trainer_args["shuffle_dataset"] = False  # no shuffle buffer reading ahead at the old level
     train_puzzles = rows_to_puzzles(train_rows)
     eval_callback = make_eval_callback(eval_rows, config.get("eval") or {}, task, tokenizer)
     trainer = make_trainer(
@@ -138,18 +140,11 @@ def make_trainer(
     (:func:`learners.pipeline.rollouts.route_kwargs`), the task, ``wrap`` applied to the trainer class (compare's
     counting subclass) and ``peft_config`` (a ``peft`` config, e.g. :func:`lora_config`: TRL wraps the model and
     trains the adapter only)."""
-    import torch
-
     from ..core.registry import get_learner
     from .rollouts import route_kwargs
 
-    trainer_args = dict(trainer_args)
-    if not torch.cuda.is_available():
-        trainer_args.update(CPU_SETTINGS)
-    trainer_args.setdefault("report_to", "none")
-    spec = get_learner(learner)
-    args = spec.make_config(**trainer_args)
-    _, trainer_class = spec.load()
+    args = learner_config(learner, trainer_args)
+    _, trainer_class = get_learner(learner).load()
     if wrap is not None:
         trainer_class = wrap(trainer_class)
     return trainer_class(
@@ -162,6 +157,21 @@ def make_trainer(
         peft_config=peft_config,
         **route_kwargs(rollouts, task, tokenizer, train_puzzles, args),
     )
+
+
+def learner_config(learner: str, trainer_args: dict[str, Any]):
+    """The registered learner's config object from ``trainer_args`` over its defaults (the CPU settings forced on a
+    machine without a GPU; ``report_to`` none unless given): every check of the learner's config class and TRL's
+    ``GRPOConfig`` runs here, one line on a bad value."""
+    import torch
+
+    from ..core.registry import get_learner
+
+    trainer_args = dict(trainer_args)
+    if not torch.cuda.is_available():
+        trainer_args.update(CPU_SETTINGS)
+    trainer_args.setdefault("report_to", "none")
+    return get_learner(learner).make_config(**trainer_args)
 
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
@@ -198,6 +208,15 @@ def _curriculum(config: dict[str, Any]):
     return CountdownCurriculum.from_dict(section)
 
 
+def run_inputs(config: dict[str, Any]) -> list[Path]:
+    """The paths a run reads: its model folder (``tiny`` and Hub ids read none) and its data files."""
+    model = resolve_model(config.get("model", "tiny"))
+    folder = Path(str(model)).expanduser()
+    paths = [folder] if model != "tiny" and folder.exists() else []
+    data = config.get("data") or {}
+    return paths + [Path(str(data[key])) for key in ("train", "eval") if data.get(key)]
+
+
 def train(
     learner: str,
     config: dict[str, Any],
@@ -205,26 +224,32 @@ def train(
     resume: str | bool | None = None,
     *,
     overwrite: bool = False,
+    inputs: Sequence[str | Path] = (),
+    allow_changes: bool = False,
 ) -> dict:
     """Train, save ``final/``, the log history and the PNG; return a small summary dict.
 
-    The run folder's rules (:mod:`learners.pipeline.run_folder`): held exclusively for the whole run; a non-empty
-    folder needs ``resume`` (continue from the newest complete checkpoint, or the checkpoint ``resume`` names) or
-    ``overwrite`` (start again); resuming a run that already reached ``max_steps`` trains nothing and returns its
-    summary."""
-    from countdown_env.atomic import output_claim
+    The run folder's rules (:mod:`learners.pipeline.run_folder`): held exclusively for the whole run; never one of
+    the run's inputs (its model folder, data files, or ``inputs`` such as the config file), nor inside or around
+    one; a non-empty folder needs ``resume`` (continue from the newest complete checkpoint, or the checkpoint
+    ``resume`` names) or ``overwrite`` (start again); resuming a run that already reached ``max_steps`` trains
+    nothing and returns its summary; resuming with another learner, task or setting than the run's is refused unless
+    ``allow_changes`` (:mod:`learners.pipeline.run_record`)."""
+    from countdown_env.atomic import check_output, output_claim
 
     from .run_folder import prepare_run_folder
 
     out = Path(output_dir)
     validate_config(learner, config)  # before the claim: a typo is one line, whatever the folder holds
+    check_output(out, [*run_inputs(config), *inputs], overwrite=True, what="--output-dir")
     with output_claim(out):
         start = prepare_run_folder(out, resume=resume, overwrite=overwrite, max_steps=_max_steps(learner, config))
+        changes = check_resume(out, run_record(learner, config), allow_changes=allow_changes) if resume else {}
         if start.finished is not None:
             print(f"countdown train: {out} already finished at step {start.finished['steps']}; nothing to do",
                   file=sys.stderr)  # fmt: skip
             return start.finished
-        return _train(learner, config, out, start.checkpoint)
+        return _train(learner, config, out, start.checkpoint, changes)
 
 
 def _max_steps(learner: str, config: dict[str, Any]) -> int:
@@ -235,10 +260,10 @@ def _max_steps(learner: str, config: dict[str, Any]) -> int:
     return int(steps if steps is not None else trainer_fields(get_learner(learner))["max_steps"])
 
 
-def _train(learner: str, config: dict[str, Any], out: Path, checkpoint: Path | None) -> dict:
+def _train(learner: str, config: dict[str, Any], out: Path, checkpoint: Path | None, changes=None) -> dict:
     from countdown_env.atomic import write_text
 
-    from ..core.checkpoints import checkpoint_step
+    from ..core.checkpoints import checkpoint_step, write_manifest
     from .plotting import plot_training
     from .tiny import save_tokenizer
 
@@ -248,24 +273,30 @@ def _train(learner: str, config: dict[str, Any], out: Path, checkpoint: Path | N
     # more); its weights are the model, its trainer state the history
     trainer = build_trainer(learner, {**config, "model": str(checkpoint)} if restore else config, out)
     if trainer.is_world_process_zero():
-        model = str(config.get("model", "tiny"))  # the task as trained (the model's own when the config has none)
-        write_run_record(out, {"learner": learner, **config, "model": model, "task": trainer.task.to_dict()})
-    if restore:
-        from transformers import TrainerState
+        # the task as trained (the model's own when the config has none); a resume's allowed changes kept with it
+        record = {**run_record(learner, config), "task": trainer.task.to_dict()}
+        step = checkpoint_step(checkpoint) if checkpoint is not None else 0
+        write_run_record(out, merged_record(out, record, changes or {}, step))
+    try:
+        if restore:
+            from transformers import TrainerState
 
-        print(f"countdown train: {checkpoint} is the last step; finishing the run from it", file=sys.stderr)
-        trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
-        trainer.eval_callback.finish_restored(trainer.state)
-    else:
-        if checkpoint is not None:
-            print(f"countdown train: resuming from {checkpoint}", file=sys.stderr)
-        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
+            print(f"countdown train: {checkpoint} is the last step; finishing the run from it", file=sys.stderr)
+            trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
+            trainer.eval_callback.finish_restored(trainer.state)
+        else:
+            if checkpoint is not None:
+                print(f"countdown train: resuming from {checkpoint}", file=sys.stderr)
+            trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
+    finally:
+        trainer.release_generation_engine()  # a colocated vLLM engine's KV cache outlived the trainer otherwise
     final = out / "final"
     trainer.save_model(str(final))
     summary: dict[str, Any] = {"learner": learner, "steps": trainer.state.global_step, "final": str(final)}
     if trainer.is_world_process_zero():
         save_tokenizer(trainer.processing_class, final)
         trainer.task.save(final)
+        write_manifest(final)  # verified like a checkpoint's: by --resume, and by countdown eval
         history = trainer.state.log_history
         write_text(out / "log_history.json", json.dumps(history, indent=1) + "\n")
         if getattr(trainer, "curriculum", None) is not None:

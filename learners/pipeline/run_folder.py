@@ -1,12 +1,13 @@
 """The rules of a training run's folder (``countdown train --output-dir``).
 
 - A non-empty folder is another run's: refused unless ``--resume`` (continue it) or ``--overwrite`` (start again;
-  only a folder that holds a countdown run is emptied, never an arbitrary one).
+  only a folder that holds a countdown run and nothing else is emptied: :data:`RUN_OUTPUTS`).
 - ``--resume`` continues from the newest *complete* checkpoint (:mod:`learners.core.checkpoints`: its files match the
   manifest written last); newer incomplete or damaged ones are skipped with a warning naming them. ``--resume PATH``
   takes that checkpoint, refused when damaged.
 - ``--resume`` of a run whose ``summary.json`` already reached ``max_steps`` is a no-op that says so (asking for more
-  steps than it ran continues it).
+  steps than it ran continues it), once ``final/`` matches its manifest; a damaged ``final/`` (a truncated
+  ``model.safetensors``) is finished again from the newest complete checkpoint.
 The caller holds :func:`countdown_env.atomic.output_claim` on the folder for the whole run, so two runs never write
 one folder.
 """
@@ -14,15 +15,20 @@ one folder.
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.checkpoints import checkpoints, resume_checkpoint
+from countdown_env.atomic import remove_owned
+
+from ..core.checkpoints import checkpoint_problem, checkpoints, resume_checkpoint, warn
 
 RUN_MARKERS = ("resolved_config.json", "summary.json", "final", "log_history.json")
 """Entries that show a folder holds a countdown run (with ``checkpoint-*`` folders)."""
+
+RUN_OUTPUTS = (*RUN_MARKERS, "checkpoint-*", "training.png", "README.md", "init-model", "data", "runs")
+"""Every entry a run writes into its folder (``README.md``: TRL's model card; ``runs``: TensorBoard's logs):
+``--overwrite`` removes these and refuses a folder that holds anything else."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +62,10 @@ def prepare_run_folder(out: Path, *, resume: str | bool | None, overwrite: bool,
     if resume:
         summary = _summary(out)
         if summary is not None and resume is True and (max_steps <= 0 or summary["steps"] >= max_steps):
-            return RunStart(finished=summary)
+            problem = checkpoint_problem(out / "final")
+            if problem is None:
+                return RunStart(finished=summary)
+            warn(f"{out / 'final'}: {problem}; finishing the run again from its newest complete checkpoint")
         return RunStart(checkpoint=resume_checkpoint(out, None if resume is True else resume))
     if non_empty and not overwrite:
         raise ValueError(
@@ -66,8 +75,5 @@ def prepare_run_folder(out: Path, *, resume: str | bool | None, overwrite: bool,
     if non_empty:
         if not _is_run_folder(out):
             raise ValueError(f"--overwrite: {out} holds no countdown run; refusing to empty a folder it did not fill")
-        for child in out.iterdir():
-            if child.name.startswith("."):  # the claim's lock file and other writers' temporaries
-                continue
-            shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+        remove_owned(out, RUN_OUTPUTS)  # refuses a run folder that also holds the user's own files
     return RunStart()

@@ -36,6 +36,10 @@ from .models import SHIPPED_DIR, WARM_START, resolve_model
 RECIPE_FILE = "recipe.json"
 REPORT_FILE = "eval_report.json"
 EVAL_SET = "tiny_n3"
+WARM_START_OUTPUTS = ("config.json", "generation_config.json", "model*.safetensors*", "tokenizer*.json",
+                      "special_tokens_map.json", "chat_template.jinja", "countdown_task.json", "training_args.bin",
+                      "README.md", "runs", RECIPE_FILE, REPORT_FILE, "sft_log_history.json")  # fmt: skip
+"""Every entry a warm-start build writes: ``--overwrite`` replaces a folder holding nothing else."""
 
 
 def tiny_task():
@@ -177,7 +181,10 @@ def build_warm_start(
     out = Path(out)
     task = tiny_task()
     # the output is claimed first: a non-empty --out without --overwrite fails before ~27 minutes of work
-    with tempfile.TemporaryDirectory() as scratch, atomic_dir(out, overwrite=overwrite) as model_dir:
+    with (
+        tempfile.TemporaryDirectory() as scratch,
+        atomic_dir(out, overwrite=overwrite, owned=WARM_START_OUTPUTS) as model_dir,
+    ):
         start = time.perf_counter()
         exclude = [(tuple(sorted(r["numbers"])), r["target"]) for r in load_eval_set(EVAL_SET, as_dataset=False)]
         exclude += [(tuple(sorted(p.numbers)), p.target) for p in group_puzzles(task, 64)]

@@ -9,10 +9,73 @@ builds an engine of its own needs the ``if __name__ == "__main__":`` guard (the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+import threading
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from .protocol import Sample, Sampling, budgets_of, cut, stop_ids_of
+
+
+class EngineDied(RuntimeError):
+    """The engine's core process died while a call waited on it (one line for the user, not a hang)."""
+
+
+ENGINE_POLL_SECONDS = 1.0
+"""How often :func:`watch_engine` checks that the engine's processes are alive."""
+
+
+@contextlib.contextmanager
+def watch_engine(llm, poll: float = ENGINE_POLL_SECONDS) -> Iterator[dict[str, Any]]:
+    """Bound every wait on ``llm``'s engine core while the block runs: if a core process dies, the waiting call is
+    woken with an error instead of waiting forever.
+
+    vLLM (V1, 0.31) notices a dead core in its monitor thread and shuts its client down, but a ``generate`` already
+    blocked in the client's ``outputs_queue.get()`` is never woken (``countdown eval --backend vllm`` then sat at 0 %
+    CPU forever). This watcher polls the core processes and, on a death, puts an :class:`EngineDied` into that queue,
+    which the client raises. Yields a dict whose ``"died"`` holds the dead processes' exit codes once it fired. A
+    colocated or in-process engine (no core process to watch) is yielded through unchanged."""
+    core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+    queue = getattr(core, "outputs_queue", None)
+    manager = getattr(getattr(core, "resources", None), "engine_manager", None)
+    processes = list(getattr(manager, "processes", None) or [])
+    state: dict[str, Any] = {"died": None}
+    if queue is None or not processes:
+        yield state
+        return
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(poll):
+            dead = [proc for proc in processes if not proc.is_alive()]
+            if dead:
+                state["died"] = [proc.exitcode for proc in dead]
+                queue.put_nowait(EngineDied(f"the vLLM engine core process died (exit code {state['died'][0]})"))
+                return
+
+    thread = threading.Thread(target=watch, name="countdown-engine-watch", daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        stop.set()
+        thread.join()
+
+
+def generate_watched(llm, *args: Any, **kwargs: Any) -> list:
+    """``llm.generate(*args, **kwargs)`` under :func:`watch_engine`: a core process that dies meanwhile ends the call
+    with :class:`EngineDied` (one line) instead of a wait that never returns. Every ``generate`` of this package and
+    of the contrastive vLLM scorer goes through here."""
+    with watch_engine(llm) as watch:
+        try:
+            return llm.generate(*args, **kwargs)
+        except Exception as exc:
+            if watch["died"] is None:
+                raise
+            raise EngineDied(
+                f"the vLLM engine core process died during generation (exit code {watch['died'][0]}: killed, "
+                "or out of memory?); nothing was scored or written"
+            ) from exc
 
 
 def on_cpu() -> bool:
@@ -116,7 +179,7 @@ class VLLMSampler:
             for i, b in enumerate(budgets)
         ]
         requests = [{"prompt_token_ids": [int(t) for t in p]} for p in prompts]
-        outputs = self.llm.generate(requests, sampling_params=params, use_tqdm=wanted(self.progress))
+        outputs = generate_watched(self.llm, requests, sampling_params=params, use_tqdm=wanted(self.progress))
         return [
             [cut(o.token_ids, sampled_logprobs(o), b, self.stop_ids) for o in out.outputs]
             for out, b in zip(outputs, budgets, strict=True)

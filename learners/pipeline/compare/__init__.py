@@ -48,8 +48,10 @@ Output (``DIR``)
 
 A failing run is reported (``ERROR``, the summary) and the others go on; the command then exits with 1.
 ``--resume`` skips runs with ``DONE``, continues the others from their newest checkpoint
-(``trainer.train(resume_from_checkpoint=...)``, counters restored from the checkpoint's ``compare_state.json``)
-and rewrites the results; without ``--resume`` or ``--overwrite`` a non-empty ``DIR`` is refused. Files are
+(``trainer.train(resume_from_checkpoint=...)``, counters restored from the checkpoint's ``compare_state.json``;
+exact across epochs) and rewrites the results; without ``--resume`` or ``--overwrite`` a non-empty ``DIR`` is
+refused, and so is ``--resume`` into a folder without ``compare.json``. Learners of one seed whose prompt digests
+differ (not the same prompts in the same order) are an error: the command exits 1 naming the seeds. Files are
 written atomically (temporary file, then ``os.replace``). ``--quick``: tiny sizes for tests.
 
 Runs are sequential, in one process (seed-major: every learner of seed 0 first), on one device; the token
@@ -60,7 +62,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 import sys
 import time
 import traceback
@@ -70,6 +71,8 @@ from pathlib import Path
 
 from countdown_env.atomic import write_text
 
+from ..models import resolve_model
+from ..run_record import config_changes
 from ..statistics import mean_ci, paired_bootstrap_diff
 from ..warm_start import tiny_task
 from .curves import plot_curves
@@ -78,7 +81,7 @@ from .results import CSV_COLUMNS, CUMULATIVE_COLUMNS, read_rows, rows_to_csv
 from .run_progress import Progress
 from .runs import Comparison, default_warm_start, has_shipped_warm_start, run_name, train_one
 from .settings import EVAL_SET, SETTINGS_FILE, CompareSettings, parse_overrides
-from .summary import learner_table, summary_markdown
+from .summary import learner_table, prompt_digest_mismatches, summary_markdown
 
 __all__ = [
     "CSV_COLUMNS",
@@ -111,17 +114,31 @@ def _relevant(overrides: Sequence[str], learners: Sequence[str]) -> list[str]:
     return [item for item in overrides if item.split(".", 1)[0] in ("all", *learners)]
 
 
+COMPARE_OUTPUTS = (SETTINGS_FILE, "results.csv", "summary.md", "engagement.csv", "curves.png", "runs", "data",
+                   "init-model")  # fmt: skip
+"""Every entry a comparison writes into ``DIR``: ``--overwrite`` removes these and refuses a folder with anything
+else."""
+
+
 def prepare_dir(out: Path, settings: CompareSettings, *, resume: bool, overwrite: bool) -> None:
-    """Refuse a non-empty ``out`` unless resuming (same settings) or overwriting (a compare output only)."""
+    """Refuse a non-empty ``out`` unless resuming (a comparison's folder, same settings) or overwriting (a
+    comparison's folder holding nothing else)."""
+    from countdown_env.atomic import check_output, remove_owned
+
     settings_path = out / SETTINGS_FILE
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file")
+    check_output(out, [resolve_model(settings.model)] if settings.model else [], overwrite=True, what="--out")
     non_empty = out.is_dir() and any(out.iterdir())
     if non_empty and resume:
+        if not settings_path.is_file():
+            raise ValueError(
+                f"--resume: {out} has no {SETTINGS_FILE}, so it holds no comparison to continue; give a new --out"
+            )
         if settings_path.is_file():
             old = json.loads(settings_path.read_text())
             new = settings.to_dict()
-            changed = [k for k in new if k not in CompareSettings.RESUMABLE and old.get(k) != new[k]]
+            changed = list(config_changes({k: old.get(k) for k in new}, new, ignore=CompareSettings.RESUMABLE))
             if "overrides" in changed and _relevant(old.get("overrides", []), settings.learners) == _relevant(
                 settings.overrides, settings.learners
             ):
@@ -136,8 +153,7 @@ def prepare_dir(out: Path, settings: CompareSettings, *, resume: bool, overwrite
             raise ValueError(
                 f"--overwrite: {out} has no {SETTINGS_FILE}; refusing to delete a folder compare did not write"
             )
-        for child in out.iterdir():
-            shutil.rmtree(child) if child.is_dir() else child.unlink()
+        remove_owned(out, COMPARE_OUTPUTS)  # refuses a comparison's folder that also holds the user's files
     elif non_empty:
         raise ValueError(f"{out} is not empty: pass --resume to continue it or --overwrite to start again")
     out.mkdir(parents=True, exist_ok=True)
@@ -175,7 +191,6 @@ def _run_compare(settings: CompareSettings, out: Path, *, resume: bool, overwrit
     from countdown_env.jsonl import write_jsonl
 
     from ..data import model_task
-    from ..models import resolve_model
     from ..tokenizer_io import load_tokenizer
 
     out = Path(out)
@@ -266,4 +281,5 @@ def _run_compare(settings: CompareSettings, out: Path, *, resume: bool, overwrit
         "finished": len(runs) - len(failures),
         "skipped": skipped,
         "failures": {run_name(*key): text.strip().splitlines()[-1] for key, text in failures.items()},
+        "prompt_digest_mismatches": prompt_digest_mismatches(out, settings),
     }

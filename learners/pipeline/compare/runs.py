@@ -259,13 +259,16 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
 
     trainer.checkpoint_writers.append(snapshot)
     finished = checkpoint is not None and checkpoint_step(checkpoint) >= settings.steps
-    if finished and settings.steps in run_state.evaluated:
-        # killed after the last checkpoint, before DONE: nothing left to train (TRL would train one step more)
-        log_history = json.loads((checkpoint / "trainer_state.json").read_text())["log_history"]
-        final_step = checkpoint_step(checkpoint)
-    else:
-        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-        final_step, log_history = trainer.state.global_step, trainer.state.log_history
+    try:
+        if finished and settings.steps in run_state.evaluated:
+            # killed after the last checkpoint, before DONE: nothing left to train (TRL would train one step more)
+            log_history = json.loads((checkpoint / "trainer_state.json").read_text())["log_history"]
+            final_step = checkpoint_step(checkpoint)
+        else:
+            trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+            final_step, log_history = trainer.state.global_step, trainer.state.log_history
+    finally:
+        trainer.release_generation_engine()  # --vllm: each run's engine kept its KV cache until the process ended
     if final_step != settings.steps:
         raise RuntimeError(f"training stopped at step {final_step} of {settings.steps}")
     write_bytes(run_dir / "final_eval.jsonl", (run_dir / "evals" / f"step-{final_step}.jsonl").read_bytes())

@@ -138,7 +138,7 @@ def parse_overrides(items: Sequence[str], learners: Sequence[str]) -> dict[str, 
     not part of this invocation); anything else is a ``ValueError``.
     """
     from ...core.registry import LEARNERS
-    from ..run_config import parse_yaml
+    from ..run_config import parse_override_value
 
     out: dict[str, dict[str, Any]] = {}
     for item in items:
@@ -148,7 +148,7 @@ def parse_overrides(items: Sequence[str], learners: Sequence[str]) -> dict[str, 
             raise ValueError(f"--set {item!r} is not of the form LEARNER.key=value (or all.key=value)")
         if prefix != "all" and prefix not in LEARNERS:
             raise ValueError(f"--set {item!r}: {prefix!r} is neither 'all' nor a learner ({', '.join(LEARNERS)})")
-        out.setdefault(prefix, {})[name] = parse_yaml(raw)
+        out.setdefault(prefix, {})[name] = parse_override_value(key, raw)
     return out
 
 

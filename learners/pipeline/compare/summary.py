@@ -119,6 +119,18 @@ def learner_table(out: Path, settings: CompareSettings, rows: Sequence[Mapping[s
     return table
 
 
+def prompt_digest_mismatches(out: Path, settings: CompareSettings) -> list[int]:
+    """The seeds whose finished runs (``DONE``) trained on different prompts or orders (their ``prompt_digest``
+    differ): the comparison is then not paired, an error (``countdown compare`` exits 1)."""
+    digests: dict[int, set[str]] = {}
+    for learner in settings.learners:
+        for seed in settings.seeds:
+            done = out / "runs" / run_name(learner, seed) / "DONE"
+            if done.is_file():
+                digests.setdefault(seed, set()).add(json.loads(done.read_text()).get("prompt_digest", ""))
+    return sorted(seed for seed, found in digests.items() if len(found) > 1)
+
+
 def summary_markdown(
     out: Path, settings: CompareSettings, rows, failures: Mapping[tuple[str, int], str], info, engagement
 ) -> str:
@@ -190,13 +202,7 @@ def summary_markdown(
         for (learner, seed), error in sorted(failures.items()):
             text = error.strip().splitlines()[-1] if error.strip() else "unknown error"
             lines.append(f"| {learner} | {seed} | {text.replace('|', '/')} |")
-    digests: dict[int, set[str]] = {}
-    for learner in settings.learners:
-        for seed in settings.seeds:
-            done = out / "runs" / run_name(learner, seed) / "DONE"
-            if done.is_file():
-                digests.setdefault(seed, set()).add(json.loads(done.read_text()).get("prompt_digest", ""))
-    same = all(len(v) == 1 for v in digests.values())
+    same = not prompt_digest_mismatches(out, settings)
     lines += [
         "",
         "Same training prompts in the same order for every learner of a seed: "
