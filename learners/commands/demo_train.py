@@ -50,6 +50,9 @@ def run(args: argparse.Namespace) -> int:
     summary = run_demo(
         args.out, learner=args.learner, seed=args.seed, from_scratch=args.from_scratch, progress=progress, **settings
     )
-    print((Path(args.out) / "summary.md").read_text())
-    print(json.dumps(summary["seconds"]))
+    from ..pipeline.processes import run_processes
+
+    if run_processes().is_main:  # under accelerate launch: one report, not one per process
+        print((Path(args.out) / "summary.md").read_text())
+        print(json.dumps(summary["seconds"]))
     return 0

@@ -70,10 +70,12 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "rollouts", None):
         overrides.append(f"rollouts={args.rollouts}")
     # user errors (ValueError, OSError, RuntimeError) reach countdown_env.cli.main: one line, exit status 2
+    from ..pipeline.processes import run_processes
     from ..pipeline.run_config import load_config
     from ..pipeline.run_driver import train
 
     config = load_config(args.config, overrides)
     summary = train(args.learner, config, args.output_dir, resume=args.resume, overwrite=args.overwrite)
-    print(json.dumps(summary, indent=2))
+    if run_processes().is_main:  # under accelerate launch: one summary, not one per process
+        print(json.dumps(summary, indent=2))
     return 0

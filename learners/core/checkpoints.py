@@ -134,13 +134,19 @@ def rotate(output_dir: str | Path, keep: int | None) -> None:
 def manifest_callback(writers: list[Callable[[Path], Any]], keep: int | None):
     """A ``TrainerCallback`` that, on every save, runs ``writers`` (the trainer's ``checkpoint_writers`` list, read
     at save time) on the new checkpoint folder, writes its manifest, then rotates to ``keep`` complete checkpoints
-    (process zero only). It holds the list, not the trainer: a callback referring to its trainer would make a
-    reference cycle that keeps a finished trainer (its model, a colocated vLLM engine) alive until a full
-    garbage collection."""
+    (process zero only, after a barrier: under several processes each writes files of its own into the folder).
+    It holds the list, not the trainer: a callback referring to its trainer would make a reference cycle that keeps
+    a finished trainer (its model, a colocated vLLM engine) alive until a full garbage collection."""
     from transformers import TrainerCallback
 
     class CheckpointManifest(TrainerCallback):
         def on_save(self, args, state, control, **kwargs):
+            # every process writes its own files into the checkpoint (rng_state_RANK.pth, shards): the manifest
+            # is computed once all of them are done
+            if args.world_size > 1:
+                import torch.distributed as dist
+
+                dist.barrier()
             folder = Path(args.output_dir) / f"{PREFIX}{state.global_step}"
             if not state.is_world_process_zero or not folder.is_dir():
                 return

@@ -10,7 +10,9 @@ sync goes through :mod:`learners.core.vllm_sync`), while ``vllm_mode: server`` i
 server's weights through NCCL, i.e. CUDA). :func:`train` writes ``OUTPUT/final`` (model + tokenizer + task),
 ``OUTPUT/log_history.json``, ``OUTPUT/training.png``, ``OUTPUT/resolved_config.json`` and TRL's ``checkpoint-N``
 folders (each with a manifest of sha256s, :mod:`learners.core.checkpoints`); the folder's rules (``--resume``,
-``--overwrite``) are :mod:`learners.pipeline.run_folder`.
+``--overwrite``) are :mod:`learners.pipeline.run_folder`. Under ``accelerate launch`` with several processes the
+main process alone claims and writes the folder, and every process starts from the checkpoint it chose
+(:mod:`learners.pipeline.processes`).
 """
 
 from __future__ import annotations
@@ -72,27 +74,32 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
     from countdown_env.task import CountdownTask
 
     from .data import model_task, prompt_dataset
+    from .processes import run_processes
     from .tiny import build_tiny_model
     from .tokenizer_io import load_tokenizer
 
     validate_config(learner, config)  # everything checkable without data or weights, before any work
     out = Path(output_dir)
+    processes = run_processes()  # the main process writes the init model and the data; every process reads them
     model = resolve_model(config.get("model", "tiny"))
     if model == "tiny":
-        print(
-            "countdown train: warning: model 'tiny' is a RANDOMLY INITIALISED model (smoke tests); "
-            "train from an SFT'd checkpoint with --model warm-start or --model DIR",
-            file=sys.stderr,
-        )
+        if processes.is_main:
+            print(
+                "countdown train: warning: model 'tiny' is a RANDOMLY INITIALISED model (smoke tests); "
+                "train from an SFT'd checkpoint with --model warm-start or --model DIR",
+                file=sys.stderr,
+            )
         init = out / "init-model"
-        model = init if (init / "config.json").is_file() else build_tiny_model(init, **(config.get("tiny") or {}))
+        model = processes.decide(
+            lambda: init if (init / "config.json").is_file() else build_tiny_model(init, **(config.get("tiny") or {}))
+        )
     tokenizer = load_tokenizer(model)
     if config.get("task") is not None:
         task = CountdownTask.from_dict(config["task"])
     else:
         task = model_task(model) or CountdownTask()
     curriculum = _curriculum(config)  # `curriculum:` section: levels raised on train accuracy (procedural.py)
-    train_rows, eval_rows = load_data(config.get("data") or {}, task, out / "data")
+    train_rows, eval_rows = processes.decide(lambda: load_data(config.get("data") or {}, task, out / "data"))
     if not train_rows and curriculum is None:
         raise ValueError("no training puzzles")
 
@@ -212,17 +219,22 @@ def train(
     folder needs ``resume`` (continue from the newest complete checkpoint, or the checkpoint ``resume`` names) or
     ``overwrite`` (start again); resuming a run that already reached ``max_steps`` trains nothing and returns its
     summary."""
-    from countdown_env.atomic import output_claim
-
+    from .processes import run_processes
     from .run_folder import prepare_run_folder
 
     out = Path(output_dir)
     validate_config(learner, config)  # before the claim: a typo is one line, whatever the folder holds
-    with output_claim(out):
-        start = prepare_run_folder(out, resume=resume, overwrite=overwrite, max_steps=_max_steps(learner, config))
+    # under several processes the main one claims and prepares the folder; every rank starts where it decided
+    processes = run_processes((config.get("trainer") or {}).get("ddp_timeout"))
+    with processes.claim(out):
+        max_steps = _max_steps(learner, config)
+        start = processes.decide(
+            lambda: prepare_run_folder(out, resume=resume, overwrite=overwrite, max_steps=max_steps)
+        )
         if start.finished is not None:
-            print(f"countdown train: {out} already finished at step {start.finished['steps']}; nothing to do",
-                  file=sys.stderr)  # fmt: skip
+            if processes.is_main:
+                print(f"countdown train: {out} already finished at step {start.finished['steps']}; nothing to do",
+                      file=sys.stderr)  # fmt: skip
             return start.finished
         return _train(learner, config, out, start.checkpoint)
 
@@ -253,11 +265,12 @@ def _train(learner: str, config: dict[str, Any], out: Path, checkpoint: Path | N
     if restore:
         from transformers import TrainerState
 
-        print(f"countdown train: {checkpoint} is the last step; finishing the run from it", file=sys.stderr)
+        if trainer.is_world_process_zero():
+            print(f"countdown train: {checkpoint} is the last step; finishing the run from it", file=sys.stderr)
         trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
         trainer.eval_callback.finish_restored(trainer.state)
     else:
-        if checkpoint is not None:
+        if checkpoint is not None and trainer.is_world_process_zero():
             print(f"countdown train: resuming from {checkpoint}", file=sys.stderr)
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
     final = out / "final"

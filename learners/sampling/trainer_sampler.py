@@ -13,9 +13,11 @@ from .protocol import Sampler, Sampling
 
 def trainer_sampling(trainer) -> Sampling:
     """The trainer's temperature, top-p, top-k, min-p and repetition penalty; no reseeding (the trainer's random
-    streams go on, as in TRL's own generation)."""
+    streams go on, as in TRL's own generation). ``generation_kwargs: {do_sample: false}`` makes TRL's own
+    generation greedy, and so this sampling (temperature 0)."""
+    greedy = (getattr(trainer.args, "generation_kwargs", None) or {}).get("do_sample") is False
     return Sampling(
-        temperature=float(trainer.temperature),
+        temperature=0.0 if greedy else float(trainer.temperature),
         top_p=float(trainer.top_p),
         top_k=int(getattr(trainer, "top_k", 0) or 0),
         min_p=float(getattr(trainer, "min_p", 0.0) or 0.0),
