@@ -11,6 +11,7 @@ from typing import Any
 from ..pipeline.demo import DEFAULTS, LEARNER, LR_SCHEDULERS, QUICK, run_demo
 
 HELP = "the main job on CPU: RL from the shipped warm start, eval before/after"
+USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.threads)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
