@@ -196,6 +196,10 @@ class CountdownGRPOTrainer(GRPOTrainer):
         self.checkpoint_writers: list[Callable[[Path], Any]] = [self.task.save]
         keep, self.args.save_total_limit = self.args.save_total_limit, None
         self.add_callback(manifest_callback(self.checkpoint_writers, keep))
+        if self.accelerator.num_processes > 1 and self.accelerator.device.type == "cpu":
+            from .checkpoints import load_indexed_cpu_locations
+
+            load_indexed_cpu_locations()  # a multi-process CPU run resumes its optimizer from "cpu:RANK"
         if self.use_vllm:
             from .vllm_sync import use_layerwise_sync
 
