@@ -58,6 +58,22 @@ def launch_problem(env: Mapping[str, str], num_processes: int) -> str | None:
     return None
 
 
+def sharding_problem(env: Mapping[str, str], fsdp: bool, deepspeed: bool, distributed_type: str) -> str | None:
+    """Why a launch that asked for FSDP or DeepSpeed (``accelerate launch`` sets ``ACCELERATE_USE_FSDP`` /
+    ``ACCELERATE_USE_DEEPSPEED``) trains without it (``fsdp``/``deepspeed``: what the trainer runs), or ``None``.
+    accelerate 1.15 turns FSDP on only for accelerator devices: CPU processes train plain DDP (DeepSpeed runs on
+    CPU, with its CPU accelerator)."""
+    asked = {"FSDP": ("ACCELERATE_USE_FSDP", fsdp), "DeepSpeed": ("ACCELERATE_USE_DEEPSPEED", deepspeed)}
+    for name, (variable, active) in asked.items():
+        if env.get(variable, "").lower() == "true" and not active:
+            problem = f"the launch asked for {name} but the trainer runs {distributed_type} (every process holds "
+            problem += "the whole model)"
+            if name == "FSDP":
+                problem += ": accelerate turns FSDP on for GPUs and other accelerators, not for CPU processes"
+            return problem
+    return None
+
+
 class RunProcesses:
     """This process's place among the processes of one launch (one plain process: the main one, alone)."""
 
@@ -73,13 +89,6 @@ class RunProcesses:
     @property
     def several(self) -> bool:
         return self.num_processes > 1
-
-    def wait(self) -> None:
-        """A barrier over every process (nothing for one process)."""
-        if self.several:
-            import torch.distributed as dist
-
-            dist.barrier()
 
     def decide(self, decision: Callable[[], T]) -> T:
         """``decision()`` computed on the main process only and broadcast to every process; an exception it raises

@@ -18,6 +18,7 @@ main process alone claims and writes the folder, and every process starts from t
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -148,6 +149,7 @@ def make_trainer(
     import torch
 
     from ..core.registry import get_learner
+    from .processes import sharding_problem
     from .rollouts import route_kwargs
 
     trainer_args = dict(trainer_args)
@@ -159,7 +161,7 @@ def make_trainer(
     _, trainer_class = spec.load()
     if wrap is not None:
         trainer_class = wrap(trainer_class)
-    return trainer_class(
+    trainer = trainer_class(
         model=str(model),
         args=args,
         train_dataset=train_dataset,
@@ -169,6 +171,11 @@ def make_trainer(
         peft_config=peft_config,
         **route_kwargs(rollouts, task, tokenizer, train_puzzles, args),
     )
+    kind = str(trainer.accelerator.distributed_type)
+    problem = sharding_problem(os.environ, trainer.is_fsdp_enabled, trainer.is_deepspeed_enabled, kind)
+    if problem is not None and trainer.is_world_process_zero():
+        print(f"countdown: warning: {problem}", file=sys.stderr)
+    return trainer
 
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")

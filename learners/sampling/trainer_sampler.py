@@ -8,6 +8,9 @@ replay in seam 1) samples from the current policy.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from .protocol import Sampler, Sampling
 
 
@@ -44,3 +47,31 @@ def trainer_sampler(trainer, model=None) -> Sampler:
     return HFSampler(
         policy, trainer.processing_class, stop_ids=stops, batch_size=trainer.args.per_device_train_batch_size
     )
+
+
+def lockstep_forward(trainer) -> bool:
+    """Whether a forward pass of the policy may be a collective operation of all processes, so that every process
+    must run the same forwards, in step: FSDP (each layer gathers its shards) and DeepSpeed ZeRO-3 (inside TRL's
+    gather too: deepspeed 0.19's start-of-forward hook, which TRL 1.16 leaves in place, compares the module trace
+    across processes until the trace is complete; an eval on the main process alone hung there)."""
+    if trainer.is_fsdp_enabled:
+        return True
+    plugin = getattr(trainer.accelerator.state, "deepspeed_plugin", None)
+    return bool(trainer.is_deepspeed_enabled and plugin is not None and plugin.zero_stage == 3)
+
+
+@contextlib.contextmanager
+def gathered_policy(trainer) -> Iterator:
+    """The trainer's policy with its full parameters, for sampling outside TRL's own generation (an eval, a replay):
+    TRL's ``unwrap_model_for_generation``, which under DeepSpeed ZeRO-3 gathers the partitioned parameters into
+    every process. That gather is a collective operation: every process enters this context, one that samples
+    nothing included; inside it, sampling is local to each process unless :func:`lockstep_forward`."""
+    from trl.models import unwrap_model_for_generation
+
+    with unwrap_model_for_generation(
+        trainer.model_wrapped,
+        trainer.accelerator,
+        gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
+        gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs,
+    ) as model:
+        yield model

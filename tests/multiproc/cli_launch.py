@@ -31,6 +31,21 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+ACCELERATE_CONFIGS = ROOT / "learners" / "pipeline" / "configs" / "accelerate"
+
+
+def with_config(name: str, port: int) -> list[str]:
+    """``accelerate launch --config_file`` of a shipped config (``ddp``, ``zero3``, ...) of ``countdown_env.cli``."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(ACCELERATE_CONFIGS / f"{name}.yaml"),
+    ]
+    return cmd + ["--main_process_port", str(port), "--module", "countdown_env.cli"]
+
+
 def accelerate(num_processes: int, port: int, *, machines: int = 1, machine_rank: int = 0) -> list[str]:
     """``accelerate launch`` of ``python -m countdown_env.cli`` over ``num_processes`` CPU processes in all."""
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(num_processes)]

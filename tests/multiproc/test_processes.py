@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 from cli_launch import free_port
 
-from learners.pipeline.processes import launch_problem
+from learners.pipeline.processes import launch_problem, sharding_problem
 
 
 def _worker(rank: int, port: int, out: str) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2", RANK=str(rank),
                       LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE="2", OMP_NUM_THREADS="1")  # fmt: skip
+    import torch.distributed as dist
+
     from countdown_env.atomic import claim_path
     from learners.pipeline.processes import run_processes
 
@@ -31,10 +33,10 @@ def _worker(rank: int, port: int, out: str) -> None:
     record["shared"] = processes.share(rank * 10 + 7)
     run_dir = Path(out) / "run"
     with processes.claim(run_dir):
-        processes.wait()  # the main process holds the claim now, whichever process reads it
+        dist.barrier()  # the main process holds the claim now, whichever process reads it
         record["claim_holder"] = int(claim_path(run_dir).read_text())
         record["pid"] = os.getpid()
-        processes.wait()
+        dist.barrier()
     Path(out, f"rank-{rank}.json").write_text(json.dumps(record))
     os._exit(0)  # no gloo teardown at exit (tests/multiproc/probe_worker.exit_at_once)
 
@@ -90,3 +92,31 @@ def test_a_multi_process_cpu_checkpoint_loads_at_cpu_rank():
     saved.seek(0)
     loaded = torch.load(saved, map_location=torch.device("cpu", 1), weights_only=True)
     assert torch.equal(loaded["exp_avg"], torch.arange(3.0)) and loaded["exp_avg"].device.type == "cpu"
+
+
+@pytest.mark.parametrize(
+    ("env", "fsdp", "deepspeed", "problem"),
+    [
+        ({}, False, False, None),
+        ({"ACCELERATE_USE_FSDP": "true"}, True, False, None),
+        ({"ACCELERATE_USE_FSDP": "true"}, False, False, "asked for FSDP"),  # accelerate 1.15 on CPU: plain DDP
+        ({"ACCELERATE_USE_DEEPSPEED": "true"}, False, True, None),
+        ({"ACCELERATE_USE_DEEPSPEED": "True"}, False, False, "asked for DeepSpeed"),
+    ],
+)
+def test_sharding_problem(env, fsdp, deepspeed, problem):
+    found = sharding_problem(env, fsdp, deepspeed, "DistributedType.MULTI_CPU")
+    assert (found is None) if problem is None else (problem in found and "MULTI_CPU" in found)
+
+
+def test_the_shipped_accelerate_configs_load_as_accelerate_reads_them():
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    from learners.pipeline.run_config import CONFIG_DIR
+
+    found = {path.stem: load_config_from_file(str(path)) for path in (CONFIG_DIR / "accelerate").glob("*.yaml")}
+    kinds = {name: str(config.distributed_type).rsplit(".", 1)[-1] for name, config in found.items()}
+    assert kinds == {"ddp": "MULTI_GPU", "zero2": "DEEPSPEED", "zero3": "DEEPSPEED", "fsdp2": "FSDP"}
+    assert [found[name].deepspeed_config["zero_stage"] for name in ("zero2", "zero3")] == [2, 3]
+    assert found["fsdp2"].fsdp_config["fsdp_version"] == 2
+    assert found["ddp"].mixed_precision == "no" and found["ddp"].num_processes == 2  # the CPU recipe as tested

@@ -130,6 +130,7 @@ class RunState:
 def _make_callback(trainer, comparison: Comparison, run_state: RunState, learner: str, seed: int, run_dir: Path):
     from transformers import TrainerCallback
 
+    from ...sampling.trainer_sampler import gathered_policy, lockstep_forward
     from ..processes import run_processes
 
     settings, progress, tally = comparison.settings, comparison.progress, run_state.tally
@@ -143,27 +144,31 @@ def _make_callback(trainer, comparison: Comparison, run_state: RunState, learner
         def evaluate(self, step: int) -> None:
             if step in run_state.evaluated:
                 return
-            if not is_main:  # one eval, on the main process (the policy is the same on every one)
+            # Every run of a seed starts from the same model and samples its eval with the same seed: step 0's
+            # report is the same for all learners, so it is computed once per seed (the other processes keep the
+            # key only, so that every process decides alike).
+            initial = comparison.initial_evals
+            report = initial[seed] if step == 0 and seed in initial else None
+            if step != 0 or seed not in initial:
+                # one eval, on the main process; every process enters the gather of sharded parameters, and where
+                # each forward is a collective (FSDP, ZeRO-3) every process runs it (same rows, same seed)
+                with gathered_policy(trainer) as model:
+                    if is_main or lockstep_forward(trainer):
+                        report = evaluate_policy(
+                            model,
+                            comparison.tokenizer,
+                            comparison.eval_rows,
+                            comparison.task,
+                            max_new_tokens=settings.max_new_tokens,
+                            seed=seed,
+                            batch_size=settings.eval_batch_size,
+                        )
+                if step == 0:
+                    initial[seed] = report if is_main else None
+            if not is_main:
                 tally.take_reward()
                 run_state.evaluated.add(step)
                 return
-            # Every run of a seed starts from the same model and samples its eval with the same seed: step 0's
-            # report is the same for all learners, so it is computed once per seed.
-            initial = comparison.initial_evals
-            if step == 0 and seed in initial:
-                report = initial[seed]
-            else:
-                report = evaluate_policy(
-                    trainer.model,
-                    comparison.tokenizer,
-                    comparison.eval_rows,
-                    comparison.task,
-                    max_new_tokens=settings.max_new_tokens,
-                    seed=seed,
-                    batch_size=settings.eval_batch_size,
-                )
-                if step == 0:
-                    initial[seed] = report
             overall = report["overall"]
             row = {
                 "learner": learner,
