@@ -17,6 +17,10 @@ the ratio ``torch / project`` per condition (above 1: the project's rule is fast
     python benchmarks/bench_threads.py                       # the full demo: 2 settings x 2 conditions, ~1 h
     python benchmarks/bench_threads.py --quick               # checks the script end to end (not a timing)
     python benchmarks/bench_threads.py --conditions loaded --burners 2 --json benchmarks/results/threads/loaded.json
+
+``--generation`` measures the mechanism instead, in seconds: tokens/s of HF ``generate`` with the shipped warm
+start (32 rows x 96 new tokens), each setting in a fresh process, side by side: 1 thread, every core with OpenMP's
+default (spinning) waits, every core with sleeping waits (``OMP_WAIT_POLICY=PASSIVE``, the project's default).
 """
 
 from __future__ import annotations
@@ -55,6 +59,44 @@ def run_demo(setting: str, demo_args: list[str], work: Path) -> dict:
     return {"setting": setting, "wall_s": round(wall, 1), "load_before": round(load, 2), "stages_s": stages}
 
 
+GENERATION_SETTINGS = {  # name -> environment of the measuring process
+    "1 thread": {"OMP_NUM_THREADS": "1"},
+    "all cores, spinning waits": {},
+    "all cores, sleeping waits": {"OMP_WAIT_POLICY": "PASSIVE"},
+}
+
+GENERATE = """
+import time, torch
+from transformers import AutoModelForCausalLM
+from learners.pipeline.models import SHIPPED_DIR
+from learners.pipeline.tokenizer_io import load_tokenizer
+tokenizer = load_tokenizer(SHIPPED_DIR)
+model = AutoModelForCausalLM.from_pretrained(SHIPPED_DIR).eval()
+messages = [{"role": "user", "content": "Numbers: 3, 7, 11\\nTarget: 21"}]
+ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+ids = torch.tensor([list(ids["input_ids"] if hasattr(ids, "keys") else ids)] * 32)
+torch.manual_seed(0)
+with torch.no_grad():
+    model.generate(ids, max_new_tokens=8, do_sample=True)
+    start = time.perf_counter()
+    model.generate(ids, max_new_tokens=96, min_new_tokens=96, do_sample=True)
+print(torch.get_num_threads(), 32 * 96 / (time.perf_counter() - start))
+"""
+
+
+def measure_generation(repeats: int) -> None:
+    """Tokens/s of each of :data:`GENERATION_SETTINGS`, alternating, with the load before each run."""
+    base = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
+    for repeat in range(repeats):
+        for name, extra in GENERATION_SETTINGS.items():
+            load = os.getloadavg()[0]
+            proc = subprocess.run([sys.executable, "-c", GENERATE], env={**base, **extra}, capture_output=True,
+                                  text=True, check=True)  # fmt: skip
+            threads, rate = proc.stdout.split()[-2:]
+            print(f"run {repeat + 1} {name:26} {threads} threads {float(rate):8.0f} tokens/s  load before {load:5.2f}",
+                  flush=True)  # fmt: skip
+
+
 def start_burners(count: int) -> list[subprocess.Popen]:
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
 
@@ -73,7 +115,11 @@ def main() -> None:
     parser.add_argument("--conditions", nargs="+", choices=("quiet", "loaded"), default=["quiet", "loaded"])
     parser.add_argument("--burners", type=int, default=1, help="busy-loop processes beside the loaded runs")
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
+    parser.add_argument("--generation", action="store_true", help="tokens/s of generate per thread setting instead")
     args, demo_args = parser.parse_known_args()  # anything else goes to demo-train (e.g. --rl-steps 100)
+    if args.generation:
+        measure_generation(args.repeats)
+        return
     if args.quick:
         demo_args = ["--quick", *demo_args]
     if args.repeats < 1 or args.burners < 0:

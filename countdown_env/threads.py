@@ -16,11 +16,13 @@ The rule (:func:`plan_threads`), applied by :func:`configure_threads` before tor
 3. else the cores this process may run on (``os.sched_getaffinity``) divided by the processes of the launch on this
    machine (``LOCAL_WORLD_SIZE``, as torchrun and ``accelerate launch`` set it; MPI's local size), at least 1.
 
-The chosen count goes to ``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` (so child processes, e.g. a vLLM engine
-core, inherit it: vLLM's CPU engine computes with this process's share) and to ``torch.set_num_threads`` when torch
-is already imported. Unless set, ``OMP_WAIT_POLICY`` becomes ``PASSIVE`` (waiting threads sleep), and with several
-processes on the machine ``VLLM_CPU_OMP_THREADS_BIND`` becomes ``nobind`` (vLLM's automatic binding would pin every
-process's engine workers to the same cores). This module imports no torch.
+The chosen count goes to ``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` (child processes inherit it) and to
+``torch.set_num_threads`` when torch
+is already imported. Unless set, ``OMP_WAIT_POLICY`` becomes ``PASSIVE`` (waiting threads sleep), and when the
+count is below the usable cores ``VLLM_CPU_OMP_THREADS_BIND`` becomes ``nobind``: a vLLM CPU engine of its own
+(``countdown eval --backend vllm``) runs its worker in a child process that vLLM's automatic binding would give every
+core of the machine, in every process; unbound it inherits this process's count. (TRL's colocated engine runs
+inside the training process and computes with its threads.) This module imports no torch.
 """
 
 from __future__ import annotations
@@ -88,22 +90,25 @@ def plan_threads(requested: int | str | None, env: Mapping[str, str], cores: int
     return ThreadPlan(max(1, cores // processes), f"{cores} usable cores / {processes} local processes")
 
 
-def apply_plan(plan: ThreadPlan, env: MutableMapping[str, str]) -> None:
-    """Write ``plan`` into ``env`` (the thread counts; a passive wait policy and no vLLM core binding where unset)."""
+def apply_plan(plan: ThreadPlan, env: MutableMapping[str, str], cores: int) -> None:
+    """Write ``plan`` into ``env``: the thread counts, a passive wait policy where unset, and, when the plan takes
+    fewer than the ``cores`` this process may use, no vLLM core binding where unset (vLLM's CPU engine process
+    would otherwise bind a thread to every core of the machine; unbound, it inherits ``OMP_NUM_THREADS``)."""
     if plan.threads is None:
         return
     env["OMP_NUM_THREADS"] = str(plan.threads)
     env["MKL_NUM_THREADS"] = str(plan.threads)
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    if local_processes(env) > 1:
+    if plan.threads < cores:
         env.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
 
 
 def configure_threads(requested: int | str | None = None) -> ThreadPlan:
     """Apply the module's rule to this process: environment variables first (read by torch and OpenMP when they
     start), then ``torch.set_num_threads`` if torch is already imported. Call it before importing torch."""
-    plan = plan_threads(requested, os.environ, usable_cores())
-    apply_plan(plan, os.environ)
+    cores = usable_cores()
+    plan = plan_threads(requested, os.environ, cores)
+    apply_plan(plan, os.environ, cores)
     torch = sys.modules.get("torch")
     if plan.threads is not None and torch is not None and hasattr(torch, "set_num_threads"):
         if torch.get_num_threads() != plan.threads:

@@ -41,15 +41,18 @@ def test_bad_thread_counts_are_refused(bad):
 
 
 def test_the_plan_goes_to_the_environment_without_overriding_what_is_set():
-    env = {"OMP_WAIT_POLICY": "ACTIVE", "LOCAL_WORLD_SIZE": "2"}
-    apply_plan(ThreadPlan(3, "test"), env)
-    assert env["OMP_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "3"
-    assert env["OMP_WAIT_POLICY"] == "ACTIVE" and env["VLLM_CPU_OMP_THREADS_BIND"] == "nobind"
-    single = {}
-    apply_plan(ThreadPlan(2, "test"), single)
-    assert single["OMP_WAIT_POLICY"] == "PASSIVE" and "VLLM_CPU_OMP_THREADS_BIND" not in single
+    shared = {"OMP_WAIT_POLICY": "ACTIVE"}
+    apply_plan(ThreadPlan(3, "test"), shared, cores=8)  # a share of the cores: vLLM's engine must not take them all
+    assert shared["OMP_NUM_THREADS"] == shared["MKL_NUM_THREADS"] == "3"
+    assert shared["OMP_WAIT_POLICY"] == "ACTIVE" and shared["VLLM_CPU_OMP_THREADS_BIND"] == "nobind"
+    whole = {"VLLM_CPU_OMP_THREADS_BIND": "0-1"}
+    apply_plan(ThreadPlan(2, "test"), whole, cores=2)
+    assert whole["OMP_WAIT_POLICY"] == "PASSIVE" and whole["VLLM_CPU_OMP_THREADS_BIND"] == "0-1"
+    alone = {}
+    apply_plan(ThreadPlan(2, "test"), alone, cores=2)
+    assert "VLLM_CPU_OMP_THREADS_BIND" not in alone  # every core is this process's: vLLM's own binding stays
     untouched = {"X": "1"}
-    apply_plan(ThreadPlan(None, "--threads torch"), untouched)
+    apply_plan(ThreadPlan(None, "--threads torch"), untouched, cores=2)
     assert untouched == {"X": "1"}
 
 
