@@ -17,12 +17,12 @@ The rule (:func:`plan_threads`), applied by :func:`configure_threads` before tor
    machine (``LOCAL_WORLD_SIZE``, as torchrun and ``accelerate launch`` set it; MPI's local size), at least 1.
 
 The chosen count goes to ``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` (child processes inherit it) and to
-``torch.set_num_threads`` when torch
-is already imported. Unless set, ``OMP_WAIT_POLICY`` becomes ``PASSIVE`` (waiting threads sleep), and when the
-count is below the usable cores ``VLLM_CPU_OMP_THREADS_BIND`` becomes ``nobind``: a vLLM CPU engine of its own
-(``countdown eval --backend vllm``) runs its worker in a child process that vLLM's automatic binding would give every
-core of the machine, in every process; unbound it inherits this process's count. (TRL's colocated engine runs
-inside the training process and computes with its threads.) This module imports no torch.
+``torch.set_num_threads`` when torch is already imported. Unless set, ``OMP_WAIT_POLICY`` becomes ``PASSIVE``
+(waiting threads sleep), and when the count is below the usable cores ``VLLM_CPU_OMP_THREADS_BIND`` becomes
+``nobind``: a vLLM CPU engine of its own (``countdown eval --backend vllm``) runs its worker in a child process that
+vLLM's automatic binding would give every core this process may use, in every process; unbound it inherits this
+process's count. (TRL's colocated engine runs inside the training process and computes with its threads.) This
+module imports no torch.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def plan_threads(requested: int | str | None, env: Mapping[str, str], cores: int
 def apply_plan(plan: ThreadPlan, env: MutableMapping[str, str], cores: int) -> None:
     """Write ``plan`` into ``env``: the thread counts, a passive wait policy where unset, and, when the plan takes
     fewer than the ``cores`` this process may use, no vLLM core binding where unset (vLLM's CPU engine process
-    would otherwise bind a thread to every core of the machine; unbound, it inherits ``OMP_NUM_THREADS``)."""
+    would otherwise bind a thread to every core it may use; unbound, it inherits ``OMP_NUM_THREADS``)."""
     if plan.threads is None:
         return
     env["OMP_NUM_THREADS"] = str(plan.threads)
