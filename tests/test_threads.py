@@ -83,7 +83,7 @@ def test_the_command_sets_torch_threads_before_torch_starts(args, local, omp, ex
     env["LOCAL_WORLD_SIZE"] = local
     if omp is not None:
         env["OMP_NUM_THREADS"] = omp
-    proc = subprocess.run([sys.executable, "-c", PROBE, *args], env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", PROBE, *args], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     if expected == "share":
         expected = max(1, len(os.sched_getaffinity(0)) // int(local))
