@@ -77,16 +77,20 @@ class PuzzleStream:
         self.num_processes = int(os.environ.get("WORLD_SIZE", 1)) if num_processes is None else int(num_processes)
         if not 0 <= self.process_index < self.num_processes:
             raise ValueError(f"process_index {self.process_index} outside [0, {self.num_processes})")
+        self.rows_per_process = rows_per_process
+        self.unusable: str | None = None  # why next_index cannot draw (checked there: rows that carry their
+        # puzzle, as the dataset route's, never draw from the stream, whatever the batch sizes)
         if self.num_processes > 1:
-            rows = _positive(rows_per_process, "rows_per_process (needed with several processes)")
-            if rows % self.num_generations:
-                raise ValueError(
+            rows = rows_per_process
+            if rows is None or isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+                self.unusable = (
+                    f"rows_per_process (needed with several processes) must be a positive integer, got {rows!r}"
+                )
+            elif rows % self.num_generations:
+                self.unusable = (
                     f"with several processes each process's {rows} rows per round must hold whole groups of "
                     f"{self.num_generations}; otherwise give the trainer a dataset with numbers/target or index columns"
                 )
-            self.rows_per_process = rows
-        else:
-            self.rows_per_process = rows_per_process
         if isinstance(start, bool) or not isinstance(start, int) or start < 0:
             raise ValueError(f"start must be a non-negative integer, got {start!r}")
         self.start = start
@@ -94,6 +98,8 @@ class PuzzleStream:
 
     def next_index(self) -> int:
         """The puzzle index of the next rollout on this process."""
+        if self.unusable is not None:
+            raise ValueError(self.unusable)
         call, self.calls = self.calls, self.calls + 1
         if self.num_processes == 1:
             return self.start + call // self.num_generations

@@ -256,3 +256,13 @@ def test_frozen_scorer_stays_frozen(make_trainer, cpu_grpo_kwargs):
         moved = live.eval()(input_ids=ids).logits
     assert torch.equal(before, after)
     assert not torch.allclose(moved, before)
+
+
+@pytest.mark.parametrize("engine", ["naive", "prefix_shared"])
+def test_transformers_scorers_are_refused_under_sharded_parameters(engine, make_trainer, cpu_grpo_kwargs, monkeypatch):
+    """Under FSDP or ZeRO-3 (every forward a collective of all processes) a transformers scorer would score each
+    process's own number of rollouts with a frozen copy holding one shard: refused at construction, with the way
+    out. (ZeRO-3 itself runs in tests/multiproc/test_deepspeed.py where deepspeed is installed.)"""
+    monkeypatch.setattr("learners.contrastive.trainer.lockstep_forward", lambda trainer: True)
+    with pytest.raises(ValueError, match=f"scorer_engine '{engine}' does not support sharded parameters.*vllm"):
+        _contrastive(make_trainer, _config(cpu_grpo_kwargs, scorer_engine=engine))

@@ -543,3 +543,38 @@ def test_replay_rows_pad_prompts_left_completions_right_and_append():
     assert batch["prompt_ids"].tolist() == [[4, 4, 4], [0, 5, 6], [0, 0, 7]]
     assert batch["completion_ids"].tolist() == [[8, 9, 0], [1, 2, 9], [3, 0, 0]]
     assert batch["completion_mask"].tolist() == [[1, 1, 0], [1, 1, 1], [0, 0, 0]]
+
+
+@pytest.mark.parametrize("lockstep", [False, True])
+def test_replay_samples_every_slot_where_forwards_are_collective(lockstep, make_trainer, cpu_grpo_kwargs, monkeypatch):
+    """Under FSDP or ZeRO-3 every process must run the same generate calls, so each process samples all of its
+    replay slots (the rows it has no plan for as one-token fillers, dropped); otherwise only its plans."""
+    import learners.t_spmo.trainer as t_spmo_trainer
+
+    sampled: list[int] = []
+    real_sampler = t_spmo_trainer.trainer_sampler
+
+    def counting_sampler(trainer, model=None):
+        sampler = real_sampler(trainer, model=model)
+        real_sample = sampler.sample
+
+        def sample(rows, *args, **kwargs):
+            sampled.append(len(rows))
+            return real_sample(rows, *args, **kwargs)
+
+        sampler.sample = sample
+        return sampler
+
+    monkeypatch.setattr(t_spmo_trainer, "trainer_sampler", counting_sampler)
+    monkeypatch.setattr(t_spmo_trainer, "lockstep_forward", lambda trainer: lockstep)
+    cpu_grpo_kwargs.update(replay_success=1, replay_failure=2, max_steps=1, success_threshold=1.0)
+    trainer = _tspmo(make_trainer, cpu_grpo_kwargs)
+    trainer.train()
+    batch, rollout, plans = trainer.seen[0]
+    slots = 2 * 3  # 2 groups x (C_success + C_failure)
+    assert 0 < len(plans) < slots  # some slots without a plan: fillers under lockstep
+    assert sampled == [slots if lockstep else len(plans)]
+    assert batch["completion_ids"].size(0) == rollout.rewards.numel() + slots  # the fillers never reach the batch
+    for j, plan in enumerate(plans):
+        completion = _rows(batch, "completion_ids", "completion_mask", rollout.rewards.numel() + j)
+        assert tuple(completion[: len(plan.prefix)]) == plan.prefix

@@ -53,8 +53,15 @@ def test_stream_with_several_processes_keeps_groups_whole():
     # round 0: process 0 holds global rows 0-3 (groups 0, 1), process 1 rows 4-7 (groups 2, 3); round 1: 4..7
     assert [streams[0].next_index() for _ in range(8)] == [0, 0, 1, 1, 4, 4, 5, 5]
     assert [streams[1].next_index() for _ in range(8)] == [2, 2, 3, 3, 6, 6, 7, 7]
+    split = PuzzleStream(4, rows_per_process=6, process_index=0, num_processes=2)
     with pytest.raises(ValueError, match="whole groups"):
-        PuzzleStream(4, rows_per_process=6, process_index=0, num_processes=2)
+        split.next_index()
+    # rows that carry their puzzle never draw: such a stream does not stop a run (the tools route's dataset)
+    env = CountdownEnvironment(TASK, stream=split)
+    env.reset(numbers=[3, 7, 11], target=21)
+    assert env.puzzle == Puzzle([3, 7, 11], 21)
+    with pytest.raises(ValueError, match="rows_per_process"):
+        PuzzleStream(2, process_index=0, num_processes=2).next_index()
 
 
 def test_check_tool_and_get_reward():

@@ -7,6 +7,9 @@ add theirs through the ``countdown.commands`` entry-point group (name -> module 
 learners' ``train``, ``eval``, ``compare``, ``demo-train`` and ``warm-start`` come from ``learners.commands``), so
 this package names no module outside itself.
 
+Threads: every subcommand runs under :func:`countdown_env.threads.configure_threads` (set before the subcommand
+imports torch); those whose module sets ``USES_TORCH = True`` also take ``--threads N|torch``.
+
 Errors: a subcommand raises (``ValueError``, ``OSError``, ``RuntimeError``, ``ImportError``) for anything the user
 can fix; :func:`main` prints ``countdown <command>: error: <message>`` on stderr and returns 2, without a traceback
 (``COUNTDOWN_DEBUG=1`` re-raises, showing it). Argument errors are argparse's, in the same form.
@@ -103,20 +106,54 @@ def main(argv: list[str] | None = None) -> int:
         prog=f"countdown {name}", description=_help(module_name, help_text), formatter_class=DefaultsHelpFormatter
     )
     module.add_arguments(parser)
+    if getattr(module, "USES_TORCH", False):
+        parser.add_argument(
+            "--threads",
+            type=_threads_value,
+            help="CPU threads of each process (torch, OpenMP, MKL); 'torch': torch's own default (every core). "
+            "Default: OMP_NUM_THREADS when set, else the cores this process may use divided by the processes of the "
+            "launch on this machine",
+        )
     try:
         args = parser.parse_args(rest)
     except SystemExit as exc:  # --help (0) or a usage error (2), already printed by argparse: return, not raise
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    from ..threads import configure_threads
+
+    configure_threads(getattr(args, "threads", None))  # before the subcommand imports torch
     try:
-        return int(module.run(args) or 0)
+        code = int(module.run(args) or 0)
     except USER_ERRORS as exc:
         if os.environ.get("COUNTDOWN_DEBUG", "") not in ("", "0"):
             raise
         print(f"countdown {name}: error: {error_message(exc)}", file=sys.stderr)
-        return 2
+        code = 2
     except KeyboardInterrupt:
         print(f"countdown {name}: interrupted", file=sys.stderr)
-        return 130
+        code = 130
+    return exit_distributed_process(code)
+
+
+def exit_distributed_process(code: int) -> int:
+    """``code``, or, in a process of a multi-process launch (a torch process group of more than one process), end
+    the process at once with ``code`` (``os._exit`` after flushing): at interpreter exit gloo's teardown can abort
+    a process whose peer (the one hosting the rendezvous store) is already gone, and torchrun would report the
+    finished run as failed. The work and its files are complete by then."""
+    dist = sys.modules.get("torch.distributed")  # never imported here: only a command that used it has it
+    if dist is not None and dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _threads_value(text: str) -> int | str:
+    from ..threads import parse_threads
+
+    try:
+        return parse_threads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _version() -> str:

@@ -11,6 +11,7 @@ from ..pipeline.compare import run_compare
 from ..pipeline.compare.settings import DEFAULT_LEARNERS, EVAL_SET, FULL, QUICK, CompareSettings
 
 HELP = "run learners side by side from one warm start: CSV, summary, curves"
+USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.threads)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -100,11 +101,15 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError, TypeError) as exc:
         print(f"countdown compare: error: {exc}", file=sys.stderr)
         return 2
-    print((Path(args.out) / "summary.md").read_text())
-    print(json.dumps(result))
+    from ..pipeline.processes import run_processes
+
+    if run_processes().is_main:  # under accelerate launch: one report, not one per process
+        print((Path(args.out) / "summary.md").read_text())
+        print(json.dumps(result))
+        if result["prompt_digest_mismatches"]:
+            seeds = ", ".join(map(str, result["prompt_digest_mismatches"]))
+            print(f"countdown compare: error: the learners of seed {seeds} trained on different prompts (prompt "
+                  "digests differ): the comparison is not paired; rerun those runs", file=sys.stderr)  # fmt: skip
     if result["prompt_digest_mismatches"]:
-        seeds = ", ".join(map(str, result["prompt_digest_mismatches"]))
-        print(f"countdown compare: error: the learners of seed {seeds} trained on different prompts (prompt "
-              "digests differ): the comparison is not paired; rerun those runs", file=sys.stderr)  # fmt: skip
         return 1
     return 1 if result["failures"] else 0

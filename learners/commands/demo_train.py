@@ -11,6 +11,7 @@ from typing import Any
 from ..pipeline.demo import DEFAULTS, LEARNER, LR_SCHEDULERS, QUICK, run_demo
 
 HELP = "the main job on CPU: RL from the shipped warm start, eval before/after"
+USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.threads)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +51,9 @@ def run(args: argparse.Namespace) -> int:
     summary = run_demo(
         args.out, learner=args.learner, seed=args.seed, from_scratch=args.from_scratch, progress=progress, **settings
     )
-    print((Path(args.out) / "summary.md").read_text())
-    print(json.dumps(summary["seconds"]))
+    from ..pipeline.processes import run_processes
+
+    if run_processes().is_main:  # under accelerate launch: one report, not one per process
+        print((Path(args.out) / "summary.md").read_text())
+        print(json.dumps(summary["seconds"]))
     return 0

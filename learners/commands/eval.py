@@ -9,6 +9,7 @@ from pathlib import Path
 from ..pipeline.eval_models import BACKENDS
 
 HELP = "pass@1/pass@k with CIs of a checkpoint on a split; JSON report"
+USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.threads)
 
 
 def add_arguments(parser) -> None:

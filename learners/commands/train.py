@@ -7,6 +7,7 @@ import argparse
 import json
 
 HELP = "train a registered learner (GRPO presets, ...) from a YAML preset"
+USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.threads)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "rollouts", None):
         overrides.append(f"rollouts={args.rollouts}")
     # user errors (ValueError, OSError, RuntimeError) reach countdown_env.cli.main: one line, exit status 2
+    from ..pipeline.processes import run_processes
     from ..pipeline.run_config import find_config, load_config
     from ..pipeline.run_driver import train
 
@@ -84,5 +86,6 @@ def run(args: argparse.Namespace) -> int:
         args.learner, config, args.output_dir, resume=args.resume, overwrite=args.overwrite,
         inputs=[find_config(args.config)], allow_changes=args.allow_changes,
     )  # fmt: skip
-    print(json.dumps(summary, indent=2))
+    if run_processes().is_main:  # under accelerate launch: one summary, not one per process
+        print(json.dumps(summary, indent=2))
     return 0

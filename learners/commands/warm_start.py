@@ -20,6 +20,7 @@ from ..pipeline.warm_start import (
 )
 
 HELP = "the shipped SFT warm start: its report, --measure, --from-scratch (--multi-step: the multi-step one)"
+USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.threads)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -14,6 +14,7 @@ import torch
 
 from ..core.trainer import Rollout
 from ..grpo.trainer import GRPOLearner
+from ..sampling.trainer_sampler import lockstep_forward
 from .answer_bank import AnswerBank, build_answer_bank
 from .config import ContrastiveConfig
 from .paragraphs import split_paragraphs, token_texts
@@ -73,6 +74,12 @@ class ContrastiveTrainer(GRPOLearner):
     def __init__(self, model, reward_funcs=None, args=None, *trainer_args, **trainer_kwargs):
         args = self._check_args(args, ContrastiveConfig, "contrastive")
         super().__init__(model, reward_funcs, args, *trainer_args, **trainer_kwargs)
+        if args.scorer_engine != "vllm" and lockstep_forward(self):
+            raise ValueError(
+                f"contrastive: scorer_engine {args.scorer_engine!r} does not support sharded parameters (FSDP, "
+                "DeepSpeed ZeRO-3): each process scores its own number of rollouts while every forward is a collective "
+                "of all processes, and a frozen copy of a sharded policy holds only its shard; use scorer_engine: vllm"
+            )
         self._frozen_model = None
         if args.scorer == "frozen" and args.scorer_engine != "vllm":
             self._frozen_model = self._load_frozen_scorer()

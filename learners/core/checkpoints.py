@@ -137,16 +137,45 @@ def rotate(output_dir: str | Path, keep: int | None) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def load_indexed_cpu_locations() -> None:
+    """Teach ``torch.load`` that ``cpu:N`` is the CPU. transformers' Trainer resumes the optimizer of a multi-process
+    run with ``map_location=args.device``, and accelerate makes that device ``cpu:LOCAL_RANK`` on a machine without
+    a GPU, a location ``torch.load`` refuses ("don't know how to restore data location of
+    torch.storage.UntypedStorage (tagged with cpu:1)"): without this, no multi-process CPU run could resume."""
+    import re
+
+    import torch
+
+    global _CPU_LOCATIONS_REGISTERED
+    if _CPU_LOCATIONS_REGISTERED:
+        return
+
+    def on_cpu(storage, location: str):
+        return storage.cpu() if re.fullmatch(r"cpu:\d+", location) else None
+
+    torch.serialization.register_package(5, lambda storage: None, on_cpu)  # before torch's own "cpu" (10)
+    _CPU_LOCATIONS_REGISTERED = True
+
+
+_CPU_LOCATIONS_REGISTERED = False
+
+
 def manifest_callback(writers: list[Callable[[Path], Any]], keep: int | None):
     """A ``TrainerCallback`` that, on every save, runs ``writers`` (the trainer's ``checkpoint_writers`` list, read
     at save time) on the new checkpoint folder, writes its manifest, then rotates to ``keep`` complete checkpoints
-    (process zero only). It holds the list, not the trainer: a callback referring to its trainer would make a
-    reference cycle that keeps a finished trainer (its model, a colocated vLLM engine) alive until a full
-    garbage collection."""
+    (process zero only, after a barrier: under several processes each writes files of its own into the folder).
+    It holds the list, not the trainer: a callback referring to its trainer would make a reference cycle that keeps
+    a finished trainer (its model, a colocated vLLM engine) alive until a full garbage collection."""
     from transformers import TrainerCallback
 
     class CheckpointManifest(TrainerCallback):
         def on_save(self, args, state, control, **kwargs):
+            # every process writes its own files into the checkpoint (rng_state_RANK.pth, shards): the manifest
+            # is computed once all of them are done
+            if args.world_size > 1:
+                import torch.distributed as dist
+
+                dist.barrier()
             folder = Path(args.output_dir) / f"{PREFIX}{state.global_step}"
             if not state.is_world_process_zero or not folder.is_dir():
                 return

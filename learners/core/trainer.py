@@ -205,6 +205,10 @@ class CountdownGRPOTrainer(GRPOTrainer):
 
         self.finite_guard = FiniteGuard()
         self.add_callback(self.finite_guard.callback())
+        if self.accelerator.num_processes > 1 and self.accelerator.device.type == "cpu":
+            from .checkpoints import load_indexed_cpu_locations
+
+            load_indexed_cpu_locations()  # a multi-process CPU run resumes its optimizer from "cpu:RANK"
         if self.use_vllm:
             from .vllm_sync import use_layerwise_sync
 

@@ -14,6 +14,10 @@
 
 Step counts are fixed (not wall time) so that every machine computes the same thing (CPU training is still not
 bit-identical across machines). ``--quick`` shrinks everything to a smoke test of a few seconds.
+
+Under ``accelerate launch`` with N processes the RL stage is one N-process run (``--prompts-per-step`` stays the
+global batch), while the main process alone builds the data, evaluates and writes (the others wait):
+:mod:`learners.pipeline.processes`.
 """
 
 from __future__ import annotations
@@ -60,15 +64,17 @@ DEMO_OUTPUTS = ("warm-start", "data", "eval_before.json", "eval_after.json", "tr
 """``--quick --from-scratch``: the warm-start recipe shrunk to a smoke test."""
 
 
-def _stage(name: str, timings: dict[str, float]):
+def _stage(name: str, timings: dict[str, float], quiet: bool = False):
     class Stage:
         def __enter__(self):
-            print(f"== {name} ...", file=sys.stderr, flush=True)
+            if not quiet:
+                print(f"== {name} ...", file=sys.stderr, flush=True)
             self.start = time.perf_counter()
 
         def __exit__(self, *exc):
             timings[name] = time.perf_counter() - self.start
-            print(f"== {name}: {timings[name]:.1f} s", file=sys.stderr, flush=True)
+            if not quiet:
+                print(f"== {name}: {timings[name]:.1f} s", file=sys.stderr, flush=True)
 
     return Stage()
 
@@ -85,12 +91,13 @@ def run_demo(
     """Run the pipeline into ``out``; returns the summary (also written as ``summary.json``/``summary.md``). The
     folder is held exclusively for the whole run (a second demo into it is refused at once); a rerun replaces the
     files of the previous one."""
-    from countdown_env.atomic import check_output, output_claim
+    from countdown_env.atomic import check_output
 
+    from .processes import run_processes
     from .warm_start import SHIPPED_DIR
 
     check_output(out, [] if from_scratch else [SHIPPED_DIR], overwrite=True, what="--out")  # its input: the warm start
-    with output_claim(out):
+    with run_processes().claim(out):
         return _run_demo(Path(out), learner, seed, from_scratch, progress, overrides)
 
 
@@ -107,6 +114,7 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
     from .eval_report import format_report, write_report
     from .evaluate import evaluate
     from .plotting import plot_training
+    from .processes import run_processes
     from .run_config import load_config
     from .run_driver import train
     from .sft_training import SFT_HISTORY_FILE
@@ -115,33 +123,46 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
 
     settings = {**DEFAULTS, **overrides}
     out = Path(out)
-    # a rerun replaces the files of the previous demo; a folder holding anything else is not the demo's
-    refuse_foreign(out, (*DEMO_OUTPUTS, *LEARNERS), flag="--out")
-    out.mkdir(parents=True, exist_ok=True)
+    processes = run_processes()
+    rows_per_step = settings["prompts_per_step"] * GROUP_SIZE
+    if rows_per_step % processes.num_processes:
+        raise ValueError(f"{processes.num_processes} processes cannot share {rows_per_step} completions per step")
+    if processes.is_main:
+        # a rerun replaces the files of the previous demo; a folder holding anything else is not the demo's
+        refuse_foreign(out, (*DEMO_OUTPUTS, *LEARNERS), flag="--out")
+        out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
     total_start = time.perf_counter()
 
-    with _stage("warm start", timings):
+    def stage(name: str):
+        return _stage(name, timings, quiet=not processes.is_main)
+
+    def build_warm_start_here() -> Path:
+        quick = settings["rl_steps"] <= QUICK["rl_steps"]
+        recipe = WarmStartRecipe.from_dict({**RECIPE.to_dict(), **(QUICK_RECIPE if quick else {})})
+        measure = dict(eval_limit=settings["eval_limit"], groups=2, max_new_tokens=16) if quick else None
+        return build_warm_start(  # the demo's own sub-folder: a rerun replaces it
+            out / "warm-start", recipe, measure=measure, log=lambda m: print(m, file=sys.stderr), overwrite=True
+        )
+
+    with stage("warm start"):
         if from_scratch:
-            quick = settings["rl_steps"] <= QUICK["rl_steps"]
-            recipe = WarmStartRecipe.from_dict({**RECIPE.to_dict(), **(QUICK_RECIPE if quick else {})})
-            measure = dict(eval_limit=settings["eval_limit"], groups=2, max_new_tokens=16) if quick else None
-            warm = build_warm_start(  # the demo's own sub-folder: a rerun replaces it
-                out / "warm-start", recipe, measure=measure, log=lambda m: print(m, file=sys.stderr), overwrite=True
-            )
+            warm = processes.decide(build_warm_start_here)  # built once, by the main process
         else:
             warm = SHIPPED_DIR
             if not (warm / "config.json").is_file():
                 raise FileNotFoundError(f"no shipped warm start at {warm}: run with --from-scratch")
         task = model_task(warm) or tiny_task()
 
-    with _stage("data", timings):
-        eval_rows = load_eval_set(EVAL_SET, as_dataset=False)[: settings["eval_limit"]]
+    def write_data() -> None:
         exclude = [(tuple(r["numbers"]), r["target"]) for r in load_eval_set(EVAL_SET, as_dataset=False)]
         spec = SplitSpec(task=task, train_size=settings["train_size"], eval_size=0, exclude=exclude)
-        train_rows = build_split_records(spec)["train"]
-        write_jsonl(train_rows, out / "data" / "train.jsonl")
+        write_jsonl(build_split_records(spec)["train"], out / "data" / "train.jsonl")
         write_jsonl(eval_rows[: settings["curve_eval_limit"]], out / "data" / "eval.jsonl")
+
+    with stage("data"):
+        eval_rows = load_eval_set(EVAL_SET, as_dataset=False)[: settings["eval_limit"]]
+        processes.decide(write_data)  # written by the main process before any process trains on them
 
     eval_kwargs = dict(
         task=task,
@@ -162,10 +183,10 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
         print(f"-- {name}\n{format_report(report)}", file=sys.stderr, flush=True)
         return report
 
-    with _stage("eval before RL", timings):
-        before = evaluate_dir(warm, "before")
+    with stage("eval before RL"):
+        before = evaluate_dir(warm, "before") if processes.is_main else None
 
-    with _stage(f"{learner} RL", timings):
+    with stage(f"{learner} RL"):
         steps = settings["rl_steps"]
         config = load_config(
             "cpu-tiny",
@@ -179,7 +200,7 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
                 f"trainer.max_steps={steps}",
                 f"trainer.learning_rate={settings['learning_rate']}",
                 f"trainer.lr_scheduler_type={settings['lr_scheduler']}",
-                f"trainer.per_device_train_batch_size={settings['prompts_per_step'] * GROUP_SIZE}",
+                f"trainer.per_device_train_batch_size={rows_per_step // processes.num_processes}",
                 f"trainer.num_generations={GROUP_SIZE}",
                 f"trainer.max_completion_length={settings['max_new_tokens']}",
                 f"trainer.save_steps={max(steps, 1)}",
@@ -189,10 +210,13 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
             ],
         )
         rl = train(learner, config, out / learner, overwrite=True)  # the demo's own sub-folder: a rerun replaces it
-        for checkpoint in (out / learner).glob("checkpoint-*"):
-            shutil.rmtree(checkpoint, ignore_errors=True)
+        if processes.is_main:
+            for checkpoint in (out / learner).glob("checkpoint-*"):
+                shutil.rmtree(checkpoint, ignore_errors=True)
 
-    with _stage("eval after RL", timings):
+    if not processes.is_main:  # the main process evaluates and reports; every process returns its summary
+        return processes.share(None)
+    with stage("eval after RL"):
         after = evaluate_dir(Path(rl["final"]), "after")
 
     history = json.loads((out / learner / "log_history.json").read_text())
@@ -213,7 +237,7 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
     }
     write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     write_text(out / "summary.md", markdown_summary(summary, before, after))
-    return summary
+    return processes.share(summary)
 
 
 def rl_gain(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ def make_eval_callback(eval_rows: list[dict], eval_config: dict[str, Any], task,
     from transformers import TrainerCallback
 
     from ..sampling import HFSampler
+    from ..sampling.trainer_sampler import gathered_policy, lockstep_forward
     from .evaluate import evaluate
 
     every = int(eval_config.get("every", 0) or 0)
@@ -36,14 +37,24 @@ def make_eval_callback(eval_rows: list[dict], eval_config: dict[str, Any], task,
 
         def _run(self, state, control=None):
             step = state.global_step
-            if not rows or not every or step in self.done or not state.is_world_process_zero:
+            if not rows or not every or step in self.done:
                 return
             self.done.add(step)
-            model = self.trainer.model
-            was_training = model.training
-            device = next(model.parameters()).device
-            sampler = HFSampler(model, tokenizer, batch_size=int(eval_config.get("batch_size", 64)), device=device)
-            report = evaluate(sampler, tokenizer, rows, task=task, **settings)
+            trainer, main = self.trainer, state.is_world_process_zero
+            # one eval, on the main process; every process enters the gather of sharded parameters, and where
+            # a forward is a collective (FSDP, ZeRO-3) every process runs the same eval (same rows and seed)
+            with gathered_policy(trainer) as model:
+                if not (main or lockstep_forward(trainer)):
+                    return
+                was_training = model.training
+                device = next(model.parameters()).device
+                batch_size = int(eval_config.get("batch_size", 64))
+                report = evaluate(HFSampler(model, tokenizer, batch_size=batch_size, device=device), tokenizer, rows,
+                                  task=task, **settings)  # fmt: skip
+                if was_training:
+                    model.train()
+            if not main:
+                return
             overall = report["overall"]
             low, high = overall["pass@1_ci95"]
             logs = {"eval_pass@1": overall["pass@1"], "eval_pass@1_low": low, "eval_pass@1_high": high}
@@ -55,8 +66,6 @@ def make_eval_callback(eval_rows: list[dict], eval_config: dict[str, Any], task,
             self.trainer.log(logs)  # model is in eval mode here: TRL flushes only (empty) eval metrics
             if control is not None:  # Trainer.log resets should_log; keep this step's regular log
                 control.should_log = should_log
-            if was_training:
-                model.train()
 
         def on_train_begin(self, args, state, control, **kwargs):
             # after a resume, the restored history already holds the evals up to the checkpoint, and the resume

@@ -10,12 +10,15 @@ sync goes through :mod:`learners.core.vllm_sync`), while ``vllm_mode: server`` i
 server's weights through NCCL, i.e. CUDA). :func:`train` writes ``OUTPUT/final`` (model + tokenizer + task),
 ``OUTPUT/log_history.json``, ``OUTPUT/training.png``, ``OUTPUT/resolved_config.json`` and TRL's ``checkpoint-N``
 folders (each with a manifest of sha256s, :mod:`learners.core.checkpoints`); the folder's rules (``--resume``,
-``--overwrite``) are :mod:`learners.pipeline.run_folder`.
+``--overwrite``) are :mod:`learners.pipeline.run_folder`. Under ``accelerate launch`` with several processes the
+main process alone claims and writes the folder, and every process starts from the checkpoint it chose
+(:mod:`learners.pipeline.processes`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -73,6 +76,7 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
     from countdown_env.task import CountdownTask
 
     from .data import model_task, prompt_dataset
+    from .processes import run_processes
     from .tiny import build_tiny_model
     from .tokenizer_io import load_tokenizer
 
@@ -83,21 +87,25 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
     if curriculum is not None:
         trainer_args["shuffle_dataset"] = False  # no shuffle buffer reading ahead at the old level
     learner_config(learner, trainer_args)  # the learner's own checks (TRL's too), before anything is written
+    processes = run_processes()  # the main process writes the init model and the data; every process reads them
     model = resolve_model(config.get("model", "tiny"))
     if model == "tiny":
-        print(
-            "countdown train: warning: model 'tiny' is a RANDOMLY INITIALISED model (smoke tests); "
-            "train from an SFT'd checkpoint with --model warm-start or --model DIR",
-            file=sys.stderr,
-        )
+        if processes.is_main:
+            print(
+                "countdown train: warning: model 'tiny' is a RANDOMLY INITIALISED model (smoke tests); "
+                "train from an SFT'd checkpoint with --model warm-start or --model DIR",
+                file=sys.stderr,
+            )
         init = out / "init-model"
-        model = init if (init / "config.json").is_file() else build_tiny_model(init, **(config.get("tiny") or {}))
+        model = processes.decide(
+            lambda: init if (init / "config.json").is_file() else build_tiny_model(init, **(config.get("tiny") or {}))
+        )
     tokenizer = load_tokenizer(model)
     if config.get("task") is not None:
         task = CountdownTask.from_dict(config["task"])
     else:
         task = model_task(model) or CountdownTask()
-    train_rows, eval_rows = load_data(config.get("data") or {}, task, out / "data")
+    train_rows, eval_rows = processes.decide(lambda: load_data(config.get("data") or {}, task, out / "data"))
     if not train_rows and curriculum is None:
         raise ValueError("no training puzzles")
 
@@ -141,13 +149,14 @@ def make_trainer(
     counting subclass) and ``peft_config`` (a ``peft`` config, e.g. :func:`lora_config`: TRL wraps the model and
     trains the adapter only)."""
     from ..core.registry import get_learner
+    from .processes import sharding_problem
     from .rollouts import route_kwargs
 
     args = learner_config(learner, trainer_args)
     _, trainer_class = get_learner(learner).load()
     if wrap is not None:
         trainer_class = wrap(trainer_class)
-    return trainer_class(
+    trainer = trainer_class(
         model=str(model),
         args=args,
         train_dataset=train_dataset,
@@ -157,6 +166,11 @@ def make_trainer(
         peft_config=peft_config,
         **route_kwargs(rollouts, task, tokenizer, train_puzzles, args),
     )
+    kind = str(trainer.accelerator.distributed_type)
+    problem = sharding_problem(os.environ, trainer.is_fsdp_enabled, trainer.is_deepspeed_enabled, kind)
+    if problem is not None and trainer.is_world_process_zero():
+        print(f"countdown: warning: {problem}", file=sys.stderr)
+    return trainer
 
 
 def learner_config(learner: str, trainer_args: dict[str, Any]):
@@ -229,25 +243,34 @@ def train(
 ) -> dict:
     """Train, save ``final/``, the log history and the PNG; return a small summary dict.
 
-    The run folder's rules (:mod:`learners.pipeline.run_folder`): held exclusively for the whole run; never one of
-    the run's inputs (its model folder, data files, or ``inputs`` such as the config file), nor inside or around
-    one; a non-empty folder needs ``resume`` (continue from the newest complete checkpoint, or the checkpoint
-    ``resume`` names) or ``overwrite`` (start again); resuming a run that already reached ``max_steps`` trains
-    nothing and returns its summary; resuming with another learner, task or setting than the run's is refused unless
-    ``allow_changes`` (:mod:`learners.pipeline.run_record`)."""
-    from countdown_env.atomic import check_output, output_claim
+    The run folder's rules (:mod:`learners.pipeline.run_folder`): held exclusively for the whole run (under several
+    processes, by the main one: :mod:`learners.pipeline.processes`); never one of the run's inputs (its model
+    folder, data files, or ``inputs`` such as the config file), nor inside or around one; a non-empty folder needs
+    ``resume`` (continue from the newest complete checkpoint, or the checkpoint ``resume`` names) or ``overwrite``
+    (start again); resuming a run that already reached ``max_steps`` trains nothing and returns its summary;
+    resuming with another learner, task or setting than the run's is refused unless ``allow_changes``
+    (:mod:`learners.pipeline.run_record`)."""
+    from countdown_env.atomic import check_output
 
+    from .processes import run_processes
     from .run_folder import prepare_run_folder
 
     out = Path(output_dir)
     validate_config(learner, config)  # before the claim: a typo is one line, whatever the folder holds
     check_output(out, [*run_inputs(config), *inputs], overwrite=True, what="--output-dir")
-    with output_claim(out):
-        start = prepare_run_folder(out, resume=resume, overwrite=overwrite, max_steps=_max_steps(learner, config))
-        changes = check_resume(out, run_record(learner, config), allow_changes=allow_changes) if resume else {}
+    # under several processes the main one claims and prepares the folder; every rank starts where it decided
+    processes = run_processes((config.get("trainer") or {}).get("ddp_timeout"))
+    with processes.claim(out):
+        max_steps = _max_steps(learner, config)
+        start = processes.decide(
+            lambda: prepare_run_folder(out, resume=resume, overwrite=overwrite, max_steps=max_steps)
+        )
+        record = run_record(learner, config)
+        changes = processes.decide(lambda: check_resume(out, record, allow_changes=allow_changes)) if resume else {}
         if start.finished is not None:
-            print(f"countdown train: {out} already finished at step {start.finished['steps']}; nothing to do",
-                  file=sys.stderr)  # fmt: skip
+            if processes.is_main:
+                print(f"countdown train: {out} already finished at step {start.finished['steps']}; nothing to do",
+                      file=sys.stderr)  # fmt: skip
             return start.finished
         return _train(learner, config, out, start.checkpoint, changes)
 
@@ -281,11 +304,12 @@ def _train(learner: str, config: dict[str, Any], out: Path, checkpoint: Path | N
         if restore:
             from transformers import TrainerState
 
-            print(f"countdown train: {checkpoint} is the last step; finishing the run from it", file=sys.stderr)
+            if trainer.is_world_process_zero():
+                print(f"countdown train: {checkpoint} is the last step; finishing the run from it", file=sys.stderr)
             trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
             trainer.eval_callback.finish_restored(trainer.state)
         else:
-            if checkpoint is not None:
+            if checkpoint is not None and trainer.is_world_process_zero():
                 print(f"countdown train: resuming from {checkpoint}", file=sys.stderr)
             trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
     finally:

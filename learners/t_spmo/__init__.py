@@ -51,8 +51,10 @@ old/reference log-probs TRL would have, and appends the rows to the batch (promp
 side right-padded). Every process appends the same number of rows, rounded up so that the
 batch still splits into ``steps_per_generation`` micro-batches; unused slots are filler rows with an empty loss
 mask. Replayed rows count in the trie only from their restart depth (see :mod:`learners.t_spmo.prefix_trie`).
-Unsupported with replay: tools, environments, ``rollout_func``, multimodal inputs, model-based or async rewards,
-FSDP.
+Unsupported with replay: tools, environments, ``rollout_func``, multimodal inputs, model-based or async rewards.
+With sharded parameters (FSDP, DeepSpeed ZeRO-3) a forward is a collective of all processes, while each process
+replays its own number of rows: every process then samples the same number of rows (``slots``, the missing ones
+one-token fillers that are dropped), from the policy TRL gathers for generation.
 
 **Large groups.** The trie is built in seam 1 over the whole generation batch, so a group may exceed a
 micro-batch: e.g. |G| = 50 with ``per_device_train_batch_size=10, steps_per_generation=5,

@@ -10,13 +10,13 @@ import torch
 from accelerate.utils import gather_object
 from transformers import ProcessorMixin
 from trl.data_utils import is_conversational
-from trl.models import unwrap_model_for_generation
 from trl.trainer.utils import use_adapter
 
 from learners.core.batch_keys import PER_TOKEN_KEYS
 from learners.core.trainer import CountdownGRPOTrainer, Rollout
 from learners.core.verdicts import rollout_successes
 from learners.sampling import trainer_sampler, trainer_sampling
+from learners.sampling.trainer_sampler import gathered_policy, lockstep_forward
 from learners.t_spmo.prefix_trie import PrefixAdvantages, prefix_advantages
 from learners.t_spmo.replay import ReplayBuffer, ReplayPlan
 from learners.t_spmo.replay_rows import append_rows, pad_right, padded_rows
@@ -66,7 +66,6 @@ class TSPMOTrainer(CountdownGRPOTrainer):
             "a multimodal processor": isinstance(self.processing_class, ProcessorMixin),
             "model-based reward functions": any(isinstance(f, torch.nn.Module) for f in self.reward_funcs),
             "async reward functions": any(inspect.iscoroutinefunction(f) for f in self.reward_funcs),
-            "FSDP (replay samples from the unwrapped policy)": self.is_fsdp_enabled,
         }
         found = [name for name, present in unsupported.items() if present]
         if found:
@@ -149,7 +148,10 @@ class TSPMOTrainer(CountdownGRPOTrainer):
         self.last_replay_plans = plans
         slots = self._replay_slots(batch["completion_ids"].size(0), rollout.num_groups)
         mine = plans[rank::num_processes]
-        completions = self._generate_continuations([list(keys[p.group]) + list(p.prefix) for p in mine], mine)
+        inputs = [list(keys[p.group]) + list(p.prefix) for p in mine]
+        # where every forward is a collective (FSDP, ZeRO-3) every process samples `slots` rows, fillers included
+        lockstep = slots if lockstep_forward(self) else 0
+        completions = self._generate_continuations(inputs, mine, pad_to=lockstep, filler=list(keys[0]))
         scores = self._score_replays(mine, completions, all_inputs, size)
         rows = self._replay_rows(batch, mine, keys, completions, slots)
         append_rows(batch, rows, pad_id)
@@ -185,25 +187,26 @@ class TSPMOTrainer(CountdownGRPOTrainer):
         return slots + (-(local_rows + slots)) % chunks
 
     @torch.no_grad()
-    def _generate_continuations(self, inputs: list[list[int]], plans: list[ReplayPlan]) -> list[list[int]]:
+    def _generate_continuations(
+        self, inputs: list[list[int]], plans: list[ReplayPlan], pad_to: int = 0, filler: list[int] | None = None
+    ) -> list[list[int]]:
         """Sample a continuation of each prompt∘prefix with the current policy, through the sampler that generates
         like this trainer (:func:`learners.sampling.trainer_sampler`: its colocated vLLM engine, its vLLM server,
-        else ``generate`` on the policy gathered by TRL's public ``unwrap_model_for_generation``) with its sampling
-        settings (:func:`learners.sampling.trainer_sampling`); return prefix + continuation."""
-        if not inputs:
-            return []
+        else ``generate`` on the policy that :func:`~learners.sampling.trainer_sampler.gathered_policy` gathers with
+        TRL's public ``unwrap_model_for_generation``; every process enters it, replaying or not) with its sampling
+        settings (:func:`learners.sampling.trainer_sampling`); return prefix + continuation. ``pad_to``: sample
+        that many rows in all, the missing ones one token of ``filler`` each (dropped), so that every process runs
+        the same generate calls."""
         budgets = [self.max_completion_length - len(p.prefix) for p in plans]
         sampling = trainer_sampling(self)
         if self.use_vllm:
-            samples = trainer_sampler(self).sample(inputs, sampling, max_new_tokens=budgets)
+            samples = trainer_sampler(self).sample(inputs, sampling, max_new_tokens=budgets) if inputs else []
         else:
-            with unwrap_model_for_generation(
-                self.model_wrapped,
-                self.accelerator,
-                gather_deepspeed3_params=self.args.ds3_gather_for_generation,
-                gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
-            ) as unwrapped:
-                samples = trainer_sampler(self, model=unwrapped).sample(inputs, sampling, max_new_tokens=budgets)
+            extra = max(pad_to - len(inputs), 0)
+            with gathered_policy(self) as unwrapped:  # entered by every process: under ZeRO-3 it is a collective
+                sampler = trainer_sampler(self, model=unwrapped)
+                rows, limits = inputs + [filler] * extra, budgets + [1] * extra
+                samples = sampler.sample(rows, sampling, max_new_tokens=limits)[: len(inputs)] if rows else []
         return [list(plan.prefix) + one.ids for plan, (one,) in zip(plans, samples, strict=True)]
 
     def _score_replays(self, plans, completions, all_inputs, size) -> torch.Tensor:

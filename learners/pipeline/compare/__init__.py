@@ -54,15 +54,16 @@ refused, and so is ``--resume`` into a folder without ``compare.json``. Learners
 differ (not the same prompts in the same order) are an error: the command exits 1 naming the seeds. Files are
 written atomically (temporary file, then ``os.replace``). ``--quick``: tiny sizes for tests.
 
-Runs are sequential, in one process (seed-major: every learner of seed 0 first), on one device; the token
-counters are this process's (no accelerate multi-process support here).
+Runs are sequential (seed-major: every learner of seed 0 first). Under ``accelerate launch`` with N processes each
+run is one N-process training run (``--prompts-per-step`` stays the global batch: N must divide its rows), the main
+process alone writes ``DIR`` and evaluates, the counters are summed over the processes, and a failing run stops the
+comparison (the processes cannot agree to go on); :mod:`learners.pipeline.processes`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 import time
 import traceback
 import warnings
@@ -180,9 +181,10 @@ def run_compare(
 ) -> dict:
     """Run (or resume) the comparison into ``out``; returns ``{"failures": {...}, "finished": n, ...}``. The folder
     is held exclusively for the whole comparison (a second compare into it is refused at once)."""
-    from countdown_env.atomic import output_claim
+    from ..processes import run_processes
 
-    with output_claim(out):
+    processes = run_processes()
+    with processes.claim(out):
         return _run_compare(settings, Path(out), resume=resume, overwrite=overwrite, progress_bars=progress_bars)
 
 
@@ -191,12 +193,18 @@ def _run_compare(settings: CompareSettings, out: Path, *, resume: bool, overwrit
     from countdown_env.jsonl import write_jsonl
 
     from ..data import model_task
+    from ..models import resolve_model
+    from ..processes import run_processes
     from ..tokenizer_io import load_tokenizer
 
     out = Path(out)
-    prepare_dir(out, settings, resume=resume, overwrite=overwrite)
+    processes = run_processes()  # several: the main process writes DIR and decides; the others train beside it
+    processes.decide(lambda: prepare_dir(out, settings, resume=resume, overwrite=overwrite))
     random_model = settings.model is None and not has_shipped_warm_start()
-    model = Path(resolve_model(settings.model)) if settings.model else default_warm_start(out)
+    if settings.model:
+        model = Path(resolve_model(settings.model))
+    else:
+        model = processes.decide(lambda: default_warm_start(out))
     if not (model / "config.json").is_file():
         raise FileNotFoundError(f"--model {model}: no config.json (give a checkpoint folder)")
     task = model_task(model) or tiny_task()
@@ -207,25 +215,29 @@ def _run_compare(settings: CompareSettings, out: Path, *, resume: bool, overwrit
     exclude = [(tuple(r["numbers"]), r["target"]) for r in load_eval_set(EVAL_SET, as_dataset=False)]
     train_cache: dict[int, list] = {}
 
+    def build_train_rows(seed: int):
+        puzzles = train_split(task, settings.train_size, seed, exclude)
+        if not puzzles:
+            raise ValueError("no training puzzles")
+        path = out / "data" / f"train-s{seed}.jsonl"
+        if not path.is_file():
+            write_jsonl([{"numbers": list(p.numbers), "target": p.target} for p in puzzles], path)
+        return puzzles
+
     def train_rows(seed: int):
         if seed not in train_cache:
-            puzzles = train_split(task, settings.train_size, seed, exclude)
-            if not puzzles:
-                raise ValueError("no training puzzles")
-            path = out / "data" / f"train-s{seed}.jsonl"
-            if not path.is_file():
-                write_jsonl([{"numbers": list(p.numbers), "target": p.target} for p in puzzles], path)
-            train_cache[seed] = puzzles
+            train_cache[seed] = processes.decide(lambda: build_train_rows(seed))
         return train_cache[seed]
 
     all_rows: dict[tuple[str, int], list[dict]] = {}
     runs = [(learner, seed) for seed in settings.seeds for learner in settings.learners]
 
     def rewrite_results() -> None:
-        ordered = [row for key in runs for row in all_rows.get(key, [])]
-        write_text(out / "results.csv", rows_to_csv(ordered))
+        if processes.is_main:
+            ordered = [row for key in runs for row in all_rows.get(key, [])]
+            write_text(out / "results.csv", rows_to_csv(ordered))
 
-    progress = Progress(len(runs), bars=progress_bars)
+    progress = Progress(len(runs), bars=progress_bars, quiet=not processes.is_main)
     comparison = Comparison(
         settings=settings,
         out=out,
@@ -243,16 +255,19 @@ def _run_compare(settings: CompareSettings, out: Path, *, resume: bool, overwrit
     quiet_libraries()
     for learner, seed in runs:
         run_dir = out / "runs" / run_name(learner, seed)
-        if resume and (run_dir / "DONE").is_file():
-            all_rows[(learner, seed)] = read_rows(run_dir / "rows.csv")
+        if resume and processes.decide(lambda: (run_dir / "DONE").is_file()):  # noqa: B023 - called at once
+            if processes.is_main:
+                all_rows[(learner, seed)] = read_rows(run_dir / "rows.csv")
             skipped += 1
             progress.index += 1
-            print(f"[{progress.index}/{progress.total}] {learner} seed {seed}: done before, skipped", file=sys.stderr)
+            progress.note(f"[{progress.index}/{progress.total}] {learner} seed {seed}: done before, skipped")
             continue
         started = time.perf_counter()
         try:
             record = train_one(learner, seed, comparison, resume)
         except Exception:  # noqa: BLE001 - a failing run is reported and the others go on
+            if processes.several:
+                raise  # the other processes are inside this run's collectives: they cannot go on to the next one
             error = traceback.format_exc()
             failures[(learner, seed)] = error
             write_text(run_dir / "ERROR", error)
@@ -267,19 +282,22 @@ def _run_compare(settings: CompareSettings, out: Path, *, resume: bool, overwrit
             )
         rewrite_results()
 
-    rows = [row for key in runs for row in all_rows.get(key, [])]
-    rewrite_results()
-    # as the user named it ("warm-start" for the shipped one): no absolute path of this machine in the summary
-    info = dict(model=settings.model or "warm-start", random_model=random_model, task=task.to_dict(),
-                eval_puzzles=len(eval_rows))  # fmt: skip
-    engagement = engagement_rows({key: out / "runs" / run_name(*key) for key in runs})  # read the histories once
-    write_text(out / "summary.md", summary_markdown(out, settings, rows, failures, info, engagement))
-    write_text(out / "engagement.csv", engagement_csv(engagement))
-    plot_curves(rows, out / "curves.png", settings.learners)
-    return {
-        "out": str(out),
-        "finished": len(runs) - len(failures),
-        "skipped": skipped,
-        "failures": {run_name(*key): text.strip().splitlines()[-1] for key, text in failures.items()},
-        "prompt_digest_mismatches": prompt_digest_mismatches(out, settings),
-    }
+    def write_reports() -> dict:  # results.csv, summary.md, engagement.csv, curves.png; the comparison's result
+        rows = [row for key in runs for row in all_rows.get(key, [])]
+        rewrite_results()
+        # as the user named it ("warm-start" for the shipped one): no absolute path of this machine in the summary
+        info = dict(model=settings.model or "warm-start", random_model=random_model, task=task.to_dict(),
+                    eval_puzzles=len(eval_rows))  # fmt: skip
+        engagement = engagement_rows({key: out / "runs" / run_name(*key) for key in runs})  # read the histories once
+        write_text(out / "summary.md", summary_markdown(out, settings, rows, failures, info, engagement))
+        write_text(out / "engagement.csv", engagement_csv(engagement))
+        plot_curves(rows, out / "curves.png", settings.learners)
+        return {
+            "out": str(out),
+            "finished": len(runs) - len(failures),
+            "skipped": skipped,
+            "failures": {run_name(*key): text.strip().splitlines()[-1] for key, text in failures.items()},
+            "prompt_digest_mismatches": prompt_digest_mismatches(out, settings),
+        }
+
+    return processes.decide(write_reports)  # the main process writes; every process returns the result

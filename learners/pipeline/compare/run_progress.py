@@ -9,14 +9,16 @@ from typing import Any
 
 class Progress:
     """One line per eval and per finished run on stderr; a tqdm bar per run when ``bars`` (``None``: when stderr
-    is a terminal, as :func:`countdown_env.progress.wanted` decides)."""
+    is a terminal, as :func:`countdown_env.progress.wanted` decides); nothing at all when ``quiet`` (the other
+    processes of a multi-process launch: the main one reports)."""
 
-    def __init__(self, total_runs: int, bars: bool | None = None):
+    def __init__(self, total_runs: int, bars: bool | None = None, *, quiet: bool = False):
         from countdown_env.progress import wanted
 
         self.total = total_runs
         self.index = 0
-        self.tty = wanted(bars)
+        self.quiet = quiet
+        self.tty = wanted(bars) and not quiet
         self.bar = None
 
     def start(self, learner: str, seed: int, steps: int, first_step: int = 0) -> None:
@@ -42,7 +44,14 @@ class Progress:
         else:
             self.line(text)
 
+    def note(self, text: str) -> None:
+        """A line of its own (no run's label)."""
+        if not self.quiet:
+            print(text, file=sys.stderr, flush=True)
+
     def line(self, text: str) -> None:
+        if self.quiet:
+            return
         if self.bar is not None:
             self.bar.write(f"{self.label}: {text}", file=sys.stderr)
         else:
@@ -52,4 +61,5 @@ class Progress:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
-        print(f"{self.label}: {text}", file=sys.stderr, flush=True)
+        if not self.quiet:
+            print(f"{self.label}: {text}", file=sys.stderr, flush=True)

@@ -130,7 +130,11 @@ class RunState:
 def _make_callback(trainer, comparison: Comparison, run_state: RunState, learner: str, seed: int, run_dir: Path):
     from transformers import TrainerCallback
 
+    from ...sampling.trainer_sampler import gathered_policy, lockstep_forward
+    from ..processes import run_processes
+
     settings, progress, tally = comparison.settings, comparison.progress, run_state.tally
+    is_main = run_processes().is_main
 
     class CompareCallback(TrainerCallback):
         """Times the optimiser steps, evaluates at step 0 / every K / the end."""
@@ -141,22 +145,30 @@ def _make_callback(trainer, comparison: Comparison, run_state: RunState, learner
             if step in run_state.evaluated:
                 return
             # Every run of a seed starts from the same model and samples its eval with the same seed: step 0's
-            # report is the same for all learners, so it is computed once per seed.
+            # report is the same for all learners, so it is computed once per seed (the other processes keep the
+            # key only, so that every process decides alike).
             initial = comparison.initial_evals
-            if step == 0 and seed in initial:
-                report = initial[seed]
-            else:
-                report = evaluate_policy(
-                    trainer.model,
-                    comparison.tokenizer,
-                    comparison.eval_rows,
-                    comparison.task,
-                    max_new_tokens=settings.max_new_tokens,
-                    seed=seed,
-                    batch_size=settings.eval_batch_size,
-                )
+            report = initial[seed] if step == 0 and seed in initial else None
+            if step != 0 or seed not in initial:
+                # one eval, on the main process; every process enters the gather of sharded parameters, and where
+                # each forward is a collective (FSDP, ZeRO-3) every process runs it (same rows, same seed)
+                with gathered_policy(trainer) as model:
+                    if is_main or lockstep_forward(trainer):
+                        report = evaluate_policy(
+                            model,
+                            comparison.tokenizer,
+                            comparison.eval_rows,
+                            comparison.task,
+                            max_new_tokens=settings.max_new_tokens,
+                            seed=seed,
+                            batch_size=settings.eval_batch_size,
+                        )
                 if step == 0:
-                    initial[seed] = report
+                    initial[seed] = report if is_main else None
+            if not is_main:
+                tally.take_reward()
+                run_state.evaluated.add(step)
+                return
             overall = report["overall"]
             row = {
                 "learner": learner,
@@ -205,25 +217,14 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
     from transformers import PrinterCallback
 
     from ..data import prompt_dataset
+    from ..processes import run_processes
     from ..run_driver import lora_config, make_trainer, write_run_record
 
     settings, progress = comparison.settings, comparison.progress
+    processes = run_processes()
     run_dir = comparison.out / "runs" / run_name(learner, seed)
-    checkpoint, skipped = None, []
-    if resume:  # the newest checkpoint whose files (counters included) match its manifest; damaged ones named
-        checkpoint = newest_complete_checkpoint(run_dir, warn=skipped.append)
-    if checkpoint is None and run_dir.exists():
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "ERROR").unlink(missing_ok=True)
-
-    run_state = RunState()
-    if checkpoint is not None:
-        run_state = RunState.from_dict(json.loads((checkpoint / STATE_FILE).read_text()))
-        for stale in (run_dir / "evals").glob("step-*.jsonl"):
-            if int(stale.stem.split("-")[1]) not in run_state.evaluated:
-                stale.unlink()
-        write_text(run_dir / "rows.csv", rows_to_csv(run_state.rows))
+    # the main process picks the checkpoint and prepares the folder; every process starts from what it read
+    checkpoint, skipped, run_state = processes.decide(lambda: _prepare_run_dir(run_dir, resume))
     comparison.rows[(learner, seed)] = run_state.rows
     progress.start(learner, seed, settings.steps, checkpoint_step(checkpoint) if checkpoint else 0)
     for message in skipped:
@@ -249,7 +250,8 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
     model_name = settings.model or "warm-start"
     record = {"learner": learner, "model": model_name, "task": comparison.task.to_dict(),
               "rollouts": settings.rollouts, "lora_rank": settings.lora_rank, "trainer": trainer_args}  # fmt: skip
-    write_run_record(run_dir, record)
+    if processes.is_main:
+        write_run_record(run_dir, record)
     trainer.compare_tally = run_state.tally
     trainer.remove_callback(PrinterCallback)
     trainer.add_callback(_make_callback(trainer, comparison, run_state, learner, seed, run_dir))
@@ -271,21 +273,45 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
         trainer.release_generation_engine()  # --vllm: each run's engine kept its KV cache until the process ended
     if final_step != settings.steps:
         raise RuntimeError(f"training stopped at step {final_step} of {settings.steps}")
-    write_bytes(run_dir / "final_eval.jsonl", (run_dir / "evals" / f"step-{final_step}.jsonl").read_bytes())
-    write_text(run_dir / "log_history.json", json.dumps(log_history, indent=1) + "\n")
-    final = run_state.rows[-1]
-    done = {
-        "learner": learner,
-        "seed": seed,
-        "steps": final_step,
-        "pass@1": final["pass@1"],
-        f"pass@{EVAL_SAMPLES}": final[f"pass@{EVAL_SAMPLES}"],
-        "wall_seconds": run_state.tally.wall_seconds,
-        "prompt_digest": run_state.tally.prompt_digest,
-        "config": trainer_args,
-    }
-    if not settings.keep_checkpoints:
-        for folder in checkpoints(run_dir):
-            shutil.rmtree(folder, ignore_errors=True)
-    write_text(run_dir / "DONE", json.dumps(done, indent=2, default=str) + "\n")
-    return done
+
+    def finish() -> dict:  # the run's last files: final eval, log history, DONE (checkpoints removed unless kept)
+        write_bytes(run_dir / "final_eval.jsonl", (run_dir / "evals" / f"step-{final_step}.jsonl").read_bytes())
+        write_text(run_dir / "log_history.json", json.dumps(log_history, indent=1) + "\n")
+        final = run_state.rows[-1]
+        done = {
+            "learner": learner,
+            "seed": seed,
+            "steps": final_step,
+            "pass@1": final["pass@1"],
+            f"pass@{EVAL_SAMPLES}": final[f"pass@{EVAL_SAMPLES}"],
+            "wall_seconds": run_state.tally.wall_seconds,
+            "prompt_digest": run_state.tally.prompt_digest,
+            "config": trainer_args,
+        }
+        if not settings.keep_checkpoints:
+            for folder in checkpoints(run_dir):
+                shutil.rmtree(folder, ignore_errors=True)
+        write_text(run_dir / "DONE", json.dumps(done, indent=2, default=str) + "\n")
+        return done
+
+    return processes.decide(finish)  # the main process writes them; every process returns the DONE record
+
+
+def _prepare_run_dir(run_dir: Path, resume: bool) -> tuple[Path | None, list[str], RunState]:
+    """Where a run starts: its newest complete checkpoint (``resume``; damaged ones named in the list) with the
+    counters and eval rows saved in it, else an emptied folder and a fresh :class:`RunState`."""
+    checkpoint, skipped = None, []
+    if resume:  # the newest checkpoint whose files (counters included) match its manifest; damaged ones named
+        checkpoint = newest_complete_checkpoint(run_dir, warn=skipped.append)
+    if checkpoint is None and run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "ERROR").unlink(missing_ok=True)
+    run_state = RunState()
+    if checkpoint is not None:
+        run_state = RunState.from_dict(json.loads((checkpoint / STATE_FILE).read_text()))
+        for stale in (run_dir / "evals").glob("step-*.jsonl"):
+            if int(stale.stem.split("-")[1]) not in run_state.evaluated:
+                stale.unlink()
+        write_text(run_dir / "rows.csv", rows_to_csv(run_state.rows))
+    return checkpoint, skipped, run_state

@@ -154,18 +154,26 @@ def parse_overrides(items: Sequence[str], learners: Sequence[str]) -> dict[str, 
 
 def learner_trainer_kwargs(settings: CompareSettings, learner: str, seed: int, output_dir: Path) -> dict[str, Any]:
     """The keyword arguments of ``get_learner(learner).make_config``: the shared settings (minus the keys the
-    learner's registry defaults set), then ``all.*`` and ``learner.*`` overrides."""
+    learner's registry defaults set), then ``all.*`` and ``learner.*`` overrides. Under N processes each process
+    holds ``prompts_per_step * num_generations / N`` rows per step (the same global batch)."""
     import torch
 
     from ...core.registry import get_learner
+    from ..processes import run_processes
     from ..run_config import CPU_SETTINGS
 
     spec = get_learner(learner)
+    rows, processes = settings.prompts_per_step * settings.num_generations, run_processes().num_processes
+    if rows % processes:  # --prompts-per-step is the global batch, whatever the number of processes
+        raise ValueError(
+            f"{processes} processes cannot share {settings.prompts_per_step} prompts x {settings.num_generations} "
+            "completions per step evenly: change --prompts-per-step"
+        )
     common = dict(
         COMMON_TRAINER,
         max_steps=settings.steps,
         save_steps=settings.eval_every,
-        per_device_train_batch_size=settings.prompts_per_step * settings.num_generations,
+        per_device_train_batch_size=rows // processes,
         num_generations=settings.num_generations,
         max_completion_length=settings.max_new_tokens,
         seed=seed,
