@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from countdown_env import CountdownTask, Puzzle
+from verifiers_ext.classic_env import classic_api_installed
 
 ROOT = Path(__file__).resolve().parent.parent
 DRAWS = 300
@@ -125,7 +126,8 @@ def test_verifiers_puzzle_source_and_classic_dataset():
     assert _count_trivial(pairs(PuzzleSource.from_options())) == 0
     assert _count_trivial(pairs(PuzzleSource.from_options(allow_trivial=True))) > 0
 
-    pytest.importorskip("verifiers")
+    if not classic_api_installed():
+        pytest.skip("the classic API is verifiers 0.3.x: `make test` runs it in .venv-vf-classic")
     import signal
 
     from verifiers_ext.classic_env import load_environment
