@@ -26,19 +26,22 @@ from __future__ import annotations
 
 import os
 import types
+from collections.abc import MutableMapping
 
 CPU_KV_CACHE_GIB = "1"
 """``VLLM_CPU_KVCACHE_SPACE`` when the user set none: the KV cache of a CPU engine, in GiB (the tiny model's batches
 need a few MB; vLLM's own default would reserve several GiB per engine on a 24 GiB machine)."""
 
 
-def cpu_engine_defaults() -> None:
-    """Environment defaults of a vLLM CPU engine (set only where unset): a 1 GiB KV cache, and no core reserved
-    for the engine's front end (vLLM keeps one core out of its compute threads by default; on 2 cores that halves
-    its compute: ``benchmarks/bench_generation.py`` measured the 43.7 M model at 546 tok/s with one core reserved and
+def cpu_engine_defaults(env: MutableMapping[str, str] | None = None) -> None:
+    """Environment defaults of a vLLM CPU engine (set only where unset) in ``env`` (default: this process's
+    ``os.environ``; a child's environment for ``countdown serve``): a 1 GiB KV cache, and no core reserved for the
+    engine's front end (vLLM keeps one core out of its compute threads by default; on 2 cores that halves its
+    compute: ``benchmarks/bench_generation.py`` measured the 43.7 M model at 546 tok/s with one core reserved and
     937 tok/s with none, against 466 and 449 for HF ``generate``)."""
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KV_CACHE_GIB)
-    os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+    env = os.environ if env is None else env
+    env.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KV_CACHE_GIB)
+    env.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
 
 
 def vllm_runs_on_cpu() -> bool:
