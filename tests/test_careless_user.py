@@ -320,6 +320,30 @@ def test_eval_model_that_does_not_exist_fails_at_once(tmp_path):
     assert time.perf_counter() - start < 20
 
 
+@pytest.mark.parametrize("network", ["HF_HUB_OFFLINE=1", "HF_ENDPOINT=http://127.0.0.1:9"])
+def test_a_hub_model_without_a_network_fails_before_loading_anything(network, tmp_path):
+    """Issue 36 item 3: ``--model Qwen/Qwen3-0.6B`` with the Hub switched off (HF_HUB_OFFLINE) or unreachable (an
+    endpoint that refuses connections) and an empty cache is one line naming the cause, for train, eval and serve,
+    before torch or transformers is imported (transformers' own look-ups retried for ~70 s before saying so)."""
+    key, value = network.split("=")
+    env = {k: v for k, v in ENV.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_ENDPOINT")}
+    env.update({key: value, "HF_HUB_CACHE": str(tmp_path / "empty-cache"), "HF_HOME": str(tmp_path / "hf")})
+    split = tmp_path / "s.jsonl"
+    split.write_text('{"numbers": [3, 4], "target": 7}\n')
+    code = (
+        "import sys\nfrom countdown_env.cli import main\nrc = main(sys.argv[1:])\n"
+        "print(rc, sorted(m for m in ('torch', 'transformers', 'vllm') if m in sys.modules))\n"
+    )
+    why = "HF_HUB_OFFLINE is set" if key == "HF_HUB_OFFLINE" else "http://127.0.0.1:9 cannot be reached"
+    for args in (["train", "--output-dir", str(tmp_path / "run")], ["eval", "--split", str(split)], ["serve"]):
+        result = subprocess.run([sys.executable, "-c", code, *args, "--model", "Qwen/Qwen3-0.6B"], capture_output=True,
+                                text=True, env=env, cwd=ROOT, timeout=120)  # fmt: skip
+        assert result.stdout.strip() == "2 []", (args, result.stdout, result.stderr)
+        (line,) = [x for x in result.stderr.splitlines() if x.strip()]
+        assert line.startswith(f"countdown {args[0]}: error: model 'Qwen/Qwen3-0.6B' is not a local folder"), line
+        assert why in line, line
+
+
 # --------------------------------------------------------------------------------------------- 7. cleaning
 def test_cleaning_is_linear_and_drops_rows_whose_digits_would_change():
     from countdown_env.cleaning import CHANGED_DIGITS, clean_row
