@@ -98,7 +98,7 @@ def test_rebuild_needs_overwrite_and_replaces_the_folder_whole(tmp_path):
 def test_split_outputs_refuse_their_inputs(tmp_path):
     out = tmp_path / "splits"
     assert countdown("build-splits", *SMALL, "--jsonl-only", "--no-progress", "--out", out).returncode == 0
-    result = countdown("build-splits", *SMALL, "--exclude", out / "eval.jsonl", "--out", out, "--overwrite")
+    result = countdown("build-splits", *SMALL, "--exclude", out / "test.jsonl", "--out", out, "--overwrite")
     assert_user_error(result, "build-splits", "input")
     assert_user_error(countdown("merge-splits", out, "--out", out, "--overwrite"), "merge-splits", "input")
 
@@ -110,14 +110,14 @@ def test_damaged_split_fails_with_one_line_on_load(tmp_path):
     out = tmp_path / "splits"
     assert countdown("build-splits", *SMALL, "--no-progress", "--out", out).returncode == 0
     manifest = json.loads((out / "manifest.json").read_text())
-    assert {"train.jsonl", "eval.jsonl", "dataset_dict.json"} <= set(manifest["files"])
+    assert {"train.jsonl", "test.jsonl", "dataset_dict.json"} <= set(manifest["files"])
     assert any(name.endswith(".arrow") for name in manifest["files"])
     assert len(read_split_rows(out)) == 4
-    eval_file = out / "eval.jsonl"
+    eval_file = out / "test.jsonl"
     eval_file.write_bytes(eval_file.read_bytes().replace(b'"target":', b'"target": ', 1))
-    with pytest.raises(SplitIntegrityError, match="eval.jsonl does not match"):
+    with pytest.raises(SplitIntegrityError, match="test.jsonl does not match"):
         read_split_rows(out)
-    with pytest.raises(SplitIntegrityError, match="eval.jsonl does not match"):
+    with pytest.raises(SplitIntegrityError, match="test.jsonl does not match"):
         read_split_rows(eval_file)
     # countdown eval checks the split before loading any model weights: a stub folder is enough here
     model = tmp_path / "model"
@@ -187,7 +187,7 @@ def test_no_counts_skips_the_difficulty_and_allows_eight_numbers(tmp_path):
     result = countdown("build-splits", "--n-numbers", "8", "--train", "2", "--eval", "2", "--no-counts",
                        "--jsonl-only", "--no-progress", "--out", out)  # fmt: skip
     assert result.returncode == 0, result.stderr
-    row = json.loads((out / "eval.jsonl").read_text().splitlines()[0])
+    row = json.loads((out / "test.jsonl").read_text().splitlines()[0])
     assert row["n_numbers"] == 8 and "difficulty" not in row and "num_solutions" not in row
     assert_user_error(countdown("build-splits", "--n-numbers", "7", "--out", tmp_path / "x"), "build-splits",
                       "--no-counts")  # fmt: skip

@@ -43,7 +43,7 @@ def test_split_folder_card_loads_with_load_dataset_and_load_from_disk(tmp_path):
 
     spec = SplitSpec(n_numbers=(3,), train_size=5, eval_size=3, seed=4)
     splits = build_splits(spec)
-    assert isinstance(splits, DatasetDict) and sorted(splits) == ["eval", "train"]
+    assert isinstance(splits, DatasetDict) and sorted(splits) == ["test", "train"]
     out = tmp_path / "split"
     write_splits(splits, out, spec=spec)
     card = (out / "README.md").read_text()
@@ -51,7 +51,7 @@ def test_split_folder_card_loads_with_load_dataset_and_load_from_disk(tmp_path):
     assert verify_split(out)["files"]["README.md"]  # the card is covered by the manifest
     by_card = load_dataset(str(out), cache_dir=str(tmp_path / "cache"))
     by_disk = load_from_disk(str(out))
-    for name, size in (("train", 5), ("eval", 3)):
+    for name, size in (("train", 5), ("test", 3)):
         rows = read_jsonl(out / f"{name}.jsonl")
         assert len(rows) == size
         assert by_card[name].to_list() == rows == by_disk[name].to_list() == splits[name].to_list()
@@ -67,12 +67,29 @@ def test_sft_folder_has_the_split_layout(tmp_path, capsys):
     out = tmp_path / "sft"
     assert main(["build-sft", "--size", "5", "--style", "direct", "--out", str(out), "--no-progress"]) == 0
     expected = build_sft_records(3, 5, style="direct")
-    assert read_jsonl(out / "sft.jsonl") == expected
+    assert read_jsonl(out / "train.jsonl") == expected
     on_disk = load_from_disk(str(out))
     assert isinstance(on_disk, DatasetDict) and list(on_disk) == ["train"]
     assert on_disk["train"].to_list() == expected
     assert not (out / "hf").exists()
     assert load_dataset(str(out), cache_dir=str(tmp_path / "cache"))["train"].to_list() == expected
+
+    # clean-sft writes the same layout (issue 36 item 7: both an HF copy, or neither), plus its report
+    external = tmp_path / "external.jsonl"
+    replies = [{"numbers": r["numbers"], "target": r["target"], "response": r["completion"][0]["content"]}
+               for r in expected]  # fmt: skip
+    external.write_text("".join(json.dumps(r) + "\n" for r in replies))
+    cleaned = tmp_path / "clean"
+    assert main(["clean-sft", str(external), str(cleaned), "--template", "default"]) == 0
+    rows = read_jsonl(cleaned / "train.jsonl")
+    # clean-sft keeps the answers that use every number exactly once (the post's filter), in order
+    import re
+
+    every = [r for r in expected if sorted(map(int, re.findall(r"\d+", r["solution"]))) == sorted(r["numbers"])]
+    assert rows and [r["solution"] for r in rows] == [r["solution"] for r in every]
+    assert load_from_disk(str(cleaned))["train"].to_list() == rows
+    assert load_dataset(str(cleaned), cache_dir=str(tmp_path / "cache2"))["train"].to_list() == rows
+    assert (cleaned / "report.json").is_file() and sorted(p.name for p in cleaned.glob("*.jsonl")) == ["train.jsonl"]
     assert '"style": "direct"' in (out / "README.md").read_text()
 
 
@@ -279,7 +296,8 @@ def test_countdown_train_with_a_curriculum_section(tiny_model_dir, tmp_path):
 @pytest.mark.slow
 def test_trl_grpo_cli_on_a_build_splits_folder(tiny_model_dir, tmp_path):
     """README's route: `trl grpo --dataset_name DIR --reward_funcs countdown_env.rewards.countdown_reward`, one step
-    of the tiny model on CPU (trl's script reads DIR with load_dataset, through the folder's card)."""
+    of the tiny model on CPU and one eval on the test split (trl's script reads DIR with load_dataset, through the
+    folder's card)."""
     import os
 
     from countdown_env.cli import main
@@ -295,11 +313,14 @@ def test_trl_grpo_cli_on_a_build_splits_folder(tiny_model_dir, tmp_path):
         "--max_steps", "1", "--per_device_train_batch_size", "4", "--num_generations", "4",
         "--max_completion_length", "8", "--use_cpu", "--bf16", "False", "--gradient_checkpointing", "False",
         "--report_to", "none", "--logging_steps", "1", "--save_strategy", "no", "--disable_tqdm", "True",
+        # TRL's default --dataset_test_split is "test", the folder's held-out split (it was "eval": KeyError 'test')
+        "--eval_strategy", "steps", "--eval_steps", "1", "--per_device_eval_batch_size", "4",
     ]  # fmt: skip
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_DATASETS_CACHE": str(tmp_path / "c")}
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "rewards/countdown_reward/mean" in done.stdout + done.stderr
+    assert "eval_loss" in done.stdout + done.stderr  # the eval ran on the folder's test split
     assert (tmp_path / "out" / "model.safetensors").is_file()
 
 
@@ -315,7 +336,7 @@ def test_eval_reports_difficulty_markdown_and_template(tiny_model_dir, tmp_path,
                      target_range=(10, 200), template="compact")  # fmt: skip
     records = build_split_records(spec, progress=False)
     write_splits(records, tmp_path / "split", spec=spec, save_to_disk=False)
-    base = ["eval", "--model", str(tiny_model_dir), "--split", str(tmp_path / "split" / "eval.jsonl"), "--samples",
+    base = ["eval", "--model", str(tiny_model_dir), "--split", str(tmp_path / "split" / "test.jsonl"), "--samples",
             "2", "--max-new-tokens", "4", "--no-progress"]  # fmt: skip
     assert main([*base, "--out", str(tmp_path / "a.json"), "--markdown"]) == 0
     out = capsys.readouterr().out
@@ -323,7 +344,7 @@ def test_eval_reports_difficulty_markdown_and_template(tiny_model_dir, tmp_path,
     assert report["template"] == "compact" and report["template_source"] == "the split's manifest.json"
     assert report["split_prompts"] == "same"
     assert "prompt template: compact (from the split's manifest.json)" in out
-    counts = Counter(r["difficulty"] for r in records["eval"])
+    counts = Counter(r["difficulty"] for r in records["test"])
     assert {k: v["n_puzzles"] for k, v in report["by_difficulty"].items()} == dict(counts)
     order = ["easy", "medium", "hard"]
     assert list(report["by_difficulty"]) == [d for d in order if d in counts]
@@ -512,4 +533,4 @@ def test_generate_on_a_split_folder_says_it_prints_the_task_stream(tmp_path, cap
     capsys.readouterr()
     assert main(["generate", "--task", str(out), "--count", "2"]) == 0
     captured = capsys.readouterr()
-    assert len(captured.out.splitlines()) == 2 and "is a split" in captured.err and "eval.jsonl" in captured.err
+    assert len(captured.out.splitlines()) == 2 and "is a split" in captured.err and "test.jsonl" in captured.err

@@ -131,7 +131,7 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
         spec = SplitSpec(task=task, train_size=settings["train_size"], eval_size=0, exclude=exclude)
         train_rows = build_split_records(spec)["train"]
         write_jsonl(train_rows, out / "data" / "train.jsonl")
-        write_jsonl(eval_rows[: settings["curve_eval_limit"]], out / "data" / "eval.jsonl")
+        write_jsonl(eval_rows[: settings["curve_eval_limit"]], out / "data" / "test.jsonl")
 
     eval_kwargs = dict(
         task=task,
@@ -162,7 +162,7 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
             [
                 f"model={warm}",
                 "task=" + json.dumps(task.to_dict()),
-                "data=" + json.dumps({name: str(out / "data" / f"{name}.jsonl") for name in ("train", "eval")}),
+                "data=" + json.dumps({"train": str(out / "data" / "train.jsonl"), "eval": str(out / "data" / "test.jsonl")}),
                 f"eval.every={settings['eval_every']}",
                 f"eval.samples={settings['samples']}",
                 f"eval.max_new_tokens={settings['max_new_tokens']}",

@@ -45,7 +45,7 @@ def load_data(data: dict[str, Any], task, work_dir: Path) -> tuple[list[dict], l
         work_dir.mkdir(parents=True, exist_ok=True)
         for name, rows in built.items():
             write_jsonl(rows, work_dir / f"{name}.jsonl")
-        return built.get("train", []), built.get("eval", [])
+        return built.get("train", []), built.get("test", [])
     if "train" not in data:
         raise ValueError("the config needs data.train (a jsonl split) or data.train_size (a split of the task)")
     train_rows = read_split_rows(data["train"])  # checked against a manifest.json beside it, if any
