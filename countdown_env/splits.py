@@ -411,8 +411,8 @@ def check_num_proc(num_proc: Any) -> int:
 
 
 def puzzle_progress_bar(total: int, progress: bool | None):
-    """A tqdm bar over puzzles (:func:`countdown_env.progress.progress_bar`: ``None`` = when stderr is a terminal,
-    at any size), or ``None``."""
+    """A progress display over puzzles (:func:`countdown_env.progress.progress_bar`: ``None`` = a tqdm bar when
+    stderr is a terminal, at any size, else plain lines for a long build), or ``None`` (``False``)."""
     from .progress import NoBar, progress_bar
 
     bar = progress_bar(total, "building puzzles", progress, unit="puzzle")

@@ -472,13 +472,14 @@ def test_solve_and_verify_one_liners(capsys):
 
 
 def test_progress_bars_follow_the_terminal(monkeypatch, capsys):
-    from countdown_env.progress import NoBar, progress_bar, wanted
+    from countdown_env.progress import LineProgress, NoBar, progress_bar, wanted
     from countdown_env.splits import build_split_records
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
-    assert not wanted(None) and isinstance(progress_bar(3, "x"), NoBar)
+    assert not wanted(None) and isinstance(progress_bar(3, "x"), LineProgress)  # plain lines into a log
+    assert isinstance(progress_bar(3, "x", False), NoBar)
     build_split_records(n_numbers=(3,), train_size=3, eval_size=0, progress=None)
-    assert "building puzzles" not in capsys.readouterr().err
+    assert "building puzzles" not in capsys.readouterr().err  # shorter than the line interval: silent
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     assert wanted(None) and not wanted(False)
     build_split_records(n_numbers=(3,), train_size=3, eval_size=0, progress=None)  # any size, on a terminal

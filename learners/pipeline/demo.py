@@ -162,7 +162,8 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
             [
                 f"model={warm}",
                 "task=" + json.dumps(task.to_dict()),
-                "data=" + json.dumps({"train": str(out / "data" / "train.jsonl"), "eval": str(out / "data" / "test.jsonl")}),
+                "data="
+                + json.dumps({"train": str(out / "data" / "train.jsonl"), "eval": str(out / "data" / "test.jsonl")}),
                 f"eval.every={settings['eval_every']}",
                 f"eval.samples={settings['samples']}",
                 f"eval.max_new_tokens={settings['max_new_tokens']}",

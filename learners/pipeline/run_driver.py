@@ -74,6 +74,7 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
     from .data import model_task, prompt_dataset
     from .tiny import build_tiny_model
     from .tokenizer_io import load_tokenizer
+    from .trainer_progress import line_progress
 
     validate_config(learner, config)  # everything checkable without data or weights, before any work
     out = Path(output_dir)
@@ -97,6 +98,7 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
         raise ValueError("no training puzzles")
 
     trainer_args = dict(config.get("trainer") or {}, output_dir=str(out))
+    progress = line_progress(trainer_args, f"{learner} RL")  # plain lines instead of TRL's bar into a log
     if curriculum is not None:
         trainer_args["shuffle_dataset"] = False  # no shuffle buffer reading ahead at the old level
     train_puzzles = rows_to_puzzles(train_rows)
@@ -110,7 +112,7 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
         train_dataset=curriculum.train_dataset(task) if curriculum is not None else prompt_dataset(train_puzzles, task),
         train_puzzles=train_puzzles,
         rollouts=check_rollouts(config),
-        callbacks=[eval_callback] + ([curriculum.callback()] if curriculum is not None else []),
+        callbacks=[eval_callback, *progress] + ([curriculum.callback()] if curriculum is not None else []),
     )
     trainer.curriculum = curriculum
     trainer.eval_callback = eval_callback
