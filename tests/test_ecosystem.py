@@ -370,7 +370,7 @@ def test_plot_helpers():
     expected = [1.0, (0.25 + 1.5) / 0.75, (0.125 + 0.75 + 2.5) / 0.875]
     assert smooth([1.0, 3.0, 5.0], weight=0.5) == pytest.approx(expected)
     assert y_limits([0.1, 0.2], rate=True) == pytest.approx((0.1 - 0.008, 0.2 + 0.008))
-    assert y_limits([0.0, 0.0], rate=True) == pytest.approx((-0.02, 0.029))  # 0.05 span, margin, clipped at -0.02
+    assert y_limits([0.0, 0.0], rate=True) == pytest.approx((0.0, 0.029))  # 0.05 span, margin; a rate is never < 0
     low, high = y_limits([40.0, 80.0])
     assert low == pytest.approx(40 - 3.2) and high == pytest.approx(80 + 3.2)
     history = [{"step": 1, "reward": 0.5, "countdown/accuracy": 0.25, "completions/mean_length": 7, "loss": 1.0},
@@ -396,6 +396,29 @@ def test_training_png_panels(tmp_path):
     high_a, high_b = mpimg.imread(with_sft).shape[0], mpimg.imread(without).shape[0]
     assert high_a > high_b  # five panels take three rows; reward/accuracy/length take two
     assert plot_training([], tmp_path / "c.png").is_file()
+
+
+def test_training_png_says_what_it_shows(tmp_path):
+    """Issue 36 item 10: reward and accuracy share a panel when they are the same numbers (binary reward) and get two
+    when they differ; the eval panel's title gives the curve's puzzles and samples and names the headline evals
+    drawn apart; the demo's SFT panel says whether the demo ran that SFT."""
+    from learners.pipeline.demo import headline_points, sft_title
+    from learners.pipeline.plotting import Headline, curves, eval_title, panels_of, plot_training
+
+    binary = [{"step": s, "reward": s % 3 / 4, "countdown/accuracy": s % 3 / 4} for s in range(1, 9)]
+    shaped = [{"step": s, "reward": s % 3 / 4 + 0.1, "countdown/accuracy": s % 3 / 4} for s in range(1, 9)]
+    assert panels_of(curves(binary), [], [], []) == ["reward"]
+    assert panels_of(curves(shaped), [], [], []) == ["reward", "accuracy"]
+    evals = [{"step": s, "eval_pass@1": 0.3, "eval_puzzles": 128, "eval_samples": 4} for s in (0, 250, 500)]
+    report = {"samples": 4, "overall": {"n_puzzles": 512, "pass@1": 0.303, "pass@1_ci95": [0.277, 0.329],
+                                        "pass@4": 0.629}}  # fmt: skip
+    points = headline_points(report, report, 500)
+    assert points[0] == Headline(0, "before RL, 512 puzzles x 4", 0.303, (0.277, 0.329), (4, 0.629))
+    assert points[1].step == 500 and points[1].label.startswith("after RL, 512 puzzles")
+    title = eval_title(evals, points)
+    assert "128 held-out puzzles x 4 samples" in title and "before RL, 512 puzzles x 4" in title
+    assert "not run by this demo" in sft_title(False) and "this run" in sft_title(True)
+    assert plot_training(binary + evals, tmp_path / "t.png", headline=points, sft_title=sft_title(False)).is_file()
 
 
 # ------------------------------------------------------------------------------------------------ the CLI
