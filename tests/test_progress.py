@@ -106,28 +106,26 @@ def test_training_gets_a_line_callback_only_off_a_terminal(monkeypatch, capsys):
     assert lines[0].startswith("SFT: 1/3 step (33%)") and lines[-1].startswith("SFT: done, 3 step in")
 
 
+def _progress_lines(args: list[str], prefix: str) -> list[str]:
+    """``countdown ARGS`` with stderr piped (not a terminal) and a 0-second interval; its lines starting ``prefix``."""
+    env = {**os.environ, "COUNTDOWN_PROGRESS_SECONDS": "0", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "countdown_env.cli", *args], capture_output=True, text=True, env=env,
+                          timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return [x for x in done.stderr.splitlines() if x.startswith(prefix)]
+
+
 @pytest.mark.slow
 def test_eval_and_builds_print_progress_lines_into_a_log(tiny_model_dir, tmp_path):
-    """The real commands with stderr piped (not a terminal) and a 0-second interval: every update is a line."""
-    env = {**os.environ, "COUNTDOWN_PROGRESS_SECONDS": "0", "PYTHONPATH": str(ROOT)}
+    """The real commands into a pipe, every update a line: a build, then an eval on its test split."""
     split = tmp_path / "split"
-    build = subprocess.run(
-        [sys.executable, "-m", "countdown_env.cli", "build-splits", "--n-numbers", "3", "--train", "6", "--eval", "2",
-         "--value-range", "1", "20", "--target-range", "10", "100", "--jsonl-only", "--out", str(split)],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
-    assert build.returncode == 0, build.stderr
-    lines = [x for x in build.stderr.splitlines() if x.startswith("building puzzles: ")]
+    lines = _progress_lines(["build-splits", "--n-numbers", "3", "--train", "6", "--eval", "2", "--value-range", "1",
+                             "20", "--target-range", "10", "100", "--jsonl-only", "--out", str(split)],
+                            "building puzzles: ")  # fmt: skip
     assert lines[0].startswith("building puzzles: 1/8 puzzle (12%), ") and "ETA" in lines[0]
     assert lines[-1].startswith("building puzzles: done, 8 puzzle in")
-
-    evaluation = subprocess.run(
-        [sys.executable, "-m", "countdown_env.cli", "eval", "--model", str(tiny_model_dir), "--split",
-         str(split / "test.jsonl"), "--samples", "2", "--max-new-tokens", "4", "--batch-size", "2", "--out",
-         str(tmp_path / "report.json")],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
-    assert evaluation.returncode == 0, evaluation.stderr
-    lines = [x for x in evaluation.stderr.splitlines() if x.startswith("sampling: ")]
+    lines = _progress_lines(["eval", "--model", str(tiny_model_dir), "--split", str(split / "test.jsonl"), "--samples",
+                             "2", "--max-new-tokens", "4", "--batch-size", "2", "--out", str(tmp_path / "r.json")],
+                            "sampling: ")  # fmt: skip
     assert lines[0].startswith("sampling: 2/4 completion (50%), ") and "ETA" in lines[0]
     assert lines[-1].startswith("sampling: done, 4 completion in")
