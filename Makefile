@@ -28,11 +28,11 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-$(VF_CLASSIC_STAMP): pyproject.toml
-	test -x $(VF_CLASSIC)/bin/python || $(PYTHON) -m venv $(VF_CLASSIC)
-	$(VF_CLASSIC)/bin/python -m pip install -q --upgrade pip
-	$(VF_CLASSIC)/bin/python -m pip install -q -e ".[verifiers-classic]" pytest
-	$(VF_CLASSIC)/bin/python -m pip install -q --no-deps -e environments/countdown
+# built with uv from the project venv (the verifiers extra): its ~110 packages in seconds, where pip took minutes
+$(VF_CLASSIC_STAMP): pyproject.toml $(STAMP)
+	test -x $(VF_CLASSIC)/bin/python || $(VENV)/bin/uv venv -q --python $(PYTHON) $(VF_CLASSIC)
+	$(VENV)/bin/uv pip install -q --python $(VF_CLASSIC)/bin/python -e ".[verifiers-classic]" pytest
+	$(VENV)/bin/uv pip install -q --python $(VF_CLASSIC)/bin/python --no-deps -e environments/countdown
 	touch $(VF_CLASSIC_STAMP)
 
 install-vf-classic: $(VF_CLASSIC_STAMP)
