@@ -1,9 +1,10 @@
 """Every code block of README.md runs as printed (issue 36 item 1), or says why not.
 
 The convention: a fenced block preceded by ``<!-- not run: REASON -->`` on the line just above its fence is not
-run here; REASON must say why (a GPU, hours of CPU, a server, a cluster) and, where one exists, which test runs the
-same thing. Every other ``python`` and ``bash`` block runs, in a scratch folder that sees the repository's folders
-(``datasets/``, ``tests/fixtures/``, ...) and gets its own ``runs/`` and ``data/``:
+run here; REASON must say why (a GPU, a network, hours of CPU, a server, a cluster) and, where one exists, which
+test runs the same thing (a command that is merely slow is printed at a smoke size instead). Every other ``python``
+and ``bash`` block runs, in a scratch folder that sees the repository's folders (``datasets/``, ``tests/fixtures/``,
+...) and gets its own ``runs/`` and ``data/``:
 
 - the ``python`` blocks in one interpreter, in README order, each in a fresh namespace (a block that needs a name
   must define or import it: a reader copies one block, not the page), with ``OMP_NUM_THREADS=1``;
@@ -29,6 +30,8 @@ README = ROOT / "README.md"
 NOT_RUN = re.compile(r"^<!--\s*not run:\s*(.*?)\s*-->$")
 FENCE = re.compile(r"^```(\w*)\s*$")
 RUNNABLE = ("python", "bash")
+ACCEPTED_REASONS = ("GPU", "network", "hour", "runs until stopped", "needs the server")
+"""A not-run reason names one of these; a command that is merely slow is printed at a smoke size and run."""
 OUTPUTS = {"runs", "data", "outputs", ".git", ".venv", ".venv-vf-classic", "build", "dist"}
 
 
@@ -69,6 +72,10 @@ def test_every_block_runs_or_says_why_not():
     for block in BLOCKS:
         if block.not_run is not None:
             assert len(block.not_run) >= 20, f"README.md:{block.line}: say why the block is not run"
+            assert any(reason in block.not_run for reason in ACCEPTED_REASONS), (
+                f"README.md:{block.line}: a not-run block needs a GPU, a network, hours or a running server; "
+                f"a slow command runs at a smoke size instead ({block.not_run!r})"
+            )
         else:
             assert block.language in RUNNABLE, f"README.md:{block.line}: a {block.language!r} block: mark it"
     assert any(b.language == "python" and b.not_run is None for b in BLOCKS)
