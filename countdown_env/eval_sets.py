@@ -1,6 +1,6 @@
 """The small fixed eval sets committed in ``datasets/`` at the repository root: their specs, loader, rebuilder.
 
-Each set is the eval split of :func:`countdown_env.splits.build_split_records` for one :class:`SplitSpec`
+Each set is the test split of :func:`countdown_env.splits.build_split_records` for one :class:`SplitSpec`
 (no train rows), stored as compact jsonl without the ``prompt`` column (prompts depend on the template; the
 loader adds them). Rebuild with ``python -m countdown_env.eval_sets --out datasets`` (``--check`` compares
 bytes instead of writing).
@@ -45,7 +45,7 @@ def eval_set_rows(name: str, progress: bool | None = False) -> list[dict[str, An
         spec = EVAL_SETS[name]
     except KeyError:
         raise ValueError(f"unknown eval set {name!r}; choose one of {sorted(EVAL_SETS)}") from None
-    rows = build_split_records(spec, progress=progress)["eval"]
+    rows = build_split_records(spec, progress=progress)["test"]
     return [{k: row[k] for k in STORED_COLUMNS} for row in rows]
 
 

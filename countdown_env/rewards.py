@@ -1,7 +1,15 @@
-"""Rewards for Countdown completions: binary correctness plus an optional format bonus.
+"""Rewards for Countdown completions: binary correctness, an optional format bonus, an optional partial credit.
 
-``reward = 1.0 if the answer is correct else 0.0``, plus ``format_bonus`` when the completion is exactly one
+``reward = 1.0 if the answer is correct else partial``, plus ``format_bonus`` when the completion is exactly one
 reasoning block followed by one answer block (:func:`~countdown_env.answers.has_valid_format`).
+
+Partial credit (``partial_credit = w``, default 0: off; ``0 <= w < 1``) rewards a wrong answer by how close its
+exact value comes to the target: ``partial = w * max(0, 1 - |value - target| / target)``. Only an answer that is a
+real attempt earns it: the verifier read it and found no fault but the value (reason ``wrong_value``: every number
+given, none reused, ``use_all_numbers`` / ``integer_intermediates`` honoured, no false ``= N``), and it combines at
+least two of the numbers. A formatted non-answer earns nothing: the bare target (``unknown_number``), a rule-breaking
+expression (``reused_number``, ``unused_number``, ...), one given number alone, no answer block. A correct answer
+(1.0) always beats a close one (< w < 1).
 
 :func:`countdown_reward` and the callables from :func:`make_reward_function` follow TRL's reward-function
 signature, ``f(prompts, completions, **columns) -> list[float]``: they read the dataset columns ``numbers`` (or
@@ -24,6 +32,7 @@ from .verifier import Verification, verify
 __all__ = [
     "RewardConfig",
     "ScoredCompletion",
+    "closeness",
     "completion_text",
     "score_completion",
     "countdown_reward",
@@ -40,12 +49,16 @@ class RewardConfig:
     reasoning_tag: str = "reasoning"
     use_all_numbers: bool = False
     integer_intermediates: bool = False
+    partial_credit: float = 0.0
 
     def __post_init__(self) -> None:
         if isinstance(self.format_bonus, bool) or not isinstance(self.format_bonus, (int, float)):
             raise ValueError(f"format_bonus must be a number, got {self.format_bonus!r}")
         if self.format_bonus != self.format_bonus or abs(self.format_bonus) == float("inf"):
             raise ValueError(f"format_bonus must be finite, got {self.format_bonus!r}")
+        credit = self.partial_credit
+        if isinstance(credit, bool) or not isinstance(credit, (int, float)) or not 0.0 <= credit < 1.0:
+            raise ValueError(f"partial_credit must be a number in [0, 1) (a correct answer earns 1), got {credit!r}")
 
 
 DEFAULT_CONFIG = RewardConfig()
@@ -72,8 +85,24 @@ def score_completion(completion: Any, puzzle: Puzzle, config: RewardConfig | Non
         integer_intermediates=config.integer_intermediates,
     )
     format_ok = has_valid_format(text, reasoning_tag=config.reasoning_tag, answer_tag=config.answer_tag)
-    reward = (1.0 if verification.correct else 0.0) + (float(config.format_bonus) if format_ok else 0.0)
+    answer_reward = 1.0 if verification.correct else config.partial_credit * closeness(verification, puzzle)
+    reward = answer_reward + (float(config.format_bonus) if format_ok else 0.0)
     return ScoredCompletion(reward=reward, verification=verification, format_ok=format_ok)
+
+
+PARTIAL_CREDIT_REASON = "wrong_value"
+"""The only verdict that earns partial credit: the verifier found no fault but the value."""
+
+
+def closeness(verification: Verification, puzzle: Puzzle) -> float:
+    """``max(0, 1 - |value - target| / target)`` for a wrong answer that is a real attempt (the verdict
+    ``wrong_value`` and at least two numbers combined), else 0.0; exact until the final float."""
+    if verification.reason != PARTIAL_CREDIT_REASON or verification.value is None:
+        return 0.0
+    if len(verification.numbers_used) < 2:
+        return 0.0
+    target = puzzle.target
+    return float(max(0, 1 - abs(verification.value - target) / target))
 
 
 def _rewards(config: RewardConfig, completions, numbers, target, nums=None) -> list[float]:

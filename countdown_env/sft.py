@@ -106,22 +106,21 @@ def build_sft_records(
     return list(interleave(groups))
 
 
-def sft_features():
-    """The HF ``Features`` of an SFT dataset."""
+def sft_features(columns: Iterable[str] = SFT_COLUMNS):
+    """The HF ``Features`` of an SFT dataset with these ``columns`` (cleaned external rows have no ``style``)."""
     from datasets import Features, List, Value
 
     message = {"role": Value("string"), "content": Value("string")}
-    return Features(
-        {
-            "prompt": List(message),
-            "completion": List(message),
-            "numbers": List(Value("int64")),
-            "target": Value("int64"),
-            "n_numbers": Value("int64"),
-            "solution": Value("string"),
-            "style": Value("string"),
-        }
-    )
+    every = {
+        "prompt": List(message),
+        "completion": List(message),
+        "numbers": List(Value("int64")),
+        "target": Value("int64"),
+        "n_numbers": Value("int64"),
+        "solution": Value("string"),
+        "style": Value("string"),
+    }
+    return Features({name: every[name] for name in columns})
 
 
 def build_sft_dataset(n_numbers: int | Iterable[int] = (3,), size: int = 2000, **kwargs: Any):
@@ -131,18 +130,29 @@ def build_sft_dataset(n_numbers: int | Iterable[int] = (3,), size: int = 2000, *
     return Dataset.from_list(build_sft_records(n_numbers, size, **kwargs), features=sft_features())
 
 
-SFT_FOLDER_FILES = ("sft.jsonl", "train", "dataset_dict.json", "README.md")
-"""Every entry :func:`write_sft_folder` writes: ``--overwrite`` replaces a folder holding nothing else."""
+SFT_SPLIT = "train"
+"""An SFT folder holds one split, ``train`` (``train.jsonl``, the ``DatasetDict``'s one key)."""
+
+SFT_FOLDER_FILES = (f"{SFT_SPLIT}.jsonl", SFT_SPLIT, "dataset_dict.json", "README.md")
+"""Every entry :func:`write_sft_folder` writes (beside its ``extra_files``): ``--overwrite`` replaces a folder holding
+nothing else."""
 
 
 def write_sft_folder(
-    records: list[dict[str, Any]], out_dir, settings: dict[str, Any] | None = None, *, overwrite: bool = False
+    records: list[dict[str, Any]],
+    out_dir,
+    settings: dict[str, Any] | None = None,
+    *,
+    overwrite: bool = False,
+    extra_files: dict[str, str] | None = None,
 ) -> str:
-    """The SFT folder layout, the same as a split folder's: ``sft.jsonl``, a ``DatasetDict`` ``{"train": ...}``
-    saved at the folder root (``datasets.load_from_disk(DIR)["train"]``) and a dataset card (``README.md``, so that
-    ``datasets.load_dataset(DIR)["train"]`` reads the jsonl). ``settings`` (the build arguments) go into the card.
-    Returns the jsonl's sha256. Written atomically (built beside ``out_dir``, then renamed); an existing non-empty
-    folder is refused unless ``overwrite`` (then replaced whole, when it holds nothing but :data:`SFT_FOLDER_FILES`)."""
+    """The SFT folder layout of ``build-sft`` and ``clean-sft``, the same as a split folder's: ``train.jsonl``, a
+    ``DatasetDict`` ``{"train": ...}`` saved at the folder root (``datasets.load_from_disk(DIR)["train"]``) and a
+    dataset card (``README.md``, so that ``datasets.load_dataset(DIR)["train"]`` reads the jsonl); ``settings`` (the
+    build arguments) go into the card, ``extra_files`` (name -> text, e.g. clean-sft's ``report.json``) beside. Returns
+    the jsonl's sha256. Written atomically (built beside ``out_dir``, then renamed); an existing non-empty folder is
+    refused unless ``overwrite`` (then replaced whole, when it holds nothing but :data:`SFT_FOLDER_FILES` and the
+    ``extra_files``)."""
     from pathlib import Path
 
     from datasets import DatasetDict
@@ -152,10 +162,14 @@ def write_sft_folder(
     from .jsonl import write_jsonl
     from .split_datasets import records_to_dataset
 
-    with atomic_dir(Path(out_dir), overwrite=overwrite, owned=SFT_FOLDER_FILES) as out:
-        DatasetDict({"train": records_to_dataset(records, sft_features())}).save_to_disk(str(out))
-        digest = write_jsonl(records, out / "sft.jsonl")
-        write_card(out, settings, {"train": len(records)}, kind="sft", files={"train": "sft.jsonl"})
+    columns = list(records[0]) if records else list(SFT_COLUMNS)
+    owned = (*SFT_FOLDER_FILES, *(extra_files or {}))
+    with atomic_dir(Path(out_dir), overwrite=overwrite, owned=owned) as out:
+        DatasetDict({SFT_SPLIT: records_to_dataset(records, sft_features(columns))}).save_to_disk(str(out))
+        digest = write_jsonl(records, out / f"{SFT_SPLIT}.jsonl")
+        for name, text in (extra_files or {}).items():
+            (out / name).write_text(text, encoding="utf-8")
+        write_card(out, settings, {SFT_SPLIT: len(records)}, kind="sft")
     return digest
 
 

@@ -50,7 +50,7 @@ def records_to_dataset(rows: list[dict], features=None):
 
 
 def build_splits(spec: SplitSpec | None = None, *, progress: bool | None = None, **spec_kwargs: Any):
-    """A ``datasets.DatasetDict`` ``{"eval": Dataset, "train": Dataset}`` (non-empty splits only), as
+    """A ``datasets.DatasetDict`` ``{"test": Dataset, "train": Dataset}`` (non-empty splits only), as
     ``load_from_disk`` reads a written split back; see :func:`~countdown_env.splits.build_split_records`."""
     from datasets import DatasetDict
 

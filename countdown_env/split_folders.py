@@ -17,11 +17,12 @@ from .dataset_card import write_card
 from .jsonl import read_jsonl, write_jsonl
 from .split_datasets import save_datasets
 from .split_manifest import verify_split, write_manifest
-from .splits import SPLIT_NAMES, SplitSpec
+from .splits import HELD_OUT, LEGACY_SPLIT_NAMES, SPLIT_NAMES, SplitSpec
 
 SPLIT_FOLDER_FILES = (
-    *(f"{name}.jsonl" for name in SPLIT_NAMES),
+    *(f"{name}.jsonl" for name in (*SPLIT_NAMES, *LEGACY_SPLIT_NAMES.values())),
     *SPLIT_NAMES,  # the save_to_disk copy's split folders
+    *LEGACY_SPLIT_NAMES.values(),  # an earlier build's names: its folder is this writer's too
     "dataset_dict.json",
     "README.md",
     "manifest.json",
@@ -64,16 +65,35 @@ def write_splits(
     return hashes
 
 
-def read_split_rows(path: str | os.PathLike, split: str = "eval") -> list[dict]:
+def read_split_rows(path: str | os.PathLike, split: str = HELD_OUT) -> list[dict]:
     """Rows of a split after :func:`~countdown_env.split_manifest.verify_split`: a jsonl file, or a split folder's
-    ``{split}.jsonl``."""
+    ``{split}.jsonl`` (``test`` by default). A folder built before the splits took HF's names has ``eval.jsonl``
+    for ``test``: it is read, with a deprecation note (such folders are read for one release)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no split at {path}")
     verify_split(path)
     if path.is_dir():
-        target = path / f"{split}.jsonl"
-        if not target.is_file():
-            raise FileNotFoundError(f"{path} has no {split}.jsonl")
-        return read_jsonl(target)
+        return read_jsonl(split_file(path, split))
     return read_jsonl(path)
+
+
+def split_file(folder: str | os.PathLike, split: str) -> Path:
+    """``folder/{split}.jsonl``, or the legacy name of the held-out split (``eval.jsonl`` for ``test``, with a note on
+    stderr); a one-line :class:`FileNotFoundError` naming the splits the folder has otherwise."""
+    import sys
+
+    folder = Path(folder)
+    target = folder / f"{split}.jsonl"
+    if target.is_file():
+        return target
+    legacy = LEGACY_SPLIT_NAMES.get(split)
+    if legacy is not None and (folder / f"{legacy}.jsonl").is_file():
+        print(
+            f"countdown: note: {folder} names its {split} split {legacy!r} (built before the splits took Hugging "
+            f"Face's names); reading {legacy}.jsonl. Rebuild it: such folders are read until the next release.",
+            file=sys.stderr,
+        )
+        return folder / f"{legacy}.jsonl"
+    have = sorted(p.stem for p in folder.glob("*.jsonl"))
+    raise FileNotFoundError(f"{folder} has no {split}.jsonl (its splits: {', '.join(have) or 'none'})")

@@ -1,9 +1,10 @@
-"""Reproducible train/eval splits of Countdown puzzles: what a build is (:class:`SplitSpec`) and the build itself
+"""Reproducible train/test splits of Countdown puzzles: what a build is (:class:`SplitSpec`) and the build itself
 (:func:`build_split_records`: plain row dicts, no HF import).
 
-Each split is drawn from its own seeded puzzle stream per number count (the eval stream never depends on the
+Each split is drawn from its own seeded puzzle stream per number count (the test stream never depends on the
 train size), duplicates are dropped by canonical key (sorted numbers, target: a permutation of the numbers is
-the same puzzle), and train never holds a puzzle of eval (nor of ``exclude``). Trivial puzzles (the target is one
+the same puzzle), and train never holds a puzzle of test (nor of ``exclude``). The splits are named as Hugging Face
+datasets names them, ``train`` and ``test`` (:data:`SPLIT_NAMES`). Trivial puzzles (the target is one
 of the numbers, :func:`~countdown_env.puzzle.is_trivial`) are left out unless the task's ``allow_trivial``: each
 stream draws with ``allow_trivial=True`` and the build skips a trivial index (the generator itself would redraw
 it within the index), so the rows are those built before the task rule existed (the committed eval sets under
@@ -44,7 +45,16 @@ SPLIT_COLUMNS = ("prompt", "numbers", "target", "n_numbers", "solution", "num_so
 
 COUNT_COLUMNS = ("num_solutions", "difficulty")
 
-SPLIT_NAMES = ("train", "eval")
+SPLIT_NAMES = ("train", "test")
+"""The split names of a build, as Hugging Face datasets names them (TRL's ``--dataset_test_split`` default is
+``"test"``). The sizes keep the role's name, as TRL does (``eval_size`` feeds ``eval_dataset``)."""
+
+HELD_OUT = "test"
+
+LEGACY_SPLIT_NAMES = {"test": "eval"}
+"""The held-out split was named ``eval`` until the HF naming: its streams keep that seed name (:func:`stream_seed`),
+so every build, and the committed eval sets, stay byte for byte; folders written then are still read (one release,
+with a note)."""
 
 MAX_N_NUMBERS = 6
 """Largest number count the splits accept with solution counts (counting is exact up to 6 numbers)."""
@@ -149,8 +159,8 @@ class SplitSpec:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def sizes(self, split: str) -> dict[int, int]:
-        """Rows per number count for ``split`` ("train" or "eval")."""
-        total = {"train": self.train_size, "eval": self.eval_size}[split]
+        """Rows per number count for ``split`` ("train" or "test")."""
+        total = {"train": self.train_size, HELD_OUT: self.eval_size}[split]
         base, extra = divmod(total, len(self.n_numbers))
         return {n: base + (k < extra) for k, n in enumerate(self.n_numbers)}
 
@@ -191,6 +201,7 @@ def puzzle_key(item: Puzzle | PuzzleKey | Any) -> PuzzleKey:
 
 def stream_seed(seed: int, n_numbers: int, split: str) -> int:
     """The generator seed of one (split, number count) stream: stable across machines and Python versions."""
+    split = LEGACY_SPLIT_NAMES.get(split, split)  # "test" draws the streams builds named "eval"
     digest = hashlib.sha256(f"countdown-splits:{seed}:{n_numbers}:{split}".encode()).digest()
     return int.from_bytes(digest[:4], "big")
 
@@ -277,17 +288,17 @@ def interleave(groups: list[list[dict]]) -> Iterator[dict]:
 
 
 Plan = list[tuple[str, int, list[int]]]
-"""``[(split, n, kept generator indices), ...]``: eval streams first, then train, counts in spec order."""
+"""``[(split, n, kept generator indices), ...]``: test streams first, then train, counts in spec order."""
 
 
 def build_plan(spec: SplitSpec) -> Plan:
     """Which indices of each (split, count) stream a build keeps: puzzles drawn without solution counts (fast),
-    duplicates, eval puzzles (for train), excluded and trivial puzzles skipped, in the order of a serial build."""
+    duplicates, test puzzles (for train), excluded and trivial puzzles skipped, in the order of a serial build."""
     eval_keys: dict[int, set[PuzzleKey]] = {}
     plan: Plan = []
-    for split in ("eval", "train"):
+    for split in (HELD_OUT, "train"):
         for n, size in spec.sizes(split).items():
-            taken = eval_keys.setdefault(n, set(spec.exclude)) if split == "eval" else set(eval_keys[n])
+            taken = eval_keys.setdefault(n, set(spec.exclude)) if split == HELD_OUT else set(eval_keys[n])
             gen = spec.stream_task(n, split).generator()
             what = f"{split} puzzles with {n} numbers"
             plan.append((split, n, [i - 1 for i, _ in distinct_draws(gen.__getitem__, size, taken, spec, what)]))
@@ -303,7 +314,7 @@ def assemble_splits(plan: Plan, rows: list[dict]) -> dict[str, list[dict]]:
     """Rows in plan order -> ``{split: rows interleaved across counts}`` (non-empty splits only)."""
     out: dict[str, list[dict]] = {}
     position = 0
-    for split in ("eval", "train"):
+    for split in (HELD_OUT, "train"):
         groups = []
         for s, _, indices in plan:
             if s == split:
@@ -359,7 +370,7 @@ def compute_rows(spec: SplitSpec, items: list[tuple[str, int, int]], num_proc: i
 def build_split_records(
     spec: SplitSpec | None = None, *, progress: bool | None = None, num_proc: int = 1, **spec_kwargs: Any
 ) -> dict[str, list[dict]]:
-    """Rows (plain dicts with :data:`SPLIT_COLUMNS`) of every non-empty split, eval first; no HF import.
+    """Rows (plain dicts with :data:`SPLIT_COLUMNS`) of every non-empty split, test first; no HF import.
 
     Pass a :class:`SplitSpec` or its fields as keywords. ``progress`` shows a tqdm bar on stderr (``None``: when
     stderr is a terminal, at any size; only when tqdm is installed). ``num_proc > 1`` computes the rows on a
@@ -379,10 +390,10 @@ def build_split_records(
             return assemble_splits(plan, compute_rows(spec, plan_items(plan), num_proc, tick))
         eval_keys: dict[int, set[PuzzleKey]] = {}
         out: dict[str, list[dict]] = {}
-        for split in ("eval", "train"):
+        for split in (HELD_OUT, "train"):
             groups = []
             for n, size in spec.sizes(split).items():
-                taken = eval_keys.setdefault(n, set(spec.exclude)) if split == "eval" else set(eval_keys[n])
+                taken = eval_keys.setdefault(n, set(spec.exclude)) if split == HELD_OUT else set(eval_keys[n])
                 groups.append(_unique_rows(spec, n, split, size, taken, tick))
             if any(groups):
                 out[split] = list(interleave(groups))
@@ -400,8 +411,8 @@ def check_num_proc(num_proc: Any) -> int:
 
 
 def puzzle_progress_bar(total: int, progress: bool | None):
-    """A tqdm bar over puzzles (:func:`countdown_env.progress.progress_bar`: ``None`` = when stderr is a terminal,
-    at any size), or ``None``."""
+    """A progress display over puzzles (:func:`countdown_env.progress.progress_bar`: ``None`` = a tqdm bar when
+    stderr is a terminal, at any size, else plain lines for a long build), or ``None`` (``False``)."""
     from .progress import NoBar, progress_bar
 
     bar = progress_bar(total, "building puzzles", progress, unit="puzzle")

@@ -12,8 +12,9 @@ A task is four things, written once and serialisable (``to_dict`` / ``from_dict`
   (every intermediate a positive integer). They reach the generator, the prompt's rule sentence and the verifier
   alike, so a puzzle is always asked and graded under the rules it was generated for;
 - the prompt template (``"default"``, ``"tinyzero"``, ``"compact"``; :data:`countdown_env.prompts.TEMPLATES`);
-- reward settings: the answer/reasoning tags come from the template, plus ``format_bonus``:
-  ``reward = 1[correct] + format_bonus * 1[format ok]`` (:func:`countdown_env.rewards.score_completion`);
+- reward settings: the answer/reasoning tags come from the template, plus ``format_bonus`` and ``partial_credit``:
+  ``reward = 1[correct] + format_bonus * 1[format ok]``, a wrong real attempt earning ``partial_credit *
+  closeness`` instead of 0 (:func:`countdown_env.rewards.score_completion`);
 - turns: ``max_turns`` answers per episode (default 1: the first answer ends it). A wrong or malformed answer
   before the last turn is answered with a feedback message built from the verifier's verdict in the
   ``feedback`` template (:mod:`countdown_env.feedback`: the value reached, the numbers misused, why it could not
@@ -161,6 +162,10 @@ class CountdownTask:
     entry, ``countdown generate`` line or curriculum row is trivial; splits and SFT traces skip the index instead
     (:mod:`countdown_env.splits`). A generator setting, last so that positional construction is unchanged; tasks
     saved before it load with False. Solvable 1-number tasks need True (every such puzzle is trivial)."""
+    partial_credit: float = 0.0
+    """Reward setting: a wrong answer that is a real attempt earns ``partial_credit * closeness`` of its value to the
+    target (:func:`countdown_env.rewards.closeness`; 0 = off, below 1 so a correct answer always wins). Last, as
+    ``allow_trivial``, so that positional construction is unchanged; tasks saved before it load with 0."""
 
     def __post_init__(self) -> None:
         from .solver import MAX_COUNT_NUMBERS, MAX_SOLVE_NUMBERS, check_operators
@@ -198,8 +203,9 @@ class CountdownTask:
         if not isinstance(self.template, str):
             raise ValueError(f"template must be a template name, got {type(self.template).__name__}")
         get_template(self.template)  # one-line ValueError naming the known templates
-        RewardConfig(format_bonus=self.format_bonus)  # one-line ValueError for a non-finite bonus
+        RewardConfig(format_bonus=self.format_bonus, partial_credit=self.partial_credit)  # one-line ValueErrors
         set_field(self, "format_bonus", float(self.format_bonus))
+        set_field(self, "partial_credit", float(self.partial_credit))
         max_turns = _integral(self.max_turns)
         if not _is_int(max_turns) or not 1 <= max_turns <= MAX_TURNS:
             raise ValueError(f"max_turns must be an integer in [1, {MAX_TURNS}], got {self.max_turns!r}")
@@ -282,7 +288,7 @@ class CountdownTask:
     # -- reward ---------------------------------------------------------------------------------------------
     @property
     def reward_config(self) -> RewardConfig:
-        """Tags from the template, the task's rules and format bonus."""
+        """Tags from the template, the task's rules, format bonus and partial credit."""
         template = self.prompt_template
         return RewardConfig(
             format_bonus=self.format_bonus,
@@ -290,6 +296,7 @@ class CountdownTask:
             reasoning_tag=template.reasoning_tag,
             use_all_numbers=self.use_all_numbers,
             integer_intermediates=self.integer_intermediates,
+            partial_credit=self.partial_credit,
         )
 
     def score(self, completion: Any, puzzle: Puzzle) -> ScoredCompletion:

@@ -363,3 +363,34 @@ def test_the_model_card_names_no_none_base_model(make_trainer, cpu_grpo_kwargs):
     trainer.create_model_card(model_name="run")
     card = (Path(trainer.args.output_dir) / "README.md").read_text()
     assert "[None]" not in card and "huggingface.co/None" not in card and "local checkpoint" in card
+
+
+@pytest.mark.slow
+def test_resuming_a_tied_model_reports_only_real_missing_keys(make_trainer, cpu_grpo_kwargs, monkeypatch):
+    """Issue 36 item 11: the tiny model ties its LM head to the embedding; a checkpoint stores the tensor once, so a
+    resume used to warn ``missing keys ... ['lm_head.weight']``. Resuming warns no more, while a key that is really
+    absent from the checkpoint (a non-tied weight) is still reported."""
+    from types import SimpleNamespace
+
+    import transformers.trainer as hf_trainer
+
+    from learners.core.trainer import CountdownGRPOTrainer
+
+    warnings: list[str] = []
+    monkeypatch.setattr(hf_trainer.logger, "warning", lambda message, *a, **k: warnings.append(str(message)))
+    cpu_grpo_kwargs.update(save_strategy="steps", save_steps=1, max_steps=1)
+    first = make_trainer(CountdownGRPOTrainer, CountdownConfig(**cpu_grpo_kwargs))
+    model = first.model
+    assert model.lm_head.weight is model.get_input_embeddings().weight  # tied: one tensor, two names
+    first.train()
+    checkpoint = f"{cpu_grpo_kwargs['output_dir']}/checkpoint-1"
+    cpu_grpo_kwargs.update(max_steps=2)
+    second = make_trainer(CountdownGRPOTrainer, CountdownConfig(**cpu_grpo_kwargs))
+    warnings.clear()
+    second.train(resume_from_checkpoint=checkpoint)
+    assert second.state.global_step == 2
+    assert not [w for w in warnings if "missing keys" in w], warnings
+
+    real = "model.layers.0.mlp.up_proj.weight"
+    second._issue_warnings_after_load(SimpleNamespace(missing_keys=["lm_head.weight", real], unexpected_keys=[]))
+    assert warnings[-1] == f"There were missing keys in the checkpoint model loaded: ['{real}']."

@@ -98,7 +98,7 @@ def test_rebuild_needs_overwrite_and_replaces_the_folder_whole(tmp_path):
 def test_split_outputs_refuse_their_inputs(tmp_path):
     out = tmp_path / "splits"
     assert countdown("build-splits", *SMALL, "--jsonl-only", "--no-progress", "--out", out).returncode == 0
-    result = countdown("build-splits", *SMALL, "--exclude", out / "eval.jsonl", "--out", out, "--overwrite")
+    result = countdown("build-splits", *SMALL, "--exclude", out / "test.jsonl", "--out", out, "--overwrite")
     assert_user_error(result, "build-splits", "input")
     assert_user_error(countdown("merge-splits", out, "--out", out, "--overwrite"), "merge-splits", "input")
 
@@ -110,14 +110,14 @@ def test_damaged_split_fails_with_one_line_on_load(tmp_path):
     out = tmp_path / "splits"
     assert countdown("build-splits", *SMALL, "--no-progress", "--out", out).returncode == 0
     manifest = json.loads((out / "manifest.json").read_text())
-    assert {"train.jsonl", "eval.jsonl", "dataset_dict.json"} <= set(manifest["files"])
+    assert {"train.jsonl", "test.jsonl", "dataset_dict.json"} <= set(manifest["files"])
     assert any(name.endswith(".arrow") for name in manifest["files"])
     assert len(read_split_rows(out)) == 4
-    eval_file = out / "eval.jsonl"
+    eval_file = out / "test.jsonl"
     eval_file.write_bytes(eval_file.read_bytes().replace(b'"target":', b'"target": ', 1))
-    with pytest.raises(SplitIntegrityError, match="eval.jsonl does not match"):
+    with pytest.raises(SplitIntegrityError, match="test.jsonl does not match"):
         read_split_rows(out)
-    with pytest.raises(SplitIntegrityError, match="eval.jsonl does not match"):
+    with pytest.raises(SplitIntegrityError, match="test.jsonl does not match"):
         read_split_rows(eval_file)
     # countdown eval checks the split before loading any model weights: a stub folder is enough here
     model = tmp_path / "model"
@@ -187,7 +187,7 @@ def test_no_counts_skips_the_difficulty_and_allows_eight_numbers(tmp_path):
     result = countdown("build-splits", "--n-numbers", "8", "--train", "2", "--eval", "2", "--no-counts",
                        "--jsonl-only", "--no-progress", "--out", out)  # fmt: skip
     assert result.returncode == 0, result.stderr
-    row = json.loads((out / "eval.jsonl").read_text().splitlines()[0])
+    row = json.loads((out / "test.jsonl").read_text().splitlines()[0])
     assert row["n_numbers"] == 8 and "difficulty" not in row and "num_solutions" not in row
     assert_user_error(countdown("build-splits", "--n-numbers", "7", "--out", tmp_path / "x"), "build-splits",
                       "--no-counts")  # fmt: skip
@@ -327,6 +327,30 @@ def test_eval_model_that_does_not_exist_fails_at_once(tmp_path):
     (tmp_path / "empty").mkdir()
     assert_user_error(countdown("eval", "--model", tmp_path / "empty", "--split", split), "eval", "missing config.json")
     assert sorted(p.name for p in (tmp_path / "empty").iterdir()) == []
+
+
+@pytest.mark.parametrize("network", ["HF_HUB_OFFLINE=1", "HF_ENDPOINT=http://127.0.0.1:9"])
+def test_a_hub_model_without_a_network_fails_before_loading_anything(network, tmp_path):
+    """Issue 36 item 3: ``--model Qwen/Qwen3-0.6B`` with the Hub switched off (HF_HUB_OFFLINE) or unreachable (an
+    endpoint that refuses connections) and an empty cache is one line naming the cause, for train, eval and serve,
+    before torch or transformers is imported (transformers' own look-ups retried for ~70 s before saying so)."""
+    key, value = network.split("=")
+    env = {k: v for k, v in ENV.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_ENDPOINT")}
+    env.update({key: value, "HF_HUB_CACHE": str(tmp_path / "empty-cache"), "HF_HOME": str(tmp_path / "hf")})
+    split = tmp_path / "s.jsonl"
+    split.write_text('{"numbers": [3, 4], "target": 7}\n')
+    code = (
+        "import sys\nfrom countdown_env.cli import main\nrc = main(sys.argv[1:])\n"
+        "print(rc, sorted(m for m in ('torch', 'transformers', 'vllm') if m in sys.modules))\n"
+    )
+    why = "HF_HUB_OFFLINE is set" if key == "HF_HUB_OFFLINE" else "http://127.0.0.1:9 cannot be reached"
+    for args in (["train", "--output-dir", str(tmp_path / "run")], ["eval", "--split", str(split)], ["serve"]):
+        result = subprocess.run([sys.executable, "-c", code, *args, "--model", "Qwen/Qwen3-0.6B"], capture_output=True,
+                                text=True, env=env, cwd=ROOT, timeout=120)  # fmt: skip
+        assert result.stdout.strip() == "2 []", (args, result.stdout, result.stderr)
+        (line,) = [x for x in result.stderr.splitlines() if x.strip()]
+        assert line.startswith(f"countdown {args[0]}: error: model 'Qwen/Qwen3-0.6B' is not a local folder"), line
+        assert why in line, line
 
 
 # --------------------------------------------------------------------------------------------- 7. cleaning

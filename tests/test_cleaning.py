@@ -49,7 +49,7 @@ def test_fixture_counts_per_reason(tmp_path):
     assert report.read == 14 and report.kept == 4
     assert dict(report.dropped) == EXPECTED_DROPS
     assert json.loads((tmp_path / "out" / "report.json").read_text())["dropped"] == EXPECTED_DROPS
-    rows = [json.loads(line) for line in (tmp_path / "out" / "sft.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in (tmp_path / "out" / "train.jsonl").read_text().splitlines()]
     assert [r["solution"] for r in rows] == ["25 * 3 + 7", "4 * 9 - 2", "(8 / 2) * 5", "6 * 5 + 3"]
     for row in rows:
         puzzle = Puzzle(row["numbers"], row["target"])
@@ -102,7 +102,7 @@ def test_hostile_rows_are_bad_rows_and_a_missing_field_is_an_error(tmp_path):
     src.write_text("\n".join(lines) + "\n")
     report = clean_file(src, tmp_path / "out")
     assert report.read == 5 and report.kept == 2 and report.dropped["bad_row"] == 3
-    assert len((tmp_path / "out" / "sft.jsonl").read_text().splitlines()) == 2
+    assert len((tmp_path / "out" / "train.jsonl").read_text().splitlines()) == 2
     with pytest.raises(ValueError, match="response field 'nope' is in no row"):
         clean_file(src, tmp_path / "out2", response_field="nope")
     assert not (tmp_path / "out2").exists()

@@ -43,11 +43,15 @@ def test_config_rejects_bad_values(cpu_grpo_kwargs):
 
 
 def test_base_learner_presets(cpu_grpo_kwargs):
-    from learners.contrastive.config import PRESET_FIELDS
+    from learners.contrastive.config import BASE_LEARNERS, PRESET_FIELDS
     from learners.core.registry import get_learner
     from learners.grpo import PRESETS
 
-    assert set(PRESET_FIELDS) == set().union(*PRESETS.values())  # every preset field can come from base_learner
+    assert {"grpo", "dr_grpo", "dapo", "prime_rl", "cispo"} <= set(BASE_LEARNERS) and "gspo" not in BASE_LEARNERS
+    # every field of those presets can come from base_learner
+    assert set(PRESET_FIELDS) == set().union(*(PRESETS[name] for name in BASE_LEARNERS))
+    with pytest.raises(ValueError, match="base_learner must be one of"):
+        _config(cpu_grpo_kwargs, base_learner="gspo")  # sets importance_sampling_level, not a deferred field
     prime = _config(cpu_grpo_kwargs)  # the shaping post: prime-rl's defaults
     assert prime.base_learner == "prime_rl"
     assert (prime.loss_type, prime.scale_rewards, prime.kl_tau, prime.dppo_mask_low, prime.dppo_mask_high) == (

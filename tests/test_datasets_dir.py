@@ -55,7 +55,7 @@ def test_rows_are_valid(name):
 def test_rebuilt_prefix_is_byte_identical(name):
     """Each set is a prefix-stable stream: the first k rows rebuilt alone equal the committed first k lines."""
     k = PREFIX[name]
-    rows = build_split_records(dataclasses.replace(EVAL_SETS[name], eval_size=k))["eval"]
+    rows = build_split_records(dataclasses.replace(EVAL_SETS[name], eval_size=k))["test"]
     rebuilt = b"".join(jsonl_line({c: r[c] for c in STORED_COLUMNS}) for r in rows)
     committed = b"".join((DATASETS / f"{name}.jsonl").read_bytes().splitlines(keepends=True)[:k])
     assert rebuilt == committed

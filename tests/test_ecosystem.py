@@ -43,7 +43,7 @@ def test_split_folder_card_loads_with_load_dataset_and_load_from_disk(tmp_path):
 
     spec = SplitSpec(n_numbers=(3,), train_size=5, eval_size=3, seed=4)
     splits = build_splits(spec)
-    assert isinstance(splits, DatasetDict) and sorted(splits) == ["eval", "train"]
+    assert isinstance(splits, DatasetDict) and sorted(splits) == ["test", "train"]
     out = tmp_path / "split"
     write_splits(splits, out, spec=spec)
     card = (out / "README.md").read_text()
@@ -51,7 +51,7 @@ def test_split_folder_card_loads_with_load_dataset_and_load_from_disk(tmp_path):
     assert verify_split(out)["files"]["README.md"]  # the card is covered by the manifest
     by_card = load_dataset(str(out), cache_dir=str(tmp_path / "cache"))
     by_disk = load_from_disk(str(out))
-    for name, size in (("train", 5), ("eval", 3)):
+    for name, size in (("train", 5), ("test", 3)):
         rows = read_jsonl(out / f"{name}.jsonl")
         assert len(rows) == size
         assert by_card[name].to_list() == rows == by_disk[name].to_list() == splits[name].to_list()
@@ -67,12 +67,29 @@ def test_sft_folder_has_the_split_layout(tmp_path, capsys):
     out = tmp_path / "sft"
     assert main(["build-sft", "--size", "5", "--style", "direct", "--out", str(out), "--no-progress"]) == 0
     expected = build_sft_records(3, 5, style="direct")
-    assert read_jsonl(out / "sft.jsonl") == expected
+    assert read_jsonl(out / "train.jsonl") == expected
     on_disk = load_from_disk(str(out))
     assert isinstance(on_disk, DatasetDict) and list(on_disk) == ["train"]
     assert on_disk["train"].to_list() == expected
     assert not (out / "hf").exists()
     assert load_dataset(str(out), cache_dir=str(tmp_path / "cache"))["train"].to_list() == expected
+
+    # clean-sft writes the same layout (issue 36 item 7: both an HF copy, or neither), plus its report
+    external = tmp_path / "external.jsonl"
+    replies = [{"numbers": r["numbers"], "target": r["target"], "response": r["completion"][0]["content"]}
+               for r in expected]  # fmt: skip
+    external.write_text("".join(json.dumps(r) + "\n" for r in replies))
+    cleaned = tmp_path / "clean"
+    assert main(["clean-sft", str(external), str(cleaned), "--template", "default"]) == 0
+    rows = read_jsonl(cleaned / "train.jsonl")
+    # clean-sft keeps the answers that use every number exactly once (the post's filter), in order
+    import re
+
+    every = [r for r in expected if sorted(map(int, re.findall(r"\d+", r["solution"]))) == sorted(r["numbers"])]
+    assert rows and [r["solution"] for r in rows] == [r["solution"] for r in every]
+    assert load_from_disk(str(cleaned))["train"].to_list() == rows
+    assert load_dataset(str(cleaned), cache_dir=str(tmp_path / "cache2"))["train"].to_list() == rows
+    assert (cleaned / "report.json").is_file() and sorted(p.name for p in cleaned.glob("*.jsonl")) == ["train.jsonl"]
     assert '"style": "direct"' in (out / "README.md").read_text()
 
 
@@ -279,7 +296,8 @@ def test_countdown_train_with_a_curriculum_section(tiny_model_dir, tmp_path):
 @pytest.mark.slow
 def test_trl_grpo_cli_on_a_build_splits_folder(tiny_model_dir, tmp_path):
     """README's route: `trl grpo --dataset_name DIR --reward_funcs countdown_env.rewards.countdown_reward`, one step
-    of the tiny model on CPU (trl's script reads DIR with load_dataset, through the folder's card)."""
+    of the tiny model on CPU and one eval on the test split (trl's script reads DIR with load_dataset, through the
+    folder's card)."""
     import os
 
     from countdown_env.cli import main
@@ -295,11 +313,14 @@ def test_trl_grpo_cli_on_a_build_splits_folder(tiny_model_dir, tmp_path):
         "--max_steps", "1", "--per_device_train_batch_size", "4", "--num_generations", "4",
         "--max_completion_length", "8", "--use_cpu", "--bf16", "False", "--gradient_checkpointing", "False",
         "--report_to", "none", "--logging_steps", "1", "--save_strategy", "no", "--disable_tqdm", "True",
+        # TRL's default --dataset_test_split is "test", the folder's held-out split (it was "eval": KeyError 'test')
+        "--eval_strategy", "steps", "--eval_steps", "1", "--per_device_eval_batch_size", "4",
     ]  # fmt: skip
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_DATASETS_CACHE": str(tmp_path / "c")}
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "rewards/countdown_reward/mean" in done.stdout + done.stderr
+    assert "eval_loss" in done.stdout + done.stderr  # the eval ran on the folder's test split
     assert (tmp_path / "out" / "model.safetensors").is_file()
 
 
@@ -315,7 +336,7 @@ def test_eval_reports_difficulty_markdown_and_template(tiny_model_dir, tmp_path,
                      target_range=(10, 200), template="compact")  # fmt: skip
     records = build_split_records(spec, progress=False)
     write_splits(records, tmp_path / "split", spec=spec, save_to_disk=False)
-    base = ["eval", "--model", str(tiny_model_dir), "--split", str(tmp_path / "split" / "eval.jsonl"), "--samples",
+    base = ["eval", "--model", str(tiny_model_dir), "--split", str(tmp_path / "split" / "test.jsonl"), "--samples",
             "2", "--max-new-tokens", "4", "--no-progress"]  # fmt: skip
     assert main([*base, "--out", str(tmp_path / "a.json"), "--markdown"]) == 0
     out = capsys.readouterr().out
@@ -323,7 +344,7 @@ def test_eval_reports_difficulty_markdown_and_template(tiny_model_dir, tmp_path,
     assert report["template"] == "compact" and report["template_source"] == "the split's manifest.json"
     assert report["split_prompts"] == "same"
     assert "prompt template: compact (from the split's manifest.json)" in out
-    counts = Counter(r["difficulty"] for r in records["eval"])
+    counts = Counter(r["difficulty"] for r in records["test"])
     assert {k: v["n_puzzles"] for k, v in report["by_difficulty"].items()} == dict(counts)
     order = ["easy", "medium", "hard"]
     assert list(report["by_difficulty"]) == [d for d in order if d in counts]
@@ -349,7 +370,7 @@ def test_plot_helpers():
     expected = [1.0, (0.25 + 1.5) / 0.75, (0.125 + 0.75 + 2.5) / 0.875]
     assert smooth([1.0, 3.0, 5.0], weight=0.5) == pytest.approx(expected)
     assert y_limits([0.1, 0.2], rate=True) == pytest.approx((0.1 - 0.008, 0.2 + 0.008))
-    assert y_limits([0.0, 0.0], rate=True) == pytest.approx((-0.02, 0.029))  # 0.05 span, margin, clipped at -0.02
+    assert y_limits([0.0, 0.0], rate=True) == pytest.approx((0.0, 0.029))  # 0.05 span, margin; a rate is never < 0
     low, high = y_limits([40.0, 80.0])
     assert low == pytest.approx(40 - 3.2) and high == pytest.approx(80 + 3.2)
     history = [{"step": 1, "reward": 0.5, "countdown/accuracy": 0.25, "completions/mean_length": 7, "loss": 1.0},
@@ -375,6 +396,29 @@ def test_training_png_panels(tmp_path):
     high_a, high_b = mpimg.imread(with_sft).shape[0], mpimg.imread(without).shape[0]
     assert high_a > high_b  # five panels take three rows; reward/accuracy/length take two
     assert plot_training([], tmp_path / "c.png").is_file()
+
+
+def test_training_png_says_what_it_shows(tmp_path):
+    """Issue 36 item 10: reward and accuracy share a panel when they are the same numbers (binary reward) and get two
+    when they differ; the eval panel's title gives the curve's puzzles and samples and names the headline evals
+    drawn apart; the demo's SFT panel says whether the demo ran that SFT."""
+    from learners.pipeline.demo import headline_points, sft_title
+    from learners.pipeline.plotting import Headline, curves, eval_title, panels_of, plot_training
+
+    binary = [{"step": s, "reward": s % 3 / 4, "countdown/accuracy": s % 3 / 4} for s in range(1, 9)]
+    shaped = [{"step": s, "reward": s % 3 / 4 + 0.1, "countdown/accuracy": s % 3 / 4} for s in range(1, 9)]
+    assert panels_of(curves(binary), [], [], []) == ["reward"]
+    assert panels_of(curves(shaped), [], [], []) == ["reward", "accuracy"]
+    evals = [{"step": s, "eval_pass@1": 0.3, "eval_puzzles": 128, "eval_samples": 4} for s in (0, 250, 500)]
+    report = {"samples": 4, "overall": {"n_puzzles": 512, "pass@1": 0.303, "pass@1_ci95": [0.277, 0.329],
+                                        "pass@4": 0.629}}  # fmt: skip
+    points = headline_points(report, report, 500)
+    assert points[0] == Headline(0, "before RL, 512 puzzles x 4", 0.303, (0.277, 0.329), (4, 0.629))
+    assert points[1].step == 500 and points[1].label.startswith("after RL, 512 puzzles")
+    title = eval_title(evals, points)
+    assert "128 held-out puzzles x 4 samples" in title and "before RL, 512 puzzles x 4" in title
+    assert "not run by this demo" in sft_title(False) and "this run" in sft_title(True)
+    assert plot_training(binary + evals, tmp_path / "t.png", headline=points, sft_title=sft_title(False)).is_file()
 
 
 # ------------------------------------------------------------------------------------------------ the CLI
@@ -451,13 +495,14 @@ def test_solve_and_verify_one_liners(capsys):
 
 
 def test_progress_bars_follow_the_terminal(monkeypatch, capsys):
-    from countdown_env.progress import NoBar, progress_bar, wanted
+    from countdown_env.progress import LineProgress, NoBar, progress_bar, wanted
     from countdown_env.splits import build_split_records
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
-    assert not wanted(None) and isinstance(progress_bar(3, "x"), NoBar)
+    assert not wanted(None) and isinstance(progress_bar(3, "x"), LineProgress)  # plain lines into a log
+    assert isinstance(progress_bar(3, "x", False), NoBar)
     build_split_records(n_numbers=(3,), train_size=3, eval_size=0, progress=None)
-    assert "building puzzles" not in capsys.readouterr().err
+    assert "building puzzles" not in capsys.readouterr().err  # shorter than the line interval: silent
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     assert wanted(None) and not wanted(False)
     build_split_records(n_numbers=(3,), train_size=3, eval_size=0, progress=None)  # any size, on a terminal
@@ -512,4 +557,4 @@ def test_generate_on_a_split_folder_says_it_prints_the_task_stream(tmp_path, cap
     capsys.readouterr()
     assert main(["generate", "--task", str(out), "--count", "2"]) == 0
     captured = capsys.readouterr()
-    assert len(captured.out.splitlines()) == 2 and "is a split" in captured.err and "eval.jsonl" in captured.err
+    assert len(captured.out.splitlines()) == 2 and "is a split" in captured.err and "test.jsonl" in captured.err

@@ -181,3 +181,76 @@ def test_reward_rubric_and_env_judge_the_same_text_of_a_conversation():
         cleaned = response_text(messages)
         assert reward == rubric == env_reward == expected, name
         assert cleaned == completion_text(messages), name
+
+
+# ------------------------------------------------------------------------------------------------ partial credit
+def _answer(expression: str) -> str:
+    return f"<reasoning>\ntry\n</reasoning>\n<solution>{expression}</solution>"
+
+
+def test_partial_credit_is_the_closeness_of_a_real_attempt():
+    """Issue 36 item 8: a wrong answer the verifier faults only for its value earns w·max(0, 1 - |v - t|/t); a
+    correct one earns exactly 1 (never 1 plus credit). Values worked out here: 25·7 = 175, 25·7 - 3 = 172,
+    25 + 3·7 = 46, 25/7 + 3 = 46/7, target 154."""
+    w = 0.5
+    config = RewardConfig(partial_credit=w)
+    cases = {
+        "25 * 7": w * (1 - 21 / 154),
+        "25 * 7 - 3": w * (1 - 18 / 154),
+        "25 + 3 * 7": w * (1 - 108 / 154),
+        "25 / 7 + 3": w * (1 - (154 - 46 / 7) / 154),
+        "(25 + 3) * 7 * 7 / 7": 0.0,  # 7 used three times: reused_number, whatever its value
+        "(25 - 3) * 7": 1.0,
+    }
+    for expression, expected in cases.items():
+        assert score_completion(_answer(expression), P, config).reward == pytest.approx(expected, abs=1e-12), expression
+    far = Puzzle([1, 2, 3], 100)  # 1 + 2 + 3 = 6: |6 - 100| / 100 < 1; 1 - 2 - 3 < 0: nothing
+    assert score_completion(_answer("1 + 2 + 3"), far, config).reward == pytest.approx(w * 0.06)
+    assert score_completion(_answer("1 - 2 - 3"), far, config).reward == 0.0
+    # the format bonus adds to it; partial credit 0 (the default) leaves the binary reward
+    both = RewardConfig(partial_credit=w, format_bonus=0.1)
+    assert score_completion(_answer("25 * 7"), P, both).reward == pytest.approx(w * (1 - 21 / 154) + 0.1)
+    assert score_completion(_answer("25 * 7"), P).reward == 0.0
+
+
+def test_partial_credit_cannot_be_earned_by_a_formatted_non_answer():
+    """The bare target, a number outside the puzzle, one given number alone, a rule-breaking expression, a false
+    stated result, an empty or missing answer block: 0, however close their value is to the target."""
+    config = RewardConfig(partial_credit=0.9, use_all_numbers=False)
+    non_answers = [
+        "154",  # the target itself: unknown_number
+        "150 + 4",  # numbers that are not given
+        "25 * 6 + 4",
+        "25",  # one given number (value 25, wrong_value, but no operation)
+        "(25)",
+        "7 * 7 * 3",  # 7 reused
+        "25 * 7 = 150",  # a false stated value (wrong_stated_value), even with a close expression
+        "",
+        "25 * 7 + ",  # parse error
+        "25 ** 2",  # forbidden token
+    ]
+    for expression in non_answers:
+        scored = score_completion(_answer(expression), P, config)
+        assert scored.reward == 0.0, (expression, scored.verification.reason)
+    assert score_completion("25 * 7 - 3", P, config).reward == 0.0  # no answer block at all
+    everything = RewardConfig(partial_credit=0.9, use_all_numbers=True)
+    assert score_completion(_answer("25 * 7"), P, everything).reward == 0.0  # 3 unused under the rule
+    assert score_completion(_answer("25 * 7 - 3"), P, everything).reward == pytest.approx(0.9 * (1 - 18 / 154))
+    integer = RewardConfig(partial_credit=0.9, integer_intermediates=True)
+    assert score_completion(_answer("25 / 7 + 3"), P, integer).reward == 0.0  # non-integer intermediate
+
+
+def test_partial_credit_setting_reaches_every_scorer_and_is_checked():
+    from countdown_env.task import CountdownTask
+
+    task = CountdownTask(n_numbers=3, partial_credit=0.25)
+    assert task.reward_config.partial_credit == 0.25
+    assert CountdownTask.from_dict(task.to_dict()) == task
+    assert (
+        CountdownTask.from_dict({k: v for k, v in task.to_dict().items() if k != "partial_credit"}).partial_credit == 0
+    )
+    reward = task.reward_function()
+    assert reward([None], [_answer("25 * 7")], [[25, 3, 7]], [154]) == [pytest.approx(0.25 * (1 - 21 / 154))]
+    for bad in (1.0, -0.1, float("nan"), True, "0.5"):
+        with pytest.raises(ValueError, match="partial_credit must be a number in"):
+            CountdownTask(partial_credit=bad)

@@ -27,11 +27,11 @@ def _keys(rows):
 
 
 def test_columns_sizes_and_verified_solutions(small):
-    assert list(small) == ["eval", "train"]
-    assert len(small["eval"]) == 12 and len(small["train"]) == 41
+    assert list(small) == ["test", "train"]
+    assert len(small["test"]) == 12 and len(small["train"]) == 41
     assert [r["n_numbers"] for r in small["train"]].count(3) == 21  # 41 shared: 21 + 20, earlier count first
-    assert [r["n_numbers"] for r in small["eval"][:4]] == [3, 4, 3, 4]  # interleaved
-    for row in small["eval"] + small["train"]:
+    assert [r["n_numbers"] for r in small["test"][:4]] == [3, 4, 3, 4]  # interleaved
+    for row in small["test"] + small["train"]:
         assert tuple(row) == SPLIT_COLUMNS
         puzzle = Puzzle(row["numbers"], row["target"])
         assert row["n_numbers"] == len(row["numbers"])
@@ -43,7 +43,7 @@ def test_columns_sizes_and_verified_solutions(small):
 
 
 def test_disjoint_and_unique_by_canonical_key(small):
-    eval_keys, train_keys = _keys(small["eval"]), _keys(small["train"])
+    eval_keys, train_keys = _keys(small["test"]), _keys(small["train"])
     assert len(set(eval_keys)) == len(eval_keys) and len(set(train_keys)) == len(train_keys)
     assert not set(eval_keys) & set(train_keys)
 
@@ -51,22 +51,22 @@ def test_disjoint_and_unique_by_canonical_key(small):
 def test_permuted_duplicates_count_as_one_puzzle():
     """A space so small that permutations must collide: the split still holds each canonical puzzle once."""
     rows = build_split_records(n_numbers=(2,), train_size=20, eval_size=5, value_range=(1, 6), target_range=(2, 36))
-    keys = _keys(rows["eval"] + rows["train"])
+    keys = _keys(rows["test"] + rows["train"])
     assert len(keys) == 25 and len(set(keys)) == 25
 
 
 def test_eval_does_not_depend_on_train_size(small):
     other = build_split_records(SplitSpec(n_numbers=(3, 4), train_size=3, eval_size=12, seed=5))
-    assert other["eval"] == small["eval"]
-    assert build_split_records(SplitSpec(n_numbers=(3, 4), train_size=3, eval_size=12, seed=6))["eval"] != small["eval"]
+    assert other["test"] == small["test"]
+    assert build_split_records(SplitSpec(n_numbers=(3, 4), train_size=3, eval_size=12, seed=6))["test"] != small["test"]
 
 
 def test_exclude_keeps_puzzles_out(small):
-    banned = [Puzzle(list(reversed(r["numbers"])), r["target"]) for r in small["eval"][:3] + small["train"][:3]]
+    banned = [Puzzle(list(reversed(r["numbers"])), r["target"]) for r in small["test"][:3] + small["train"][:3]]
     again = build_split_records(SplitSpec(n_numbers=(3, 4), train_size=41, eval_size=12, seed=5, exclude=banned))
-    kept = set(_keys(again["eval"] + again["train"]))
+    kept = set(_keys(again["test"] + again["train"]))
     assert not kept & {p.key for p in banned}
-    assert len(again["eval"]) == 12 and len(again["train"]) == 41
+    assert len(again["test"]) == 12 and len(again["train"]) == 41
 
 
 def _tree_hashes(folder: Path) -> dict[str, str]:
@@ -82,12 +82,35 @@ def test_same_arguments_give_byte_identical_files(tmp_path):
     hashes = [write_splits(build_split_records(spec), tmp_path / name, spec=spec) for name in ("a", "b")]
     assert hashes[0] == hashes[1]
     first, second = _tree_hashes(tmp_path / "a"), _tree_hashes(tmp_path / "b")
-    assert {"train.jsonl", "eval.jsonl", "manifest.json", "dataset_dict.json"} <= set(first)
+    assert {"train.jsonl", "test.jsonl", "manifest.json", "dataset_dict.json"} <= set(first)
     assert any(name.endswith(".arrow") for name in first)
     assert first == second  # jsonl, arrow shards, state and info files: all the same bytes
     assert hashlib.sha256((tmp_path / "a" / "train.jsonl").read_bytes()).hexdigest() == hashes[0]["train"]
     manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
-    assert manifest["rows"] == {"eval": 6, "train": 15} and manifest["spec"]["seed"] == 1
+    assert manifest["rows"] == {"test": 6, "train": 15} and manifest["spec"]["seed"] == 1
+
+
+def test_splits_take_hf_names_and_old_eval_folders_are_still_read(tmp_path, capsys):
+    """Issue 36 item 7: the held-out split is ``test`` (HF datasets' name, TRL's --dataset_test_split default) in
+    the rows, the files and the DatasetDict, drawn from the same streams as when it was ``eval`` (the committed eval
+    sets rebuild byte for byte: tests/test_datasets_dir.py); a folder written with ``eval.jsonl`` still reads, with a
+    deprecation note, through read_split_rows and countdown eval's loader."""
+    from countdown_env.split_folders import read_split_rows
+    from countdown_env.splits import SPLIT_NAMES, stream_seed
+    from learners.pipeline.evaluate import load_rows
+
+    assert SPLIT_NAMES == ("train", "test") and stream_seed(3, 4, "test") == stream_seed(3, 4, "eval")
+    spec = SplitSpec(n_numbers=(3,), train_size=4, eval_size=2, seed=2)
+    rows = build_split_records(spec)
+    old = tmp_path / "old"
+    write_splits({"eval": rows["test"], "train": rows["train"]}, old, spec=spec)  # as builds wrote it before
+    capsys.readouterr()
+    assert read_split_rows(old) == rows["test"] == load_rows(old)
+    assert read_split_rows(old, "train") == rows["train"]
+    err = capsys.readouterr().err
+    assert "names its test split 'eval'" in err and "next release" in err
+    with pytest.raises(FileNotFoundError, match=r"has no valid\.jsonl \(its splits: eval, train\)"):
+        read_split_rows(old, "valid")
 
 
 def test_hf_round_trip(tmp_path, small):
@@ -99,9 +122,9 @@ def test_hf_round_trip(tmp_path, small):
     splits = build_splits(spec)
     write_splits(splits, tmp_path, spec=spec)
     loaded = load_from_disk(str(tmp_path))
-    assert sorted(loaded) == ["eval", "train"]
+    assert sorted(loaded) == ["test", "train"]
     assert loaded["train"].to_list() == read_jsonl(tmp_path / "train.jsonl") == splits["train"].to_list()
-    assert loaded["eval"].column_names == list(SPLIT_COLUMNS)
+    assert loaded["test"].column_names == list(SPLIT_COLUMNS)
 
 
 def test_cli_build_splits(tmp_path, capsys):
@@ -111,13 +134,13 @@ def test_cli_build_splits(tmp_path, capsys):
     args = ["build-splits", "--n-numbers", "3", "--train", "5", "--eval", "3", "--seed", "0", "--jsonl-only"]
     assert main([*args, "--out", str(out), "--no-progress"]) == 0
     assert "built 8 puzzles" in capsys.readouterr().out
-    assert len(read_jsonl(out / "train.jsonl")) == 5 and len(read_jsonl(out / "eval.jsonl")) == 3
+    assert len(read_jsonl(out / "train.jsonl")) == 5 and len(read_jsonl(out / "test.jsonl")) == 3
     assert not (out / "dataset_dict.json").exists()
     # --exclude with the eval file of another seed keeps its puzzles out
-    assert main([*args, "--out", str(tmp_path / "x"), "--no-progress", "--exclude", str(out / "eval.jsonl")]) == 0
-    excluded = set(_keys(read_jsonl(out / "eval.jsonl")))
+    assert main([*args, "--out", str(tmp_path / "x"), "--no-progress", "--exclude", str(out / "test.jsonl")]) == 0
+    excluded = set(_keys(read_jsonl(out / "test.jsonl")))
     assert not excluded & set(
-        _keys(read_jsonl(tmp_path / "x" / "eval.jsonl") + read_jsonl(tmp_path / "x" / "train.jsonl"))
+        _keys(read_jsonl(tmp_path / "x" / "test.jsonl") + read_jsonl(tmp_path / "x" / "train.jsonl"))
     )
 
 
@@ -153,9 +176,9 @@ def test_spec_holds_a_task_and_the_manifest_records_it(tmp_path):
                              template="compact", seed=4)  # fmt: skip
     assert spec.seed == 4 and spec.task.n_numbers == 3 and spec.value_range == (1, 20)
     records = build_split_records(spec)
-    assert records["eval"][0]["prompt"] == [{"role": "user", "content": task.messages(Puzzle(
-        records["eval"][0]["numbers"], records["eval"][0]["target"]))[0]["content"]}]  # fmt: skip
-    assert records["eval"][0]["prompt"][0]["content"].startswith("Numbers: ")
+    assert records["test"][0]["prompt"] == [{"role": "user", "content": task.messages(Puzzle(
+        records["test"][0]["numbers"], records["test"][0]["target"]))[0]["content"]}]  # fmt: skip
+    assert records["test"][0]["prompt"][0]["content"].startswith("Numbers: ")
     write_splits(records, tmp_path, spec=spec, save_to_disk=False)
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert CountdownTask.from_dict(manifest["task"]) == spec.task

@@ -344,3 +344,59 @@ def test_config_errors_need_no_trl_import(tmp_path):
     result = subprocess.run([sys.executable, "-c", code, str(tmp_path / "run")], capture_output=True, text=True)
     assert result.stdout.strip() == "2 []", (result.stdout, result.stderr)
     assert "trainer.learning_rate must be a number, got 'fast'" in result.stderr
+
+
+# ------------------------------------------------------------------------------------------------ TRL's spellings
+def _captured_run(monkeypatch, argv):
+    """What ``countdown train ARGV`` would train: (learner, config, output folder), without training."""
+    import learners.pipeline.run_driver as run_driver
+    from countdown_env.cli import main
+
+    seen = []
+    monkeypatch.setattr(
+        run_driver, "train", lambda learner, config, out, **kw: seen.append((learner, config, out)) or {}
+    )
+    assert main(["train", *argv]) == 0
+    return seen[0]
+
+
+def test_trl_flags_and_a_plain_grpoconfig_yaml(monkeypatch, tmp_path, capsys):
+    """Issue 36 item 6: a TRL user's ``--output_dir/--learning_rate/--report_to/...`` and a flat GRPOConfig YAML
+    (``trl grpo --config``'s shape) become the run config's trainer keys, model, data and run folder."""
+    from countdown_env.cli import main
+    from countdown_env.jsonl import write_jsonl
+
+    _, config, out = _captured_run(monkeypatch, [
+        "--output_dir", str(tmp_path / "run"), "--learning_rate", "1e-5", "--report_to", "tensorboard", "wandb",
+        "--bf16", "--max_grad_norm", "0.5", "--model_name_or_path", "warm-start", "--lr_scheduler_type", "cosine",
+    ])  # fmt: skip
+    trainer = config["trainer"]
+    assert out == str(tmp_path / "run") and config["model"] == "warm-start"
+    assert trainer["learning_rate"] == 1e-5 and trainer["report_to"] == ["tensorboard", "wandb"]
+    assert trainer["bf16"] is True and trainer["max_grad_norm"] == 0.5 and trainer["lr_scheduler_type"] == "cosine"
+    assert trainer["num_generations"] == 8  # the rest of the preset (cpu-tiny) is kept
+    _, _, out = _captured_run(monkeypatch, ["--output-dir", "mine", "--output_dir", "theirs"])
+    assert out == "mine"  # the project's spelling wins when both are given
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    write_jsonl([{"numbers": [3, 4, 5], "target": 12}], folder / "train.jsonl")
+    write_jsonl([{"numbers": [3, 4, 6], "target": 13}], folder / "test.jsonl")
+    flat = tmp_path / "grpo.yaml"
+    flat.write_text(
+        f"model_name_or_path: warm-start\ndataset_name: {folder}\noutput_dir: {tmp_path / 'flat'}\n"
+        "learning_rate: 3.0e-6\nmax_steps: 7\nnum_generations: 4\nper_device_train_batch_size: 8\nbeta: 0.0\n"
+    )
+    learner, config, out = _captured_run(monkeypatch, ["--learner", "dapo", "--config", str(flat)])
+    assert learner == "dapo" and out == str(tmp_path / "flat") and config["model"] == "warm-start"
+    assert config["data"] == {"train": str(folder / "train.jsonl"), "eval": str(folder / "test.jsonl")}
+    assert (config["trainer"]["learning_rate"], config["trainer"]["max_steps"]) == (3e-6, 7)
+    assert config["task"]["template"] == "compact"  # the cpu-tiny preset's task section under the flat keys
+
+    # TRL options this command does not take: one line each, with a suggestion for a typo
+    flat.write_text("learnig_rate: 1.0e-5\noutput_dir: x\n")
+    assert main(["train", "--config", str(flat)]) == 2
+    assert "did you mean 'learning_rate'" in capsys.readouterr().err
+    assert main(["train", "--reward_funcs", "my.reward"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "unrecognized arguments: --reward_funcs my.reward" in line

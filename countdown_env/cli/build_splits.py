@@ -1,4 +1,4 @@
-"""``countdown build-splits``: reproducible train/eval splits (jsonl + ``save_to_disk``) in one folder.
+"""``countdown build-splits``: reproducible train/test splits (jsonl + ``save_to_disk``) in one folder.
 
 ``--num-proc N`` computes the rows on N processes; ``--shard K/N`` computes every N-th row (one command per machine
 or scheduler task) into a shard folder that ``countdown merge-splits`` combines. Either gives the bytes of a
@@ -22,11 +22,11 @@ from .options import (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", required=True, help="output folder (created); gets {train,eval}.jsonl, HF copy")
+    parser.add_argument("--out", required=True, help="output folder (created); gets {train,test}.jsonl, HF copy")
     parser.add_argument("--n-numbers", type=int, nargs="+", default=[3, 4, 5], help="number counts (1..6; 8 with "
                         "--no-counts)")  # fmt: skip
     parser.add_argument("--train", type=int, default=50_000, help="train rows in total, shared across counts")
-    parser.add_argument("--eval", type=int, default=512, help="eval rows in total, shared across counts")
+    parser.add_argument("--eval", type=int, default=512, help="rows of the held-out split 'test', shared across counts")
     parser.add_argument("--seed", type=int, default=0, help="build seed (the same seed gives the same bytes)")
     add_range_arguments(parser, value_range=[1, 100], target_range=[10, 1000])
     add_rule_arguments(parser)
@@ -72,7 +72,7 @@ def _build(args: argparse.Namespace) -> int:
         counts=not args.no_counts,
     )
     for n in spec.n_numbers:  # unsatisfiable settings fail here, in about a second, before the build
-        spec.stream_task(n, "eval").generator().check_satisfiable()
+        spec.stream_task(n, "test").generator().check_satisfiable()
     progress = False if args.no_progress else None
     start = time.perf_counter()
     if shard is not None:

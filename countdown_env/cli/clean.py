@@ -10,7 +10,7 @@ from .options import add_template_argument
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", help="jsonl with numbers (or nums), target and a response")
-    parser.add_argument("out", help="a .jsonl file, or a folder (gets sft.jsonl and report.json)")
+    parser.add_argument("out", help="a .jsonl file, or a folder (gets train.jsonl, an HF copy, a card and report.json)")
     parser.add_argument("--response-field", default=None, help="the response column (default: first present of "
                         "response, response_ws, chosen, completion, output, answer)")  # fmt: skip
     add_template_argument(parser)

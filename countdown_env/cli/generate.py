@@ -56,7 +56,7 @@ def load_task(path: str | None):
         where = target.parent
         print(
             f"countdown generate: note: --task {path} is a split: printing its task's puzzle stream; the split's "
-            f"own rows are {where}/<split>.jsonl (e.g. countdown eval --split {where}/eval.jsonl)",
+            f"own rows are {where}/<split>.jsonl (e.g. countdown eval --split {where}/test.jsonl)",
             file=sys.stderr,
         )
         data = data["task"]

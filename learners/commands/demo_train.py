@@ -21,7 +21,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--learner", default=LEARNER, choices=list(LEARNERS), help="registered learner for the RL stage"
     )
-    parser.add_argument("--quick", action="store_true", help="a few-second smoke test instead of the real demo")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke test of the pipeline at toy sizes instead of the real demo (about a minute on 2 cores, "
+        "mostly imports and model loading; its figures mean nothing)",
+    )
     parser.add_argument("--from-scratch", action="store_true", help="rebuild the warm start instead of the shipped one")
     parser.add_argument("--seed", type=int, default=0, help="seed of the training split and of RL")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars (shown when stderr is a terminal)")

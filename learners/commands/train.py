@@ -21,8 +21,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--learner", default="grpo", type=learner_name, choices=list(LEARNERS), help="registered learner"
     )
-    parser.add_argument("--config", default="cpu-tiny", help="YAML preset path or packaged name (cpu-tiny, ...)")
-    parser.add_argument("--output-dir", default="runs/train", help="checkpoints, final model, logs, PNG")
+    parser.add_argument(
+        "--config",
+        default="cpu-tiny",
+        help="YAML preset path or packaged name (cpu-tiny, ...), or a plain TRL GRPOConfig YAML (flat keys)",
+    )
+    parser.add_argument("--output-dir", help="checkpoints, final model, logs, PNG (default: runs/train)")
     parser.add_argument(
         "--model",
         help="shortcut for --set model=PATH ('tiny', 'warm-start', 'warm-start-multistep' (give it 384 completion "
@@ -62,10 +66,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --resume: continue the run with settings other than its own (e.g. more steps); each change is "
         "recorded in resolved_config.json with the step it took effect",
     )
+    add_trl_flags(parser)
+
+
+def add_trl_flags(parser: argparse.ArgumentParser) -> None:
+    """TRL's spellings (learners.pipeline.trl_args), hidden from --help but for one line of the epilog."""
+    from ..pipeline.trl_args import known_keys
+
+    parser.allow_abbrev = False  # hundreds of options: a prefix must not silently pick one
+    for name in sorted(known_keys()):
+        parser.add_argument(f"--{name}", dest=f"trl:{name}", nargs="*", default=None, help=argparse.SUPPRESS)
+    parser.epilog = (
+        "TRL's spellings work too: any GRPOConfig field (or the learner's own option) as --NAME VALUE "
+        "(--learning_rate 1e-5 --report_to tensorboard --bf16 False), --output_dir, --model_name_or_path, "
+        "--dataset_name DIR [--dataset_train_split train --dataset_test_split test]; --config may be a plain TRL "
+        "GRPOConfig YAML (applied to the cpu-tiny preset)."
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    overrides = list(args.overrides)
+    from ..pipeline.trl_args import FLAT_BASE_PRESET, flat_trl_yaml, to_overrides, yaml_value
+
+    config_name, overrides, output_dir = args.config, [], None
+    flat = flat_trl_yaml(args.config)
+    if flat is not None:  # a plain TRL GRPOConfig YAML: its keys on top of the cpu-tiny preset
+        config_name = FLAT_BASE_PRESET
+        overrides, output_dir = to_overrides(flat)
+    flags = {
+        key[4:]: yaml_value(value) for key, value in vars(args).items() if key.startswith("trl:") and value is not None
+    }
+    flag_overrides, flag_output_dir = to_overrides(flags)
+    overrides += flag_overrides
+    output_dir = args.output_dir or flag_output_dir or output_dir or "runs/train"
+    overrides += list(args.overrides)
     if args.model:
         overrides.append(f"model={args.model}")
     if args.max_steps is not None:
@@ -81,9 +114,9 @@ def run(args: argparse.Namespace) -> int:
     from ..pipeline.run_config import find_config, load_config
     from ..pipeline.run_driver import train
 
-    config = load_config(args.config, overrides)
+    config = load_config(config_name, overrides)
     summary = train(
-        args.learner, config, args.output_dir, resume=args.resume, overwrite=args.overwrite,
+        args.learner, config, output_dir, resume=args.resume, overwrite=args.overwrite,
         inputs=[find_config(args.config)], allow_changes=args.allow_changes,
     )  # fmt: skip
     if run_processes().is_main:  # under accelerate launch: one summary, not one per process

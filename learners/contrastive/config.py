@@ -30,6 +30,11 @@ PRESET_FIELDS = (
 )
 _FROM_PRESET = "None: from base_learner's preset."
 
+BASE_LEARNERS = tuple(name for name, preset in PRESETS.items() if set(preset) <= set(PRESET_FIELDS))
+"""The presets the shaping can sit on: those that set only :data:`PRESET_FIELDS` (grpo, dr_grpo, dapo, prime_rl,
+cispo); the other TRL-loss presets set fields (``importance_sampling_level``, ``delta`` ...) this config does not
+defer to a preset."""
+
 
 def _base_default(name: str):
     spec = GRPOLearnerConfig.__dataclass_fields__[name]
@@ -108,8 +113,8 @@ class ContrastiveConfig(GRPOLearnerConfig):
     )
 
     def __post_init__(self):
-        if self.base_learner not in PRESETS:
-            raise ValueError(f"base_learner must be one of {sorted(PRESETS)}, got {self.base_learner!r}")
+        if self.base_learner not in BASE_LEARNERS:
+            raise ValueError(f"base_learner must be one of {sorted(BASE_LEARNERS)}, got {self.base_learner!r}")
         preset = PRESETS[self.base_learner]
         for name in PRESET_FIELDS:
             if getattr(self, name) is None:

@@ -64,6 +64,26 @@ LEARNERS: dict[str, LearnerSpec] = {
 }
 
 
+# The losses of TRL 1.16's GRPOConfig and two advantage estimators, as presets of the GRPO learner
+# (learners/core/presets.py: TRL_LOSS_PRESETS, ADVANTAGE_PRESETS; the equations in learners/grpo/__init__.py). One
+# description per preset (tests/test_trl_presets.py checks the two lists agree).
+TRL_PRESET_DESCRIPTIONS: dict[str, str] = {
+    "gspo": "GSPO: sequence-level ratio exp(mean log π/π_old), clip 3e-4/4e-4",
+    "cispo": "CISPO: clipped, detached IS weight min(ρ, 5) times A·log π",
+    "sapo": "SAPO: soft temperature gate 4/τ·σ(τ(ρ-1)) instead of the clip",
+    "luspo": "LUSPO: GSPO's sequence ratio, each sequence's loss summed over its tokens",
+    "vespo": "VESPO: Gamma weight φ(w) of the sequence ratio times A·log π",
+    "grpo_delta": "GRPO + INTELLECT-2's two-sided clipping (ratio capped at δ = 4)",
+    "grpo_top_entropy": "GRPO on the top 20 % highest-entropy tokens only (80/20 rule)",
+    "grpo_opsm": "GRPO + DeepSeek-V3.2 off-policy sequence masking (A < 0 and KL > 0.5: dropped)",
+    "grpo_tis": "GRPO + token-level truncated vLLM importance sampling, C = 2",
+    "grpo_mis": "GRPO + token-level masked vLLM importance sampling (IcePop), [0.5, 2]",
+    "rloo": "RLOO: leave-one-out baseline G/(G-1)·(r - mean r), sequence-sum REINFORCE",
+    "reinforce_pp": "REINFORCE++-baseline: group mean, then token-level whitening over the batch",
+}
+LEARNERS.update({name: _grpo(name, description) for name, description in TRL_PRESET_DESCRIPTIONS.items()})
+
+
 def get_learner(name: str) -> LearnerSpec:
     """The registered learner ``name``; a clear ``ValueError`` lists the choices otherwise."""
     try:

@@ -248,6 +248,27 @@ class CountdownGRPOTrainer(GRPOTrainer):
 
                 write_text(card, text.replace(broken, "trained from a local checkpoint (not a Hugging Face Hub model)"))
 
+    def _issue_warnings_after_load(self, load_result: Any) -> None:
+        """transformers' missing/unexpected-key warnings on resume, without the false alarm for a tied weight: a
+        checkpoint saves a tied LM head once (under the embedding's name), and transformers 5 no longer recognises
+        it here, printing ``missing keys ... ['lm_head.weight']`` on every resume of a tied model. A missing key
+        whose parameter is the same tensor as a loaded one is not missing; every other missing key is reported."""
+        missing = list(getattr(load_result, "missing_keys", []) or [])
+        if missing:
+            aliases: dict[int, set[str]] = {}
+            model = self.accelerator.unwrap_model(self.model)
+            for name, parameter in model.named_parameters(remove_duplicate=False):
+                aliases.setdefault(id(parameter), set()).add(name)
+            loaded = {name for names in aliases.values() for name in names} - set(missing)
+            tied = {name for names in aliases.values() if names & loaded for name in names & set(missing)}
+            if tied:
+                from types import SimpleNamespace
+
+                load_result = SimpleNamespace(
+                    missing_keys=[k for k in missing if k not in tied], unexpected_keys=load_result.unexpected_keys
+                )
+        super()._issue_warnings_after_load(load_result)
+
     @property
     def reward_config(self):
         """The task's :class:`~countdown_env.rewards.RewardConfig` (tags from its template, rules, format bonus)."""

@@ -26,27 +26,30 @@ from __future__ import annotations
 
 import os
 import types
+from collections.abc import Mapping, MutableMapping
 
 CPU_KV_CACHE_GIB = "1"
 """``VLLM_CPU_KVCACHE_SPACE`` when the user set none: the KV cache of a CPU engine, in GiB (the tiny model's batches
 need a few MB; vLLM's own default would reserve several GiB per engine on a 24 GiB machine)."""
 
 
-def cpu_engine_defaults() -> None:
-    """Environment defaults of a vLLM CPU engine (set only where unset): a 1 GiB KV cache, and no core reserved
-    for the engine's front end (vLLM keeps one core out of its compute threads by default; on 2 cores that halves
-    its compute: ``benchmarks/bench_generation.py`` measured the 43.7 M model at 546 tok/s with one core reserved and
+def cpu_engine_defaults(env: MutableMapping[str, str] | None = None) -> None:
+    """Environment defaults of a vLLM CPU engine (set only where unset) in ``env`` (default: this process's
+    ``os.environ``; a child's environment for ``countdown serve``): a 1 GiB KV cache, and no core reserved for the
+    engine's front end (vLLM keeps one core out of its compute threads by default; on 2 cores that halves its
+    compute: ``benchmarks/bench_generation.py`` measured the 43.7 M model at 546 tok/s with one core reserved and
     937 tok/s with none, against 466 and 449 for HF ``generate``)."""
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KV_CACHE_GIB)
-    os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
-    check_kv_cache_space()
+    env = os.environ if env is None else env
+    env.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KV_CACHE_GIB)
+    env.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+    check_kv_cache_space(env)
 
 
-def check_kv_cache_space() -> None:
-    """``VLLM_CPU_KVCACHE_SPACE`` must be a whole number of GiB that this machine has (0: vLLM's default); otherwise
-    one line now, instead of vLLM's "Engine core initialization failed. See root cause above" after the engine
-    start."""
-    raw = os.environ.get("VLLM_CPU_KVCACHE_SPACE")
+def check_kv_cache_space(env: Mapping[str, str] | None = None) -> None:
+    """``VLLM_CPU_KVCACHE_SPACE`` (in ``env``, default this process's) must be a whole number of GiB that this machine
+    has (0: vLLM's default); otherwise one line now, instead of vLLM's "Engine core initialization failed. See root
+    cause above" after the engine start."""
+    raw = (os.environ if env is None else env).get("VLLM_CPU_KVCACHE_SPACE")
     if raw is None:
         return
     try:

@@ -1,4 +1,6 @@
-r"""GRPO and its variants as presets of one learner: GRPO, Dr.GRPO, DAPO and prime-rl's default loss.
+r"""GRPO and its variants as presets of one learner: GRPO, Dr.GRPO, DAPO, prime-rl's default loss, the losses of TRL's
+``GRPOConfig`` (GSPO, CISPO, SAPO, LUSPO, VESPO, δ-clipping, top-entropy, off-policy masking, vLLM importance
+sampling) and two advantage estimators (RLOO, REINFORCE++-baseline).
 
 All presets share TRL's group-relative advantage on the group of G completions of a prompt,
 
@@ -48,6 +50,47 @@ and TRL's clipped surrogate per token, :math:`-\min(\rho_t A, \operatorname{clip
     TRL's own convention for its importance-sampling ratio, so the loss is never NaN (:func:`dppo_keep_mask` on
     its own keeps a NaN-d token, as prime-rl's comparisons would). prime-rl's group is an example's rollouts;
     here it is TRL's ``num_generations`` group (unscorable rows excluded by TRL's nan-mean).
+
+The losses TRL 1.16's ``GRPOConfig`` implements, as presets (:data:`learners.core.presets.TRL_LOSS_PRESETS`; ρ_t =
+π_θ(y_t)/π_old(y_t), μ the sampling policy, n_i row i's loss tokens, N the batch's, B its rows; ``sg`` = no
+gradient). Most act only off-policy (``num_iterations > 1``, ``steps_per_generation >
+gradient_accumulation_steps`` or vLLM sampling): on-policy their ratio is 1 and each trains as its base loss.
+
+``gspo`` (GSPO, arXiv 2507.18071)
+    s_i = exp((1/n_i) Σ_t log ρ_t); L = (1/B) Σ_i −min(s_i A_i, clip(s_i, 1 − 3e-4, 1 + 4e-4) A_i)
+    (``importance_sampling_level="sequence"``, ``loss_type="grpo"``, ε = 3e-4, ε_high = 4e-4: TRL's paper index).
+``cispo`` (CISPO, MiniMax-M1, arXiv 2506.13585)
+    L = (1/N) Σ_t −sg(min(ρ_t, ε_max)) A log π_t with ε_max = ``epsilon_high`` = 5 (ScaleRL's value).
+``sapo`` (SAPO, arXiv 2511.20347)
+    ℓ_t = −(4/τ) σ(τ(ρ_t − 1)) A, τ = 1.0 for A > 0 and 1.05 otherwise, averaged per sequence then over rows.
+``luspo`` (LUSPO, arXiv 2602.05261)
+    GSPO's s_i and clip, each sequence's loss multiplied by its length: L = (1/B) Σ_i n_i ℓ_i.
+``vespo`` (VESPO, arXiv 2602.10693)
+    L = (1/N) Σ_t −sg(φ_i) A_i log π_t, φ(w) = e^λ w^k e^{−λw} of w = exp(Σ_t log ρ_t), (k, λ) = (2, 3) for A ≥ 0
+    and (3, 2) for A < 0 (TRL's defaults).
+``grpo_delta`` (INTELLECT-2, arXiv 2505.07291)
+    GRPO with two-sided clipping: ℓ_t = −min(min(ρ_t, δ) A, clip(ρ_t, 1 − ε, 1 + ε) A), δ = 4: a token with A < 0
+    and ρ > δ has no gradient.
+``grpo_top_entropy`` (Beyond the 80/20 rule, arXiv 2506.01939)
+    GRPO whose policy loss keeps only the loss tokens in the top 20 % of the batch's entropies
+    (``top_entropy_quantile=0.2``); the normaliser is unchanged.
+``grpo_opsm`` (DeepSeek-V3.2, arXiv 2512.02556)
+    GRPO with off-policy sequence masking: a row with A < 0 and (1/n_i) Σ_t (log μ_t − log π_t) > δ = 0.5 leaves
+    the loss.
+``grpo_tis``, ``grpo_mis`` (vLLM sampling correction; only with ``use_vllm``)
+    every token's loss times w_t = π_old/μ, truncated, min(w, 2) (Yao et al. 2025, "Your efficient RL framework
+    secretly brings you off-policy RL training"), or masked, w outside [0.5, 2] → 0 (IcePop). TRL's default
+    (every preset above) is sequence-level masking at 3.
+
+Two advantage estimators replace TRL's advantage in seam 1 (``advantage_estimator``,
+:mod:`learners.grpo.advantages`, :data:`learners.core.presets.ADVANTAGE_PRESETS`):
+
+``rloo`` (RLOO, arXiv 2402.14740)
+    A_i = r_i − mean of the other G − 1 rewards = G/(G − 1)·(r_i − r̄); REINFORCE on the sequence log-probability
+    (token sum) with Dr.GRPO's constant normaliser B·L_max (``loss_type="dr_grpo"``: TRL's RLOO loss divided by L_max).
+``reinforce_pp`` (REINFORCE++-baseline, arXiv 2501.03262)
+    A'_i = r_i − mean(group), then whitened over every loss token of the batch (OpenRLHF): A_i = (A'_i − μ)/σ;
+    token-level loss (``loss_type="dapo"``).
 
 How the extras are implemented, through the two seams of :mod:`learners.core.trainer` only:
 

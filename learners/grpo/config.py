@@ -8,6 +8,7 @@ from typing import Any
 
 from ..core.config import CountdownConfig
 from ..core.presets import PRESETS
+from .advantages import ESTIMATORS
 
 # Loss types whose per-token surrogate is TRL's min(ρA, clip(ρ)A): with no clipping it is ρA, which the prime-rl
 # loss needs (its per-token advantages are built for the surrogate -ρ·A').
@@ -30,6 +31,10 @@ class GRPOLearnerConfig(CountdownConfig):
         kl_tau: weight τ of prime-rl's τ·log²(π/μ) on every loss token (0 = off).
         filter_zero_advantages: drop tokens whose advantage is exactly 0 from the loss and its normaliser
             (prime-rl's ``orchestrator.train.filter_zero_advantages``).
+        advantage_estimator: ``"group"`` (TRL's group-relative advantage, scaled as ``scale_rewards`` says),
+            ``"rloo"`` (leave-one-out baseline) or ``"reinforce_pp_baseline"`` (group mean, then token-level
+            whitening over the batch); the last two replace TRL's advantages in seam 1
+            (:mod:`learners.grpo.advantages`).
 
     With ``dppo_mask_*`` or ``kl_tau`` set the loss is prime-rl's, which has no clipping: ``epsilon`` and
     ``epsilon_high`` must then be ``math.inf`` and ``loss_type`` one whose surrogate is ρ·A.
@@ -43,11 +48,16 @@ class GRPOLearnerConfig(CountdownConfig):
     adv_tau: float = field(default=1.0, metadata={"help": "Advantage scale of the policy-gradient term."})
     kl_tau: float = field(default=0.0, metadata={"help": "Squared-log-ratio KL weight (prime-rl kl_tau)."})
     filter_zero_advantages: bool = field(default=False, metadata={"help": "Drop zero-advantage tokens."})
+    advantage_estimator: str = field(
+        default="group", metadata={"help": "Advantage: group (TRL's), rloo or reinforce_pp_baseline."}
+    )
 
     def __post_init__(self):
         super().__post_init__()
         if not 0.0 <= self.overlong_buffer_fraction < 1.0:
             raise ValueError(f"overlong_buffer_fraction must be in [0, 1), got {self.overlong_buffer_fraction}")
+        if self.advantage_estimator not in ESTIMATORS:
+            raise ValueError(f"advantage_estimator must be one of {ESTIMATORS}, got {self.advantage_estimator!r}")
         if self.kl_tau < 0:
             raise ValueError(f"kl_tau must be >= 0, got {self.kl_tau}")
         if not self.adv_tau >= 0:

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from ..core.trainer import CountdownGRPOTrainer, Rollout
+from .advantages import leave_one_out_advantages, reinforce_pp_baseline_advantages
 
 # exp(±60) stays finite in float32 and its product with exp(∓60) is exact enough; beyond, ρ under/overflows.
 _MAX_ABS_LOG_RATIO = 60.0
@@ -97,6 +98,13 @@ class GRPOLearner(CountdownGRPOTrainer):
 
     # ------------------------------------------------------------------------------------------------ seam 1
     def shape_batch(self, batch: dict[str, Any], rollout: Rollout) -> dict[str, Any]:
+        estimator = getattr(self.args, "advantage_estimator", "group")
+        if estimator == "rloo":
+            batch["advantages"] = rollout.local(leave_one_out_advantages(rollout.rewards, rollout.num_generations))
+        elif estimator == "reinforce_pp_baseline":
+            loss_tokens = self.gather_rows(self.loss_mask(batch).sum(dim=1))
+            advantages = reinforce_pp_baseline_advantages(rollout.rewards, rollout.num_generations, loss_tokens)
+            batch["advantages"] = rollout.local(advantages)
         if getattr(self.args, "dynamic_sampling", False):
             keep_group = ~_all_equal(rollout.grouped(self.verdicts(batch, rollout)))
             keep_row = keep_group[rollout.group_index].to(batch["completion_mask"].dtype)

@@ -13,7 +13,9 @@
 6. write ``OUT/training.png`` and ``OUT/summary.md`` (before/after table with CIs, settings, timings).
 
 Step counts are fixed (not wall time) so that every machine computes the same thing (CPU training is still not
-bit-identical across machines). ``--quick`` shrinks everything to a smoke test of a few seconds.
+bit-identical across machines). ``--quick`` shrinks everything to a smoke test of the pipeline (2 RL steps, 4 eval
+puzzles; about a minute on 2 cores, most of it imports and model loading: 52 s at load 14, 155 s reported under
+heavier load); its figures mean nothing.
 
 Under ``accelerate launch`` with N processes the RL stage is one N-process run (``--prompts-per-step`` stays the
 global batch), while the main process alone builds the data, evaluates and writes (the others wait):
@@ -158,7 +160,7 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
         exclude = [(tuple(r["numbers"]), r["target"]) for r in load_eval_set(EVAL_SET, as_dataset=False)]
         spec = SplitSpec(task=task, train_size=settings["train_size"], eval_size=0, exclude=exclude)
         write_jsonl(build_split_records(spec)["train"], out / "data" / "train.jsonl")
-        write_jsonl(eval_rows[: settings["curve_eval_limit"]], out / "data" / "eval.jsonl")
+        write_jsonl(eval_rows[: settings["curve_eval_limit"]], out / "data" / "test.jsonl")
 
     with stage("data"):
         eval_rows = load_eval_set(EVAL_SET, as_dataset=False)[: settings["eval_limit"]]
@@ -193,7 +195,8 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
             [
                 f"model={warm}",
                 "task=" + json.dumps(task.to_dict()),
-                "data=" + json.dumps({name: str(out / "data" / f"{name}.jsonl") for name in ("train", "eval")}),
+                "data="
+                + json.dumps({"train": str(out / "data" / "train.jsonl"), "eval": str(out / "data" / "test.jsonl")}),
                 f"eval.every={settings['eval_every']}",
                 f"eval.samples={settings['samples']}",
                 f"eval.max_new_tokens={settings['max_new_tokens']}",
@@ -223,7 +226,10 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
     sft_history_file = warm / SFT_HISTORY_FILE
     sft_history = json.loads(sft_history_file.read_text()) if sft_history_file.is_file() else None
     title = f"tiny model: warm start, then {learner}"
-    plot = plot_training(history, out / "training.png", title=title, sft_history=sft_history)
+    plot = plot_training(
+        history, out / "training.png", title=title, sft_history=sft_history, sft_title=sft_title(from_scratch),
+        headline=headline_points(before, after, settings["rl_steps"]),
+    )  # fmt: skip
     timings["total"] = time.perf_counter() - total_start
     summary = {
         "learner": learner,
@@ -238,6 +244,26 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
     write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     write_text(out / "summary.md", markdown_summary(summary, before, after))
     return processes.share(summary)
+
+
+def sft_title(from_scratch: bool) -> str:
+    """The SFT panel's title: this demo's own SFT stage, or the shipped warm start's recorded one (not run now)."""
+    if from_scratch:
+        return "SFT stage of this run (--from-scratch): training loss"
+    return "the shipped warm start's SFT loss\n(recorded when it was built; not run by this demo)"
+
+
+def headline_points(before: dict[str, Any], after: dict[str, Any], steps: int) -> list:
+    """The before/after evals (the summary's figures, on more puzzles than the curve) as the plot's headline markers."""
+    from .plotting import Headline
+
+    points = []
+    for step, name, report in ((0, "before RL", before), (steps, "after RL", after)):
+        overall, k = report["overall"], report["samples"]
+        passk = (k, overall[f"pass@{k}"]) if k > 1 and f"pass@{k}" in overall else None
+        label = f"{name}, {overall['n_puzzles']} puzzles x {k}"
+        points.append(Headline(step, label, overall["pass@1"], tuple(overall["pass@1_ci95"]), passk))
+    return points
 
 
 def rl_gain(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:

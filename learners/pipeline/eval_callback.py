@@ -62,6 +62,7 @@ def make_eval_callback(eval_rows: list[dict], eval_config: dict[str, Any], task,
             if f"pass@{k}" in overall and k > 1:
                 logs[f"eval_pass@{k}"] = overall[f"pass@{k}"]
             logs["eval_format_rate"] = overall["format_rate"]
+            logs["eval_puzzles"], logs["eval_samples"] = overall["n_puzzles"], k  # what the curve's plot says it is
             should_log = control.should_log if control is not None else False
             self.trainer.log(logs)  # model is in eval mode here: TRL flushes only (empty) eval metrics
             if control is not None:  # Trainer.log resets should_log; keep this step's regular log

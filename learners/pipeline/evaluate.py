@@ -73,8 +73,9 @@ def load_rows(path: str | Path, limit: int | None = None) -> list[dict[str, Any]
         from datasets import load_from_disk
 
         data = load_from_disk(str(path))
-        if hasattr(data, "keys"):
-            data = data["eval"] if "eval" in data else data[next(iter(data.keys()))]
+        if hasattr(data, "keys"):  # a DatasetDict: its test split (eval in folders built before the HF names)
+            name = next((n for n in ("test", "eval") if n in data), next(iter(data.keys())))
+            data = data[name]
         rows = [dict(r) for r in data]
     else:
         from countdown_env.jsonl import read_jsonl

@@ -53,8 +53,9 @@ def resolve_model(model: Any) -> Any:
 def check_model(model: Any, *, allow_hub: bool = True) -> None:
     """Fail at once, with one line, for a ``--model`` that cannot load: a path-like string that does not exist (no
     Hub retry), a folder that misses what a model needs (named), a checkpoint or ``final/`` folder whose files differ
-    from its manifest (a truncated ``model.safetensors``), or, offline, a Hub id absent from the local cache.
-    ``"tiny"`` (built offline) is always fine."""
+    from its manifest (a truncated ``model.safetensors``), or a Hub id absent from the local cache when
+    ``HF_HUB_OFFLINE`` is set or the Hub does not answer (:func:`hub_unreachable`: one request of at most
+    :data:`HUB_PROBE_SECONDS`; a cached model is then used offline). ``"tiny"`` (built offline) is always fine."""
     import json as _json
     import os
 
@@ -86,10 +87,50 @@ def check_model(model: Any, *, allow_hub: bool = True) -> None:
         return
     if _looks_like_path(name) or not allow_hub:
         raise FileNotFoundError(f"model folder {name} does not exist")
-    if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0"):
-        try:
-            from huggingface_hub import try_to_load_from_cache
-        except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
-            return
-        if not isinstance(try_to_load_from_cache(name, "config.json"), str):
-            raise FileNotFoundError(f"model {name!r} is not a local folder and not in the Hugging Face cache (offline)")
+    try:
+        from huggingface_hub import constants, try_to_load_from_cache
+    except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
+        return
+    cached = isinstance(try_to_load_from_cache(name, "config.json"), str)
+    if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") or constants.HF_HUB_OFFLINE:
+        if not cached:
+            raise FileNotFoundError(
+                f"model {name!r} is not a local folder and not in the Hugging Face cache (HF_HUB_OFFLINE is set)"
+            )
+        return
+    unreachable = hub_unreachable(constants.ENDPOINT)
+    if unreachable is None:
+        return
+    if not cached:
+        raise FileNotFoundError(
+            f"model {name!r} is not a local folder and not in the Hugging Face cache, and the Hub at "
+            f"{constants.ENDPOINT} cannot be reached ({unreachable}): download it where there is a network "
+            f"(`hf download {name}`) or give a model folder"
+        )
+    # cached, Hub unreachable: use the cache at once instead of letting every file look-up retry the Hub
+    import sys
+
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    constants.HF_HUB_OFFLINE = True
+    print(f"countdown: the Hub at {constants.ENDPOINT} cannot be reached ({unreachable}); using the cached {name}",
+          file=sys.stderr)  # fmt: skip
+
+
+HUB_PROBE_SECONDS = 5.0
+"""How long :func:`hub_unreachable` waits for the Hub to answer at all (any HTTP status counts as an answer)."""
+
+
+def hub_unreachable(endpoint: str, timeout: float = HUB_PROBE_SECONDS) -> str | None:
+    """``None`` when ``endpoint`` answers an HTTP request within ``timeout`` seconds (any status), else the reason
+    (one request, no retries: transformers' own look-ups retry for about a minute before saying the same)."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(urllib.request.Request(endpoint, method="HEAD"), timeout=timeout).close()
+    except urllib.error.HTTPError:
+        return None  # it answered
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return " ".join(str(reason).split()) or type(exc).__name__
+    return None

@@ -2,18 +2,22 @@
 
 Panels (each drawn only when its data exist):
 
-- train reward and train accuracy: the raw logged values faint, an exponential moving average on top;
-- eval pass@1 (and pass@k) against step, with the 95 % CI band;
-- completion length (tokens) and truncation rate (right axis);
-- SFT loss against SFT step, when ``sft_history`` is given.
+- train reward and train accuracy: the raw logged values faint, an exponential moving average on top; one panel
+  when the two series are the same numbers (binary reward, no format bonus or partial credit), two when they differ;
+- eval pass@1 (and pass@k) against step, with the 95 % CI band; the title says how many puzzles and samples each
+  point is (``eval_puzzles``/``eval_samples`` when logged), and ``headline`` points (e.g. the demo's before/after
+  evals on a larger set) are drawn apart, as large markers with their CIs, so two sets are never read as one;
+- completion length (tokens) and truncation rate (right axis; a rate that is 0 throughout says so);
+- SFT loss against SFT step, when ``sft_history`` is given, titled ``sft_title`` (say whether this run trained it).
 
-Y ranges follow the data (a small margin; rates are kept inside [0, 1]); step axes have integer ticks.
+Y ranges follow the data (a small margin; rates are kept inside [0, 1], never below 0); step axes have integer ticks.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +87,7 @@ def y_limits(values: Sequence[float], rate: bool = False, min_span: float | None
     pad = 0.08 * (high - low)
     low, high = low - pad, high + pad
     if rate:
-        low, high = max(low, -0.02), min(high, 1.02)
+        low, high = max(low, 0.0), min(high, 1.02)
     return low, high
 
 
@@ -105,11 +109,51 @@ def _raw_and_smooth(ax, points, label, color, rate: bool) -> None:
     ax.set_ylim(*y_limits(ys, rate=rate))
 
 
+SFT_TITLE = "SFT stage: training loss"
+
+
+@dataclass(frozen=True)
+class Headline:
+    """An eval drawn apart from the curve: at ``step``, ``label`` (e.g. "before RL, 512 puzzles"), pass@1 with its
+    95 % CI and, optionally, pass@k."""
+
+    step: int
+    label: str
+    pass1: float
+    ci95: tuple[float, float]
+    passk: tuple[int, float] | None = None
+
+
+def same_series(a: Sequence[tuple[int, float]], b: Sequence[tuple[int, float]]) -> bool:
+    """Whether two logged series are the same numbers at the same steps (reward = accuracy)."""
+    return len(a) == len(b) and all(sa == sb and abs(va - vb) <= 1e-9 for (sa, va), (sb, vb) in zip(a, b, strict=True))
+
+
+def panels_of(data: dict[str, list], evals: Sequence[dict], sft: Sequence, headline: Sequence[Headline]) -> list[str]:
+    """The panels drawn, in order: ``reward``, ``accuracy`` (only when it differs from the reward), ``eval``,
+    ``length``, ``sft``; ``["empty"]`` when nothing was logged."""
+    panels = []
+    if data["reward"]:
+        panels.append("reward")
+    if data["accuracy"] and not (data["reward"] and same_series(data["reward"], data["accuracy"])):
+        panels.append("accuracy")
+    if evals or headline:
+        panels.append("eval")
+    if data["completion_length"] or data["truncation_rate"]:
+        panels.append("length")
+    if sft:
+        panels.append("sft")
+    return panels or ["empty"]
+
+
 def plot_training(
     log_history: Sequence[dict[str, Any]],
     path: str | Path,
     title: str = "",
     sft_history: Sequence[dict[str, Any]] | None = None,
+    *,
+    sft_title: str = SFT_TITLE,
+    headline: Sequence[Headline] = (),
 ) -> Path:
     """Write the PNG of :mod:`this module <learners.pipeline.plotting>`'s panels; returns ``path``."""
     import matplotlib
@@ -123,19 +167,8 @@ def plot_training(
                    for e in log_history]  # fmt: skip
     evals = [e for e in log_history if "eval_pass@1" in e and "step" in e]
     sft = sft_losses(sft_history)
-    panels = []
-    if data["reward"]:
-        panels.append("reward")
-    if data["accuracy"]:
-        panels.append("accuracy")
-    if evals:
-        panels.append("eval")
-    if data["completion_length"] or data["truncation_rate"]:
-        panels.append("length")
-    if sft:
-        panels.append("sft")
-    if not panels:
-        panels.append("empty")
+    panels = panels_of(data, evals, sft, headline)
+    merged = "accuracy" not in panels and bool(data["accuracy"])
     columns = 2 if len(panels) > 1 else 1
     rows = math.ceil(len(panels) / columns)
     fig, axes = plt.subplots(rows, columns, figsize=(6 * columns, 3.4 * rows), dpi=110, squeeze=False)
@@ -145,36 +178,26 @@ def plot_training(
         ax.set_xlabel("step")
         _integer_steps(ax)
         if panel == "reward":
-            _raw_and_smooth(ax, data["reward"], "train reward", "tab:blue", rate=False)
-            ax.set_title("train reward (mean per logging step; raw faint)", fontsize=9)
+            name = "train reward = train accuracy" if merged else "train reward"
+            _raw_and_smooth(ax, data["reward"], name, "tab:blue", rate=merged)
+            what = "\n(the same numbers: a binary reward)" if merged else ""
+            ax.set_title(f"{name}, mean per logging step (raw faint){what}", fontsize=9)
         elif panel == "accuracy":
             _raw_and_smooth(ax, data["accuracy"], "train accuracy", "tab:green", rate=True)
             ax.set_title("train accuracy (share correct; raw faint)", fontsize=9)
         elif panel == "eval":
-            xs = [int(e["step"]) for e in evals]
-            ys = [float(e["eval_pass@1"]) for e in evals]
-            values = list(ys)
-            ax.plot(xs, ys, "o-", color="black", label="eval pass@1")
-            if all("eval_pass@1_low" in e and "eval_pass@1_high" in e for e in evals):
-                lows = [float(e["eval_pass@1_low"]) for e in evals]
-                highs = [float(e["eval_pass@1_high"]) for e in evals]
-                ax.fill_between(xs, lows, highs, color="black", alpha=0.12, label="95 % CI")
-                values += lows + highs
-            ks = sorted({k for e in evals for k in e if k.startswith("eval_pass@") and k[10:].isdigit()} - {
-                "eval_pass@1"})  # fmt: skip
-            for key in ks:
-                points = [(int(e["step"]), float(e[key])) for e in evals if key in e]
-                ax.plot(*zip(*points, strict=True), "s--", color="tab:purple", alpha=0.7, label=key[5:])
-                values += [v for _, v in points]
+            values = _eval_panel(ax, evals, headline)
             ax.set_ylim(*y_limits(values, rate=True))
-            ax.set_title("eval on held-out puzzles", fontsize=9)
+            ax.set_title(eval_title(evals, headline), fontsize=9)
         elif panel == "length":
             if data["completion_length"]:
                 _raw_and_smooth(ax, data["completion_length"], "completion length", "tab:orange", rate=False)
                 ax.set_ylabel("tokens")
             if data["truncation_rate"]:
                 right = ax.twinx() if data["completion_length"] else ax
-                _raw_and_smooth(right, data["truncation_rate"], "truncation rate", "tab:red", rate=True)
+                never = all(v == 0 for _, v in data["truncation_rate"])
+                name = "truncation rate (0 throughout)" if never else "truncation rate"
+                _raw_and_smooth(right, data["truncation_rate"], name, "tab:red", rate=True)
                 right.set_ylabel("truncated share")
                 if right is not ax:
                     lines = ax.get_legend_handles_labels()
@@ -184,11 +207,11 @@ def plot_training(
         elif panel == "sft":
             _raw_and_smooth(ax, sft, "SFT loss", "tab:brown", rate=False)
             ax.set_xlabel("SFT step")
-            ax.set_title("SFT stage: training loss", fontsize=9)
+            ax.set_title(sft_title, fontsize=9)
         else:
             ax.text(0.5, 0.5, "nothing logged", ha="center", va="center", transform=ax.transAxes)
         if panel != "length" and ax.get_legend_handles_labels()[0]:
-            ax.legend(loc="best", fontsize=8)
+            ax.legend(loc="best", fontsize=7 if panel == "eval" else 8, framealpha=0.7)
     for ax in flat[len(panels) :]:
         ax.set_visible(False)
     if title:
@@ -199,3 +222,50 @@ def plot_training(
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def eval_title(evals: Sequence[dict[str, Any]], headline: Sequence[Headline]) -> str:
+    """What the eval panel's points are: the curve's puzzles and samples when logged; the headline markers."""
+    sizes = {(e.get("eval_puzzles"), e.get("eval_samples")) for e in evals}
+    if len(sizes) == 1 and None not in next(iter(sizes)):
+        puzzles, samples = next(iter(sizes))
+        curve = f"curve: eval every few steps on {puzzles} held-out puzzles x {samples} samples"
+    else:
+        curve = "curve: evals on held-out puzzles"
+    if headline:
+        return curve + "\n" + "; ".join(h.label for h in headline) + " (large markers)"
+    return curve
+
+
+def _eval_panel(ax, evals: Sequence[dict[str, Any]], headline: Sequence[Headline]) -> list[float]:
+    """The eval curve (pass@1 with its CI band, pass@k dashed) and the headline markers; returns the y values."""
+    values: list[float] = []
+    if evals:
+        xs = [int(e["step"]) for e in evals]
+        ys = [float(e["eval_pass@1"]) for e in evals]
+        values += ys
+        ax.plot(xs, ys, "o-", color="black", label="pass@1 (curve)")
+        if all("eval_pass@1_low" in e and "eval_pass@1_high" in e for e in evals):
+            lows = [float(e["eval_pass@1_low"]) for e in evals]
+            highs = [float(e["eval_pass@1_high"]) for e in evals]
+            ax.fill_between(xs, lows, highs, color="black", alpha=0.12, label="95 % CI (curve)")
+            values += lows + highs
+        ks = sorted({k for e in evals for k in e if k.startswith("eval_pass@") and k[10:].isdigit()} - {"eval_pass@1"})
+        for key in ks:
+            points = [(int(e["step"]), float(e[key])) for e in evals if key in e]
+            ax.plot(*zip(*points, strict=True), "s--", color="tab:purple", alpha=0.7, label=f"{key[5:]} (curve)")
+            values += [v for _, v in points]
+    steps = [int(e["step"]) for e in evals] + [h.step for h in headline]
+    nudge = 0.02 * max(max(steps) - min(steps), 1)  # headline markers beside, not on, the curve's points
+    for i, h in enumerate(headline):
+        color = ("tab:blue", "tab:green", "tab:orange")[i % 3]
+        low, high = h.ci95
+        x = h.step + (-nudge if h.step == min(steps) else nudge if h.step == max(steps) else 0.0)
+        label = f"{h.label}: pass@1 (diamond)" + (f", pass@{h.passk[0]} (star)" if h.passk else "")
+        ax.errorbar([x], [h.pass1], yerr=[[h.pass1 - low], [high - h.pass1]], fmt="D", markersize=9,
+                    color=color, capsize=4, label=label)  # fmt: skip
+        values += [low, high, h.pass1]
+        if h.passk is not None:
+            ax.plot([x], [h.passk[1]], "*", markersize=13, color=color)
+            values.append(h.passk[1])
+    return values

@@ -7,7 +7,7 @@ A preset (``learners/pipeline/configs/*.yaml``; ``--config NAME`` finds the pack
     task:                        # countdown_env.task.CountdownTask fields: puzzles, rules, template, reward
       {n_numbers: 3, value_range: [1, 20], target_range: [10, 200], template: compact, format_bonus: 0.0}
     data: {train_size: 2000, eval_size: 128}   # a split built from the task now (train/eval disjoint) ...
-    # ... or split files:   data: {train: path/to/train.jsonl, eval: path/to/eval.jsonl}
+    # ... or split files:   data: {train: path/to/train.jsonl, eval: path/to/test.jsonl}
     eval: {every: 50, samples: 4, temperature: 0.8, max_new_tokens: 128, limit: 64}   # every: 0 = off
     trainer: {learning_rate: 2e-5, max_steps: 200, ...}   # the learner's config (GRPOConfig fields + its own)
     curriculum: {n_numbers: [3, 4], difficulty: [easy, medium, hard], threshold: 0.6, patience: 2}   # optional:

@@ -49,7 +49,7 @@ def load_data(data: dict[str, Any], task, work_dir: Path) -> tuple[list[dict], l
         work_dir.mkdir(parents=True, exist_ok=True)
         for name, rows in built.items():
             write_jsonl(rows, work_dir / f"{name}.jsonl")
-        return built.get("train", []), built.get("eval", [])
+        return built.get("train", []), built.get("test", [])
     if "train" not in data:
         raise ValueError("the config needs data.train (a jsonl split) or data.train_size (a split of the task)")
     train_rows = read_split_rows(data["train"])  # checked against a manifest.json beside it, if any
@@ -79,6 +79,7 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
     from .processes import run_processes
     from .tiny import build_tiny_model
     from .tokenizer_io import load_tokenizer
+    from .trainer_progress import line_progress
 
     validate_config(learner, config)  # everything checkable without data or weights, before any work
     out = Path(output_dir)
@@ -109,6 +110,7 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
     if not train_rows and curriculum is None:
         raise ValueError("no training puzzles")
 
+    progress = line_progress(trainer_args, f"{learner} RL")  # plain lines instead of TRL's bar into a log
     train_puzzles = rows_to_puzzles(train_rows)
     eval_callback = make_eval_callback(eval_rows, config.get("eval") or {}, task, tokenizer)
     trainer = make_trainer(
@@ -120,7 +122,7 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
         train_dataset=curriculum.train_dataset(task) if curriculum is not None else prompt_dataset(train_puzzles, task),
         train_puzzles=train_puzzles,
         rollouts=check_rollouts(config),
-        callbacks=[eval_callback] + ([curriculum.callback()] if curriculum is not None else []),
+        callbacks=[eval_callback, *progress] + ([curriculum.callback()] if curriculum is not None else []),
     )
     trainer.curriculum = curriculum
     trainer.eval_callback = eval_callback

