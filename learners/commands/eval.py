@@ -47,10 +47,12 @@ def add_arguments(parser) -> None:
 
 
 def default_report_path(model: str, name: str) -> Path:
-    """``MODEL/name``; for ``warm-start`` (the shipped folder, never written to) ``runs/eval/warm-start/name``."""
+    """``MODEL/name``; for ``warm-start`` (the shipped folder, never written to) ``runs/eval/warm-start/name``, and
+    likewise ``runs/eval/NAME/name`` for an installed pretrained model (its cache folder stays as installed)."""
     from ..pipeline.models import WARM_START
+    from ..pipeline.pretrained import MODELS
 
-    return Path("runs/eval/warm-start" if model == WARM_START else model) / name
+    return Path(f"runs/eval/{model}" if model == WARM_START or model in MODELS else model) / name
 
 
 def run(args) -> int:
