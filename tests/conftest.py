@@ -128,6 +128,16 @@ def synthetic_loss_batch():
     return make
 
 
+@pytest.fixture
+def collect_garbage():
+    """A full collection after the test: a finished trainer caught in a reference cycle would keep its model, its
+    optimiser and its colocated vLLM engine until one."""
+    yield
+    import gc
+
+    gc.collect()
+
+
 # ------------------------------------------------------------------------------------------ the real pretrained model
 REQUIRE_REAL_MODEL = "COUNTDOWN_REQUIRE_REAL_MODEL"
 """Set (by ``make test``, i.e. CI) to fail, not skip, the real-model tests when the wheel is not in the cache."""
