@@ -124,17 +124,19 @@ def test_lora_with_the_colocated_engine_syncs_the_merged_adapter(smollm2_truncat
     assert moved > SYNC_MEAN_TOLERANCE, moved  # the adapter changed the policy: a sync without it would fail
 
 
-def test_colocated_runs_get_a_port_of_their_own(monkeypatch):
+def test_cpu_engine_defaults_give_a_port_of_its_own_and_time(monkeypatch):
     """TRL's colocate mode takes the first free port of a fixed list, so two colocated runs started on one machine
     meanwhile could both take 29500 (EADDRINUSE): the CPU defaults give each process a free ephemeral port, and keep
-    one already set (torchrun's)."""
+    one already set (torchrun's); and they give a model step an hour, not vLLM's 300 s."""
     import os
     import socket
 
     from learners.core.vllm_sync import cpu_engine_defaults
 
     monkeypatch.delenv("MASTER_PORT", raising=False)
+    monkeypatch.delenv("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", raising=False)
     cpu_engine_defaults()
+    assert int(os.environ["VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS"]) >= 3600  # a starved CPU step outlasted vLLM's 300 s
     port = int(os.environ["MASTER_PORT"])
     assert port not in (29500, 23456, 12355, 12345)
     with socket.socket() as sock:

@@ -35,19 +35,25 @@ import types
 CPU_ENGINE_DTYPE = "float32"
 """The dtype of a vLLM engine on the CPU: that of the policy, which trains in float32 there (``CPU_SETTINGS``)."""
 
+CPU_STEP_TIMEOUT_S = "3600"
+"""``VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS`` when the user set none (vLLM's default, 300 s, is a GPU's scale)."""
+
 CPU_KV_CACHE_GIB = "1"
 """``VLLM_CPU_KVCACHE_SPACE`` when the user set none: the KV cache of a CPU engine, in GiB (the tiny model's batches
 need a few MB; vLLM's own default would reserve several GiB per engine on a 24 GiB machine)."""
 
 
 def cpu_engine_defaults() -> None:
-    """Environment defaults of a vLLM CPU engine (set only where unset): a 1 GiB KV cache, a free port for the
-    colocated engine's process group (``MASTER_PORT``), and no core reserved for the engine's front end (vLLM keeps
-    one core out of its compute threads by default; on 2 cores that halves its compute:
+    """Environment defaults of a vLLM CPU engine (set only where unset): a 1 GiB KV cache, an hour for one model
+    step, a free port for the colocated engine's process group (``MASTER_PORT``), and no core reserved for the
+    engine's front end (vLLM keeps one core out of its compute threads by default; on 2 cores that halves its compute:
     ``benchmarks/bench_generation.py`` measured the 43.7 M model at 546 tok/s with one core reserved and 937 tok/s
     with none, against 466 and 449 for HF ``generate``)."""
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KV_CACHE_GIB)
     os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+    # vLLM gives a model step 300 s before it declares its engine dead; on a CPU shared by many jobs one step of a
+    # 135 M model (up to 4096 prompt tokens at once) took longer (an eval died at load ~35 on 2 cores)
+    os.environ.setdefault("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", CPU_STEP_TIMEOUT_S)
     if not os.environ.get("MASTER_PORT"):
         # TRL's colocate mode takes the first free port of a fixed list (29500, 23456, ...): a second colocated run
         # started on the same machine meanwhile could take the same one and fail with EADDRINUSE (seen here)
