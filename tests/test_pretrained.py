@@ -12,6 +12,7 @@ import pytest
 
 from countdown_env.cli import main
 from learners.pipeline import pretrained
+from learners.pipeline.eval_models import resolve_backend
 from tests.synthetic_gguf import CHAT_TEMPLATE, source_model, vocabulary, write_gguf, write_wheel
 
 pytest.importorskip("gguf")
@@ -183,6 +184,7 @@ def test_the_real_wheel_converts_to_smollm2_135m(smollm2_install, capsys):
                          vocab_size=49152, model_type="llama", tie_word_embeddings=True)  # fmt: skip
     source = json.loads((folder / pretrained.SOURCE_FILE).read_text())
     assert source["parameters"] == expected_llama_parameters(config) == 134_515_008
+    assert resolve_backend("auto", folder) == "vllm"  # a real model is evaluated by vLLM unless told otherwise
 
     # the tokenizer against the GGUF's own token list, read by the gguf package
     reader = gguf.GGUFReader(unpacked_gguf(cache))

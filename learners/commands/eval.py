@@ -26,7 +26,11 @@ def add_arguments(parser) -> None:
         help="prompt template (default: the task recorded with the model, else the split's, else 'default')",
     )
     parser.add_argument(
-        "--backend", choices=BACKENDS, default="hf", help="generation engine: transformers, or vLLM (CPU or GPU build)"
+        "--backend",
+        choices=BACKENDS,
+        default="auto",
+        help="generation engine: transformers, or vLLM (CPU or GPU build); auto: vLLM from 40 M parameters on "
+        "(a real model such as smollm2-135m), transformers below",
     )
     parser.add_argument("--batch-size", type=int, default=64, help="rows per HF generate call (hf backend)")
     parser.add_argument(

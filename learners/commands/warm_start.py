@@ -52,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-new-tokens", type=int, help="--measure's generation budget (default 256; 384 with --multi-step)"
     )
-    parser.add_argument("--backend", choices=BACKENDS, help="--measure's sampler (default hf; vllm: one engine)")
+    parser.add_argument("--backend", choices=BACKENDS, help="--measure's sampler (default auto: vLLM from 40 M "
+                        "parameters on, one engine for every figure; transformers below)")  # fmt: skip
     parser.add_argument("--eval-set", choices=sorted(EVAL_SETS), help="--measure on this committed set (default "
                         "tiny_n3; the group puzzles come from its train split)")  # fmt: skip
     parser.add_argument("--entropy-puzzles", type=int, help="--measure's entropy over N puzzles (default 128; 0: "

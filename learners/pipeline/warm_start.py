@@ -296,7 +296,7 @@ def measure_warm_start(
     eval_limit: int | None = None,
     groups: int = 64,
     max_new_tokens: int = 256,
-    backend: str = "hf",
+    backend: str = "auto",
     eval_set: str = EVAL_SET,
     entropy_puzzles: int = 128,
     log=print,
@@ -305,10 +305,10 @@ def measure_warm_start(
     its completions: paragraphs per completion (of the entropy samples, else of the T = 0.8 samples) and the mean
     completion length in tokens (of the T = 0.8 samples).
 
-    ``backend``: the sampler of every figure but the entropy (``"hf"`` or ``"vllm"``, one engine for all of them:
-    :func:`learners.pipeline.eval_models.model_sampler`); ``eval_set``: a committed eval set (its train split gives
-    the group puzzles); ``entropy_puzzles``: puzzles of the entropy measurement (``transformers``, teacher-forced;
-    0 skips it)."""
+    ``backend``: the sampler of every figure but the entropy (``"hf"``, ``"vllm"``, one engine for all of them, or
+    ``"auto"``: :func:`learners.pipeline.eval_models.resolve_backend`); ``eval_set``: a committed eval set (its
+    train split gives the group puzzles); ``entropy_puzzles``: puzzles of the entropy measurement (``transformers``,
+    teacher-forced; 0 skips it)."""
     import numpy as np
     import torch
     from transformers import AutoModelForCausalLM
@@ -317,11 +317,12 @@ def measure_warm_start(
     from countdown_env.eval_sets import load_eval_set
 
     from .data import model_task
-    from .eval_models import model_sampler
+    from .eval_models import model_sampler, resolve_backend
     from .evaluate import evaluate
     from .tokenizer_io import load_tokenizer
 
     start = time.perf_counter()
+    backend = resolve_backend(backend, model_dir)
     tokenizer = load_tokenizer(model_dir)
     task = model_task(model_dir) or tiny_task()
     rows = load_eval_set(eval_set, as_dataset=False)
