@@ -8,14 +8,19 @@ token-id prompts with the same budgets; tokens/s is generated tokens over wall s
   completions stop at the end-of-turn token, as in training;
 - ``mid``: a random-init Qwen2 of ~43 M parameters (hidden 512, 8 layers, vocabulary 32 000), random prompts,
   generating to the budget (a random model almost never samples its eos);
-- ``qwen3-0.6b`` (``--device cuda``): Qwen3-0.6B's architecture with random weights.
+- ``qwen3-0.6b`` (``--device cuda``): Qwen3-0.6B's architecture with random weights;
+- ``smollm2-135m``: the real pretrained SmolLM2-135M-Instruct (``countdown models install smollm2-135m``), or the
+  folder ``--smollm2`` names (e.g. its warm start), on Countdown prompts of ``tiny_n3`` in its chat template;
+  completions stop at its end of turn.
 
-Then ``--grpo-steps`` GRPO steps of the tiny model (2 prompts x 8 completions, dataset route) with TRL's
-transformers generation and with colocated vLLM (``use_vllm=True, vllm_mode="colocate"``; the weight sync
-included), timed per step after one warm-up step; the engine's start is reported apart.
+Then ``--grpo-steps`` GRPO steps of ``--grpo-model`` (the tiny warm start, or ``smollm2-135m``; 2 prompts x 8
+completions of up to ``--grpo-tokens`` tokens, dataset route) with TRL's transformers generation and with colocated
+vLLM (``use_vllm=True, vllm_mode="colocate"``; the weight sync included), timed per step after one warm-up step; the
+engine's start is reported apart.
 
     python benchmarks/bench_generation.py                      # CPU: tiny and mid, ~5 min on 2 cores
     python benchmarks/bench_generation.py --device cuda --models tiny qwen3-0.6b
+    python benchmarks/bench_generation.py --models smollm2-135m --grpo-model smollm2-135m --grpo-steps 3
 
 Times are wall clock: run it on a quiet machine. ``--out FILE`` writes the figures as JSON.
 """
@@ -23,6 +28,7 @@ Times are wall clock: run it on a quiet machine. ``--out FILE`` writes the figur
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -56,7 +62,7 @@ def build_random(out: Path, name: str) -> tuple[Path, int]:
 def prompts_for(name: str, count: int, tokenizer):
     import random
 
-    if name == "tiny":
+    if name in ("tiny", SMOLLM2):
         from countdown_env import Puzzle
         from countdown_env.task import CountdownTask
         from learners.pipeline.evaluate import load_rows, prompt_token_ids
@@ -82,6 +88,16 @@ def time_calls(sampler, prompts, sampling, n, budget, repeats):
     return {"tokens_per_s": statistics.median(rates), "seconds": statistics.median(seconds), "tokens": tokens}
 
 
+SMOLLM2 = "smollm2-135m"
+
+
+def real_model_folder(name: str, args) -> Path:
+    """The folder of a real model: ``--smollm2`` when given, else the installed ``smollm2-135m``."""
+    from learners.pipeline.models import resolve_model
+
+    return Path(args.smollm2) if args.smollm2 else Path(resolve_model(name))
+
+
 class _Null:
     pad_token_id = 0
     eos_token_id = None
@@ -93,11 +109,12 @@ def bench_model(name, device, args, work: Path) -> dict:
 
     from learners.sampling import HFSampler, Sampling, VLLMSampler
 
-    if name == "tiny":
+    if name in ("tiny", SMOLLM2):
         from learners.pipeline.tokenizer_io import load_tokenizer
         from learners.pipeline.warm_start import SHIPPED_DIR
 
-        folder, tokenizer = SHIPPED_DIR, load_tokenizer(SHIPPED_DIR)
+        folder = SHIPPED_DIR if name == "tiny" else real_model_folder(name, args)
+        tokenizer = load_tokenizer(folder)
         model = AutoModelForCausalLM.from_pretrained(folder)
         size = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
     else:
@@ -114,9 +131,10 @@ def bench_model(name, device, args, work: Path) -> dict:
     del hf, model
     start = time.perf_counter()
     engine_kwargs = dict(dtype="float32" if device == "cpu" else "bfloat16", max_model_len=1024, seed=0)
-    if name != "tiny":
+    real_prompts = name in ("tiny", SMOLLM2)
+    if not real_prompts:
         engine_kwargs["skip_tokenizer_init"] = True
-    vllm = VLLMSampler.from_model_dir(folder, tokenizer if name == "tiny" else None, **engine_kwargs)
+    vllm = VLLMSampler.from_model_dir(folder, tokenizer if real_prompts else None, **engine_kwargs)
     result["vllm_engine_start_s"] = time.perf_counter() - start
     result["vllm"] = time_calls(vllm, prompts, sampling, args.n, args.budget, args.repeats)
     vllm.close()
@@ -124,7 +142,7 @@ def bench_model(name, device, args, work: Path) -> dict:
     return result
 
 
-def bench_grpo(use_vllm: bool, steps: int, work: Path) -> dict:
+def bench_grpo(use_vllm: bool, steps: int, work: Path, folder: Path, tokens: int, micro_batch: int = 16) -> dict:
     from transformers import AutoModelForCausalLM, TrainerCallback
 
     from countdown_env import Puzzle
@@ -132,7 +150,6 @@ def bench_grpo(use_vllm: bool, steps: int, work: Path) -> dict:
     from learners.pipeline.data import prompt_dataset
     from learners.pipeline.tiny import tiny_cpu_kwargs
     from learners.pipeline.tokenizer_io import load_tokenizer
-    from learners.pipeline.warm_start import SHIPPED_DIR
 
     class StepTimes(TrainerCallback):
         def __init__(self):
@@ -150,9 +167,10 @@ def bench_grpo(use_vllm: bool, steps: int, work: Path) -> dict:
     config = spec.make_config(
         **tiny_cpu_kwargs(
             work / f"grpo-{use_vllm}",
-            per_device_train_batch_size=16,
+            per_device_train_batch_size=micro_batch,  # 16 rows per step either way (gradient accumulation)
+            gradient_accumulation_steps=16 // micro_batch,
             num_generations=8,
-            max_completion_length=128,
+            max_completion_length=tokens,
             max_steps=steps + 1,
             learning_rate=1e-5,
             temperature=0.8,
@@ -163,17 +181,26 @@ def bench_grpo(use_vllm: bool, steps: int, work: Path) -> dict:
     timer = StepTimes()
     start = time.perf_counter()
     trainer = trainer_class(
-        model=AutoModelForCausalLM.from_pretrained(SHIPPED_DIR),
+        model=AutoModelForCausalLM.from_pretrained(folder),
         args=config,
         train_dataset=prompt_dataset(puzzles * 16, "compact"),
-        processing_class=load_tokenizer(SHIPPED_DIR),
+        processing_class=load_tokenizer(folder),
         callbacks=[timer],
     )
     built = time.perf_counter() - start
     trainer.train()
     times = timer.times[1:]
+    history = trainer.state.log_history
+    del trainer
+    gc.collect()  # a 135 M model's trainer (weights, AdamW, engine) must be gone before the next one is built
+    lengths = [e["countdown/mean_completion_length"] for e in history[1:] if
+               "countdown/mean_completion_length" in e]  # fmt: skip
     return {
         "backend": "vllm-colocate" if use_vllm else "hf",
+        "model": folder.name,
+        "max_completion_length": tokens,
+        "micro_batch": micro_batch,
+        "mean_completion_tokens": statistics.mean(lengths) if lengths else None,
         "build_s": built,
         "steps": len(times),
         "s_per_step": statistics.median(times),
@@ -185,12 +212,22 @@ def bench_grpo(use_vllm: bool, steps: int, work: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
-    parser.add_argument("--models", nargs="+", default=["tiny", "mid"], choices=("tiny", "mid", "qwen3-0.6b"))
+    parser.add_argument("--models", nargs="+", default=["tiny", "mid"], choices=("tiny", "mid", "qwen3-0.6b", SMOLLM2))
+    parser.add_argument("--smollm2", help="the smollm2-135m rows on this folder (e.g. its warm start)")
     parser.add_argument("--prompts", type=int, default=16, help="prompts per call")
     parser.add_argument("--n", type=int, default=8, help="samples per prompt")
     parser.add_argument("--budget", type=int, default=128, help="max new tokens")
     parser.add_argument("--repeats", type=int, default=3, help="timed calls per backend (median)")
     parser.add_argument("--grpo-steps", type=int, default=6, help="timed GRPO steps per backend (0: skip)")
+    parser.add_argument("--grpo-model", default="tiny", choices=("tiny", SMOLLM2), help="the GRPO steps' model")
+    parser.add_argument("--grpo-tokens", type=int, default=128, help="the GRPO steps' completion budget")
+    parser.add_argument(
+        "--grpo-micro-batch",
+        type=int,
+        default=16,
+        choices=(1, 2, 4, 8, 16),
+        help="rows per loss micro-batch (16 per step either way; a 135 M model needs 4 in 6 GB)",
+    )
     parser.add_argument("--out", help="write the figures as JSON here")
     args = parser.parse_args()
 
@@ -218,8 +255,11 @@ def main() -> None:
             flush=True,
         )
     if args.grpo_steps and args.device == "cpu":
+        from learners.pipeline.warm_start import SHIPPED_DIR
+
+        folder = SHIPPED_DIR if args.grpo_model == "tiny" else real_model_folder(args.grpo_model, args)
         for use_vllm in (False, True):
-            row = bench_grpo(use_vllm, args.grpo_steps, work)
+            row = bench_grpo(use_vllm, args.grpo_steps, work, folder, args.grpo_tokens, args.grpo_micro_batch)
             report["grpo"].append(row)
             print(
                 f"GRPO step, {row['backend']:>13}: {row['s_per_step']:.2f} s (min {row['s_per_step_min']:.2f}, "

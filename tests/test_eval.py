@@ -140,6 +140,43 @@ def test_hf_backend_on_the_tiny_model_end_to_end(tiny_model_dir, tmp_path):
         evaluate_model_dir(tiny_model_dir, tmp_path / "missing.jsonl")
 
 
+def write_header_only_safetensors(path, shapes: dict) -> None:
+    """A safetensors file whose header names tensors of these shapes (float32, the data left out: only the header is
+    read by ``parameter_count``)."""
+    import struct
+
+    header, offset = {}, 0
+    for name, shape in shapes.items():
+        size = 4 * math.prod(shape)
+        header[name] = {"dtype": "F32", "shape": list(shape), "data_offsets": [offset, offset + size]}
+        offset += size
+    blob = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(blob)) + blob)
+
+
+def test_auto_backend_is_vllm_from_40_m_parameters_on_and_transformers_below(tiny_model_dir, tmp_path, monkeypatch):
+    import importlib.util
+
+    from learners.pipeline.eval_models import parameter_count, resolve_backend
+
+    real = tmp_path / "real"
+    real.mkdir()
+    write_header_only_safetensors(real / "model-00001-of-00002.safetensors", {"embed": (49152, 576)})
+    write_header_only_safetensors(real / "model-00002-of-00002.safetensors", {"a": (6000, 2000), "b": (10,)})
+    assert parameter_count(real) == 49152 * 576 + 6000 * 2000 + 10  # 40.3 M: both shards counted
+    assert resolve_backend("auto", real) == "vllm"
+    (real / "model-00002-of-00002.safetensors").unlink()
+    assert resolve_backend("auto", real) == "hf"  # 28.3 M
+    write_header_only_safetensors(real / "model-00002-of-00002.safetensors", {"a": (6000, 2000), "b": (10,)})
+    assert resolve_backend("hf", real) == "hf"
+    assert resolve_backend("auto", tiny_model_dir) == "hf" and resolve_backend("vllm", tiny_model_dir) == "vllm"
+    (tmp_path / "bin-only").mkdir()
+    assert parameter_count(tmp_path / "bin-only") is None and resolve_backend("auto", tmp_path / "bin-only") == "hf"
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else find_spec(name, *a))
+    assert resolve_backend("auto", real) == "hf"  # no vLLM installed: transformers
+
+
 @pytest.mark.parametrize(
     ("template", "tags"),
     [("default", ("reasoning", "solution")), ("compact", ("reasoning", "solution")), ("tinyzero", ("think", "answer"))],

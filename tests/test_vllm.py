@@ -5,10 +5,10 @@ module where the tests can share it."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
-import os
 from pathlib import Path
 
 import pytest

@@ -28,7 +28,11 @@ def add_arguments(parser) -> None:
         help="prompt template (default: the task recorded with the model, else the split's, else 'default')",
     )
     parser.add_argument(
-        "--backend", choices=BACKENDS, default="hf", help="generation engine: transformers, or vLLM (CPU or GPU build)"
+        "--backend",
+        choices=BACKENDS,
+        default="auto",
+        help="generation engine: transformers, or vLLM (CPU or GPU build); auto: vLLM from 40 M parameters on "
+        "(a real model such as smollm2-135m), transformers below",
     )
     parser.add_argument("--batch-size", type=int, default=64, help="rows per HF generate call (hf backend)")
     parser.add_argument(
@@ -49,10 +53,12 @@ def add_arguments(parser) -> None:
 
 
 def default_report_path(model: str, name: str) -> Path:
-    """``MODEL/name``; for ``warm-start`` (the shipped folder, never written to) ``runs/eval/warm-start/name``."""
+    """``MODEL/name``; for ``warm-start`` (the shipped folder, never written to) ``runs/eval/warm-start/name``, and
+    likewise ``runs/eval/NAME/name`` for an installed pretrained model (its cache folder stays as installed)."""
     from ..pipeline.models import WARM_START
+    from ..pipeline.pretrained import MODELS
 
-    return Path("runs/eval/warm-start" if model == WARM_START else model) / name
+    return Path(f"runs/eval/{model}" if model == WARM_START or model in MODELS else model) / name
 
 
 def run(args) -> int:

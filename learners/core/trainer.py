@@ -70,6 +70,7 @@ manifest (:mod:`learners.core.checkpoints`), so the newest complete checkpoint i
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -189,11 +190,14 @@ class CountdownGRPOTrainer(GRPOTrainer):
         self.uses_env_reward = reward_funcs is None and trainer_kwargs.get("environment_factory") is None
         if self.uses_env_reward:
             reward_funcs = [self.countdown_env_reward]
+        engine_dtype = contextlib.nullcontext()
         if getattr(args, "use_vllm", False) and not torch.cuda.is_available():
-            from .vllm_sync import cpu_engine_defaults
+            from .vllm_sync import CPU_ENGINE_DTYPE, colocated_engine_dtype, cpu_engine_defaults
 
             cpu_engine_defaults()
-        super().__init__(model, reward_funcs, args, *trainer_args, **trainer_kwargs)
+            engine_dtype = colocated_engine_dtype(CPU_ENGINE_DTYPE)  # the policy's float32, not vLLM's bfloat16
+        with engine_dtype:
+            super().__init__(model, reward_funcs, args, *trainer_args, **trainer_kwargs)
         # checkpoints get a manifest written last, and are rotated after it (learners/core/checkpoints.py)
         from .checkpoints import manifest_callback
 

@@ -16,6 +16,9 @@ from new hidden states through the initial output matrix (measured on the tiny m
 the trainer after perturbing the embedding, 1.4e-6 once re-packed). :func:`layerwise_sync_weights` therefore
 re-packs every such layer after the reload.
 
+:func:`colocated_engine_dtype` makes the colocated engine load the policy in float32 on the CPU (vLLM's ``"auto"``
+would load a float32 checkpoint in bfloat16, so that the engine samples from a rounded policy).
+
 :func:`use_layerwise_sync` replaces the ``sync_weights`` of one trainer's ``VLLMGeneration`` with that call; the
 parameters still come from TRL's ``_iter_named_params`` (which merges PEFT adapters and gathers sharded
 parameters), and the prefix cache is reset as TRL does. It is installed only where it is needed: colocate mode
@@ -24,9 +27,17 @@ on a vLLM CPU platform. On a GPU TRL's stock path runs unchanged.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import types
 from collections.abc import Mapping, MutableMapping
+
+CPU_ENGINE_DTYPE = "float32"
+"""The dtype of a vLLM engine on the CPU: that of the policy, which trains in float32 there (``CPU_SETTINGS``)."""
+
+CPU_STEP_TIMEOUT_S = "3600"
+"""``VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS`` when the user set none (vLLM's default, 300 s, is a GPU's scale)."""
 
 CPU_KV_CACHE_GIB = "1"
 """``VLLM_CPU_KVCACHE_SPACE`` when the user set none: the KV cache of a CPU engine, in GiB (the tiny model's batches
@@ -35,13 +46,21 @@ need a few MB; vLLM's own default would reserve several GiB per engine on a 24 G
 
 def cpu_engine_defaults(env: MutableMapping[str, str] | None = None) -> None:
     """Environment defaults of a vLLM CPU engine (set only where unset) in ``env`` (default: this process's
-    ``os.environ``; a child's environment for ``countdown serve``): a 1 GiB KV cache, and no core reserved for the
-    engine's front end (vLLM keeps one core out of its compute threads by default; on 2 cores that halves its
-    compute: ``benchmarks/bench_generation.py`` measured the 43.7 M model at 546 tok/s with one core reserved and
-    937 tok/s with none, against 466 and 449 for HF ``generate``)."""
+    ``os.environ``; a child's environment for ``countdown serve``): a 1 GiB KV cache, an hour for one model step, a
+    free port for the colocated engine's process group (``MASTER_PORT``), and no core reserved for the engine's front
+    end (vLLM keeps one core out of its compute threads by default; on 2 cores that halves its compute:
+    ``benchmarks/bench_generation.py`` measured the 43.7 M model at 546 tok/s with one core reserved and 937 tok/s
+    with none, against 466 and 449 for HF ``generate``)."""
     env = os.environ if env is None else env
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KV_CACHE_GIB)
     env.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+    # vLLM gives a model step 300 s before it declares its engine dead; on a CPU shared by many jobs one step of a
+    # 135 M model (up to 4096 prompt tokens at once) took longer (an eval died at load ~35 on 2 cores)
+    env.setdefault("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", CPU_STEP_TIMEOUT_S)
+    if not env.get("MASTER_PORT"):
+        # TRL's colocate mode takes the first free port of a fixed list (29500, 23456, ...): a second colocated run
+        # started on the same machine meanwhile could take the same one and fail with EADDRINUSE (seen here)
+        env["MASTER_PORT"] = str(free_port())
     check_kv_cache_space(env)
 
 
@@ -62,6 +81,35 @@ def check_kv_cache_space(env: Mapping[str, str] | None = None) -> None:
             f"VLLM_CPU_KVCACHE_SPACE={gib} GiB does not fit this machine's {total:.0f} GiB of memory: give 1 to "
             f"{max(1, int(total) - 1)} (the KV cache of a CPU engine)"
         )
+
+
+def free_port() -> int:
+    """A TCP port free on this machine now (the kernel's choice of an ephemeral port)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def colocated_engine_dtype(dtype: str):
+    """While a trainer is built, TRL's colocated ``vllm.LLM`` gets ``dtype``. TRL passes none, and vLLM's ``"auto"``
+    downcasts a float32 checkpoint to bfloat16, so on the CPU (where the policy trains in float32) the engine would
+    sample from a rounded copy of the policy: on SmolLM2-135M (2 of its layers) its log-probabilities of the sampled
+    tokens differed from the trainer's by up to 0.18 per token (max) with the sync working, against < 0.02 in
+    float32. (The tiny model's errors in bfloat16 stay under that tolerance, which is why its tests never showed it.)"""
+    import trl.generation.vllm_generation as trl_generation
+
+    original = getattr(trl_generation, "LLM", None)
+    if original is None:  # vLLM not installed: TRL refuses use_vllm itself, in its own words
+        yield
+        return
+    trl_generation.LLM = functools.partial(original, dtype=dtype)
+    try:
+        yield
+    finally:
+        trl_generation.LLM = original
 
 
 def vllm_runs_on_cpu() -> bool:

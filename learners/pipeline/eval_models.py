@@ -48,12 +48,50 @@ def evaluate_model_dir(
     return report
 
 
-BACKENDS = ("hf", "vllm")
+BACKENDS = ("auto", "hf", "vllm")
+
+VLLM_FROM_PARAMETERS = 40_000_000
+"""``"auto"`` generates with vLLM from this many parameters on. Measured on the 2-core CPU machines
+(``benchmarks/bench_generation.py``; README, "vLLM"): vLLM / transformers tokens/s was 0.87-0.94x for the 1.07 M tiny
+model (and its engine start costs 15-25 s), 2.09x at 43.7 M and 5.6x for SmolLM2-135M; sizes in between are
+unmeasured and stay on transformers."""
+
+
+def parameter_count(model_dir: str | Path) -> int | None:
+    """Parameters stored in the folder's ``*.safetensors`` files, read from their headers (no tensor is loaded);
+    ``None`` when it has none (e.g. ``pytorch_model.bin`` only)."""
+    import math
+    import struct
+
+    files = sorted(Path(model_dir).glob("*.safetensors"))
+    if not files:
+        return None
+    total = 0
+    for file in files:
+        with open(file, "rb") as handle:
+            (size,) = struct.unpack("<Q", handle.read(8))
+            header = json.loads(handle.read(size))
+        total += sum(math.prod(entry["shape"]) for key, entry in header.items() if key != "__metadata__")
+    return total
+
+
+def resolve_backend(backend: str, model_dir: str | Path) -> str:
+    """``"hf"`` or ``"vllm"``; ``"auto"`` is ``"vllm"`` for a model of at least :data:`VLLM_FROM_PARAMETERS`
+    parameters when vLLM is installed, else ``"hf"``."""
+    if backend != "auto":
+        return backend
+    import importlib.util
+
+    count = parameter_count(model_dir)
+    large = count is not None and count >= VLLM_FROM_PARAMETERS
+    return "vllm" if large and importlib.util.find_spec("vllm") is not None else "hf"
 
 
 def model_sampler(model_dir, tokenizer, backend: str = "hf", *, batch_size: int = 64, progress=False, seed: int = 0):
     """A :class:`~learners.sampling.Sampler` on a checkpoint folder: ``"hf"`` (``transformers``, this machine's
-    device) or ``"vllm"`` (an engine of its own, seeded with ``seed``; close it with ``.close()``)."""
+    device), ``"vllm"`` (an engine of its own, seeded with ``seed``; close it with ``.close()``) or ``"auto"``
+    (:func:`resolve_backend`: vLLM for real models, transformers for the tiny ones)."""
+    backend = resolve_backend(backend, model_dir)
     if backend == "hf":
         import torch
         from transformers import AutoModelForCausalLM

@@ -122,7 +122,7 @@ def evaluate(
     with a ``difficulty``, ``overall``, ``template``, ``task``).
 
     ``per_puzzle=True`` adds ``puzzles``: ``{numbers, target, correct, lengths}`` per row, in input order (for
-    comparisons of two models paired by puzzle).
+    comparisons of two models paired by puzzle), with its first ``keep_completions`` completions when that is > 0.
 
     ``task`` (a :class:`~countdown_env.task.CountdownTask` or a template name; default ``CountdownTask()``) gives
     the prompts and the reward settings (answer tags, rules); ``template`` replaces its template.
@@ -191,8 +191,10 @@ def evaluate(
     }
     if per_puzzle:
         report["puzzles"] = [
-            {"numbers": r.numbers, "target": r.target, "correct": r.correct, "lengths": r.lengths} for r in in_order
-        ]
+            {"numbers": r.numbers, "target": r.target, "correct": r.correct, "lengths": r.lengths,
+             **({"completions": r.completions} if keep_completions else {})}
+            for r in in_order
+        ]  # fmt: skip
     if keep_completions:
         report["examples"] = [
             {"numbers": r.numbers, "target": r.target, "completions": r.completions, "correct": r.correct}

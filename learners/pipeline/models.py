@@ -1,5 +1,6 @@
-"""Which model a run or an eval loads: ``tiny``, the shipped warm start, a checkpoint folder or a Hub id, and the
-checks that refuse a model that cannot load in one line, before any work."""
+"""Which model a run or an eval loads: ``tiny``, the shipped warm start, an installed pretrained model
+(``smollm2-135m``, :mod:`learners.pipeline.pretrained`), a checkpoint folder or a Hub id, and the checks that refuse a
+model that cannot load in one line, before any work."""
 
 from __future__ import annotations
 
@@ -42,11 +43,17 @@ WARM_START_MULTI_STEP = "warm-start-multistep"
 
 
 def resolve_model(model: Any) -> Any:
-    """``"warm-start"`` / ``"warm-start-multistep"`` → the shipped warm start's folder; anything else unchanged."""
+    """``"warm-start"`` / ``"warm-start-multistep"`` → the shipped warm start's folder; the name of an installable
+    pretrained model (``"smollm2-135m"``) → its installed folder (one line naming the install command when it is
+    missing or damaged); anything else unchanged."""
     if model == WARM_START:
         return SHIPPED_DIR
     if model == WARM_START_MULTI_STEP:
         return SHIPPED_MULTI_STEP_DIR
+    from .pretrained import MODELS, installed_model
+
+    if isinstance(model, str) and model in MODELS:
+        return installed_model(model)
     return model
 
 

@@ -4,7 +4,10 @@ The rows come from the splits helper's :func:`countdown_env.sft.build_sft_record
 one assistant ``completion`` message, verified by construction). They are re-prompted with the task's template
 (the tiny model uses the short ``compact`` prompt) and turned into ``messages`` conversations; TRL's
 ``assistant_only_loss=True`` then trains on the tokens inside the chat template's ``{% generation %}`` block:
-the assistant answer and its end-of-turn marker (so the model learns to stop).
+the assistant answer and its end-of-turn marker (so the model learns to stop). A real model's chat template has no
+such block (SmolLM2's ChatML has none): its rows stay prompt/completion pairs (:func:`sft_rows`), and TRL trains on
+what the conversation adds to the prompt rendered with its generation prompt: again the answer and the end-of-turn
+marker (``completion_only_loss``).
 
 Optimiser defaults follow the tiny-model calibration of the 1 M-parameter tiny model on 2 CPU cores: AdamW
 (0.9, 0.95), weight decay 0.1, peak lr 1.5e-3, 30 warmup steps, cosine decay to 10 %, clip 1.0, batch 64, fp32
@@ -63,6 +66,19 @@ def sft_messages(records: Sequence[dict[str, Any]], task=None) -> list[dict[str,
     return rows
 
 
+GENERATION_MARK = "{% generation %}"
+"""What a chat template needs for ``assistant_only_loss`` (TRL reads the assistant tokens from its block)."""
+
+
+def sft_rows(records: Sequence[dict[str, Any]], task, tokenizer) -> list[dict[str, Any]]:
+    """:func:`sft_messages` rows for a tokenizer whose chat template marks the assistant's tokens
+    (:data:`GENERATION_MARK`); for any other, the same conversations as ``prompt``/``completion`` pairs."""
+    rows = sft_messages(records, task)
+    if GENERATION_MARK in (getattr(tokenizer, "chat_template", None) or ""):
+        return rows
+    return [{"prompt": r["messages"][:-1], "completion": r["messages"][-1:]} for r in rows]
+
+
 def run_sft(
     model: str | Path,
     records: Sequence[dict[str, Any]],
@@ -96,7 +112,10 @@ def run_sft(
     out = Path(output_dir)
     task = as_task("compact" if task is None else task)
     tokenizer = load_tokenizer(model)
+    rows = sft_rows(records, task, tokenizer)
     settings = {**DEFAULT_SFT_ARGS, **sft_args}
+    if "completion" in rows[0]:  # no generation block to read assistant tokens from: the completion is the loss
+        settings.update(assistant_only_loss=False, completion_only_loss=True)
     callbacks = [*(callbacks or []), *line_progress(settings, "SFT")]  # lines, not a bar, into a log
     args = SFTConfig(
         output_dir=str(out),
@@ -108,7 +127,7 @@ def run_sft(
     trainer = SFTTrainer(
         model=AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32),
         args=args,
-        train_dataset=Dataset.from_list(sft_messages(records, task)),
+        train_dataset=Dataset.from_list(rows),
         processing_class=tokenizer,
         callbacks=callbacks,
     )

