@@ -10,12 +10,14 @@ settings (stop at eos; a completion cut at the budget scores 0 and is not a succ
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
 import platform
 import shlex
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -176,6 +178,62 @@ def generate_batch(
         success,
         grpo_advantages(rewards, group_size),
     )
+
+
+# ------------------------------------------------------------------------------------------------ a learner's seam 1
+@contextlib.contextmanager
+def learner_trainer(
+    learner: str, model_dir, tokenizer, task, puzzles, *, group_size: int, max_new_tokens: int, **config
+):
+    """A real trainer of the registered ``learner`` (``config``: its config options over the registry defaults) on
+    its own copy of the weights at ``model_dir``, for calling its seam 1 (:func:`shape`); output in a temporary
+    folder."""
+    from transformers import AutoModelForCausalLM
+
+    from learners.core.registry import get_learner
+    from learners.pipeline.data import prompt_dataset
+    from learners.pipeline.tiny import tiny_cpu_kwargs
+
+    spec = get_learner(learner)
+    _, trainer_class = spec.load()
+    with tempfile.TemporaryDirectory() as tmp:
+        kwargs = tiny_cpu_kwargs(
+            tmp,
+            num_generations=group_size,
+            per_device_train_batch_size=group_size,
+            max_completion_length=max_new_tokens,
+            temperature=TEMPERATURE,
+        )
+        yield trainer_class(
+            model=AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32),
+            reward_funcs=None,
+            args=spec.make_config(**{**kwargs, **config}),
+            train_dataset=prompt_dataset(puzzles, task),
+            processing_class=tokenizer,
+            task=task,
+        )
+
+
+def shape(trainer, batch: Batch) -> dict:
+    """The learner's seam 1 (``shape_batch``) on ``batch`` as a training batch; the trainer scores the rows itself
+    (its verifier verdicts, not ``batch.success``)."""
+    from learners.core.trainer import Rollout
+
+    rollout = Rollout(
+        rewards=batch.rewards,
+        rewards_per_func=batch.rewards[:, None],
+        num_generations=batch.group_size,
+        process_slice=slice(0, batch.completion_ids.size(0)),
+        inputs=[{"numbers": list(p.numbers), "target": p.target} for p in batch.puzzles],
+        puzzles=list(batch.puzzles),
+    )
+    return trainer.shape_batch(batch.as_trl(), rollout)
+
+
+def shape_ps_ppo(trainer, batch: Batch, budget: float, strategy: str) -> torch.Tensor:
+    """(rows, T) survival ξ of every row from ``PSPPOTrainer.shape_batch`` at ``budget`` and ``strategy``."""
+    trainer.args.budget, trainer.args.cutoff_strategy = float(budget), strategy
+    return shape(trainer, batch)["cutoff_survival"]
 
 
 # ------------------------------------------------------------------------------------------------ prefix values

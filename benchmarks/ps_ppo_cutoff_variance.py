@@ -65,7 +65,6 @@ import os
 import platform
 import shlex
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -81,7 +80,9 @@ from benchmarks._sampled_groups import (  # noqa: E402
     TRAIN_SIZE,
     Batch,
     generate_batch,
+    learner_trainer,
     load_setting,
+    shape_ps_ppo,
 )
 from learners.ps_ppo.config import CUTOFF_STRATEGIES, PSPPOConfig  # noqa: E402
 
@@ -164,47 +165,15 @@ def survival_rows(batch: Batch, model, strategy: str, budget: float) -> torch.Te
 def trainer_check(batch: Batch, model_dir, tokenizer, task, budgets, survivals, max_new_tokens: int) -> dict:
     """Run every (strategy, budget) of ``batch`` through a real ``PSPPOTrainer.shape_batch`` (on its own copy of
     the weights, scoring the rows itself) and compare with :func:`survival_rows`; raises on a mismatch."""
-    from transformers import AutoModelForCausalLM
-
-    from learners.core.trainer import Rollout
-    from learners.pipeline.data import prompt_dataset
-    from learners.pipeline.tiny import tiny_cpu_kwargs
-    from learners.ps_ppo import PSPPOConfig, PSPPOTrainer
-
-    k, rows = batch.group_size, batch.completion_ids.size(0)
-    with tempfile.TemporaryDirectory() as tmp:
-        args = PSPPOConfig(
-            **tiny_cpu_kwargs(
-                tmp,
-                num_generations=k,
-                per_device_train_batch_size=k,
-                max_completion_length=max_new_tokens,
-                temperature=TEMPERATURE,
-                skip_zero_advantage=False,
-                budget=float(budgets[0]),
-            )
-        )
-        trainer = PSPPOTrainer(
-            model=AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32),
-            reward_funcs=None,
-            args=args,
-            train_dataset=prompt_dataset(batch.puzzles[::k], task),
-            processing_class=tokenizer,
-            task=task,
-        )
-        out = {}
+    k = batch.group_size
+    out = {}
+    with learner_trainer(
+        "ps_ppo", model_dir, tokenizer, task, batch.puzzles[::k], group_size=k, max_new_tokens=max_new_tokens,
+        skip_zero_advantage=False, budget=float(budgets[0]),
+    ) as trainer:  # fmt: skip
         for budget in budgets:
             for strategy in STRATEGIES:
-                trainer.args.budget, trainer.args.cutoff_strategy = float(budget), strategy
-                rollout = Rollout(
-                    rewards=batch.rewards,
-                    rewards_per_func=batch.rewards[:, None],
-                    num_generations=k,
-                    process_slice=slice(0, rows),
-                    inputs=[{"numbers": list(p.numbers), "target": p.target} for p in batch.puzzles],
-                    puzzles=list(batch.puzzles),
-                )
-                theirs = trainer.shape_batch(batch.as_trl(), rollout)["cutoff_survival"]
+                theirs = shape_ps_ppo(trainer, batch, budget, strategy)
                 ours = survivals[(budget, strategy)]
                 diff = float((theirs - ours).abs().max())
                 out[f"{strategy}@{budget}"] = diff
