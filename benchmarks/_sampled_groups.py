@@ -358,3 +358,65 @@ def command_line(argv: list[str]) -> str:
                 a = "<abs>/" + p.name
         args.append(a)
     return shlex.join(["python", str(script), *args])
+
+
+# ------------------------------------------------------------------------------------------------ one measurement
+PRECONDITIONS_PROTOCOL = "docs/experiments.md#preconditions-of-the-claims-monte-carlo-no-training"
+
+
+class Measurement:
+    """What every precondition script records beside its figures: its name, the command, the load average at the
+    start and the wall time. ``log`` prints a timestamped progress line; ``finish`` writes ``results.json`` and
+    ``summary.md`` into the output folder (atomically) and prints the summary. Torch runs on one thread."""
+
+    def __init__(self, name: str, argv: list[str] | None):
+        import sys
+
+        torch.set_num_threads(1)
+        self.name = name
+        self.command = command_line(sys.argv[1:] if argv is None else list(argv))
+        self.started = time.perf_counter()
+        loadavg = Path("/proc/loadavg")
+        self.load = " ".join(loadavg.read_text().split()[:3]) if loadavg.is_file() else "n/a"
+
+    def log(self, message: str) -> None:
+        print(f"[{time.perf_counter() - self.started:7.1f}s] {message}", flush=True)
+
+    def finish(self, out: Path, payload: dict, summary) -> dict:
+        """The report (provenance, then ``payload``), written as ``out/results.json`` and ``out/summary.md``
+        (``summary(report)``, which may open with :func:`provenance_lines`)."""
+        import datetime
+        import json
+
+        from countdown_env.atomic import write_text
+
+        report = dict(
+            precondition=self.name,
+            protocol=PRECONDITIONS_PROTOCOL,
+            date=datetime.date.today().isoformat(),
+            command=self.command,
+            runtime_s=time.perf_counter() - self.started,
+            load_at_start=self.load,
+            versions=versions(),
+            **payload,
+        )
+        out.mkdir(parents=True, exist_ok=True)
+        write_text(out / "results.json", json.dumps(without_nan(report), indent=1) + "\n")
+        text = summary(report)
+        write_text(out / "summary.md", text)
+        print(text)
+        return report
+
+
+def provenance_lines(report: dict, title: str, script: str) -> list[str]:
+    """A summary's opening: its title, the protocol, the command, date, wall time, machine and load."""
+    v = report["versions"]
+    return [
+        f"# {title}",
+        "",
+        f"Protocol: `docs/experiments.md`, preconditions ({report['precondition']}). Written by `{script}`.",
+        "",
+        f"- command: `{report['command']}`",
+        f"- date: {report['date']}; wall time {report['runtime_s'] / 60:.1f} min; {v['platform']}, torch "
+        f"{v['torch']}, 1 thread; load average at start {report['load_at_start']}",
+    ]

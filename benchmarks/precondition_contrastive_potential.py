@@ -26,30 +26,25 @@ post's 0.57), fails if below.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import math
 import sys
-import time
 from pathlib import Path
 from unittest import mock
 
 import numpy as np
-import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._sampled_groups import (  # noqa: E402
+    Measurement,
     cluster_bootstrap,
-    command_line,
     generate_batch,
     learner_trainer,
     load_setting,
     prefix_values,
+    provenance_lines,
     shape,
-    versions,
-    without_nan,
 )
 
 MODEL = "warm-start-multistep"
@@ -116,14 +111,11 @@ def summary_markdown(report: dict) -> str:
     r = report["result"]
     rule = r["rule"]
     lines = [
-        "# P1: does the contrastive potential predict success? (E3's setting, no training)",
-        "",
-        "Protocol: `docs/experiments.md`, preconditions (P1). Written by "
-        "`benchmarks/precondition_contrastive_potential.py`.",
-        "",
-        f"- command: `{report['command']}`",
-        f"- date: {report['date']}; wall time {report['runtime_s'] / 60:.1f} min; {report['versions']['platform']}, "
-        f"torch {report['versions']['torch']}, 1 thread; load average at start {report['load_at_start']}",
+        *provenance_lines(
+            report,
+            "P1: does the contrastive potential predict success? (E3's setting, no training)",
+            "benchmarks/precondition_contrastive_potential.py",
+        ),
         f"- {MODEL} at {report['settings']['max_new_tokens']} tokens, {report['settings']['prompts']} prompts x G = "
         f"{GROUP}, T = 0.8; Φ̄ from a real `ContrastiveTrainer.shape_batch` (registry defaults, frozen scorer); p̂ from "
         f"{report['settings']['continuations']} continuations per prefix; 95 % bootstrap over prompts.",
@@ -160,12 +152,8 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     if args.quick:
         args.prompts, args.continuations = 4, 4
-    torch.set_num_threads(1)
-    started = time.perf_counter()
-    load = " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").is_file() else "n/a"
-
-    def log(message: str) -> None:
-        print(f"[{time.perf_counter() - started:7.1f}s] {message}", flush=True)
+    measurement = Measurement("P1", argv)
+    log = measurement.log
 
     from learners.sampling import HFSampler
 
@@ -229,14 +217,7 @@ def main(argv=None) -> dict:
         rule=dict(threshold=THRESHOLD, source=SOURCE_RHO, verdict=verdict), trainer_options=options, points=points,
     )  # fmt: skip
     log(f"Spearman ρ(Φ̄, p̂) {rho:.3f} {ci} over {len(points)} prefixes: {verdict}")
-    report = dict(
-        precondition="P1",
-        protocol="docs/experiments.md#preconditions-of-the-claims-monte-carlo-no-training",
-        date=datetime.date.today().isoformat(),
-        command=command_line(sys.argv[1:] if argv is None else list(argv)),
-        runtime_s=time.perf_counter() - started,
-        load_at_start=load,
-        versions=versions(),
+    payload = dict(
         settings=dict(
             model=MODEL,
             prompts=args.prompts,
@@ -248,11 +229,7 @@ def main(argv=None) -> dict:
         ),  # fmt: skip
         result=result,
     )
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps(without_nan(report), indent=1) + "\n")
-    (args.out / "summary.md").write_text(summary_markdown(report))
-    print(summary_markdown(report))
-    return report
+    return measurement.finish(args.out, payload, summary_markdown)
 
 
 if __name__ == "__main__":

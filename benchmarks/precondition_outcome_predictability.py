@@ -26,27 +26,22 @@ if the within-group AUC at k = 40 % has its interval above 0.8, fails if below.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import math
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._sampled_groups import (  # noqa: E402
+    Measurement,
     cluster_bootstrap,
-    command_line,
     generate_batch,
     load_setting,
     prefix_values,
-    versions,
-    without_nan,
+    provenance_lines,
 )
 
 # (experiment, model, max new tokens)
@@ -146,14 +141,11 @@ def measure(setting, experiment: str, max_new_tokens: int, args, log) -> dict:
 def summary_markdown(report: dict) -> str:
     s = report["settings"]
     lines = [
-        "# P2: how early the outcome is readable from a prefix (PS-PPO's premise; no training)",
-        "",
-        "Protocol: `docs/experiments.md`, preconditions (P2). Written by "
-        "`benchmarks/precondition_outcome_predictability.py`.",
-        "",
-        f"- command: `{report['command']}`",
-        f"- date: {report['date']}; wall time {report['runtime_s'] / 60:.1f} min; {report['versions']['platform']}, "
-        f"torch {report['versions']['torch']}, 1 thread; load average at start {report['load_at_start']}",
+        *provenance_lines(
+            report,
+            "P2: how early the outcome is readable from a prefix (PS-PPO's premise; no training)",
+            "benchmarks/precondition_outcome_predictability.py",
+        ),
         f"- {s['prompts']} prompts of the seed-0 training split x G = {GROUP}, T = 0.8; p̂_k from "
         f"{s['continuations']} continuations of the first k % of each row of a mixed group. Within-group AUC: "
         "(success, failure) pairs of the same group, pooled; 95 % bootstrap over groups.",
@@ -197,23 +189,10 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     if args.quick:
         args.prompts, args.continuations = 6, 4
-    torch.set_num_threads(1)
-    started = time.perf_counter()
-    load = " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").is_file() else "n/a"
-
-    def log(message: str) -> None:
-        print(f"[{time.perf_counter() - started:7.1f}s] {message}", flush=True)
-
+    measurement = Measurement("P2", argv)
     settings = SETTINGS[:1] if args.quick else SETTINGS
-    rows = [measure(load_setting(args.prompts, m), e, t, args, log) for e, m, t in settings]
-    report = dict(
-        precondition="P2",
-        protocol="docs/experiments.md#preconditions-of-the-claims-monte-carlo-no-training",
-        date=datetime.date.today().isoformat(),
-        command=command_line(sys.argv[1:] if argv is None else list(argv)),
-        runtime_s=time.perf_counter() - started,
-        load_at_start=load,
-        versions=versions(),
+    rows = [measure(load_setting(args.prompts, m), e, t, args, measurement.log) for e, m, t in settings]
+    payload = dict(
         settings=dict(
             prompts=args.prompts,
             continuations=args.continuations,
@@ -225,11 +204,7 @@ def main(argv=None) -> dict:
         ),  # fmt: skip
         rows=rows,
     )
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps(without_nan(report), indent=1) + "\n")
-    (args.out / "summary.md").write_text(summary_markdown(report))
-    print(summary_markdown(report))
-    return report
+    return measurement.finish(args.out, payload, summary_markdown)
 
 
 if __name__ == "__main__":

@@ -22,10 +22,7 @@ longest completion). Intervals: 95 % bootstrap over prompts. Descriptive: no thr
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -35,14 +32,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._sampled_groups import (  # noqa: E402
+    Measurement,
     cluster_bootstrap,
-    command_line,
     generate_batch,
     learner_trainer,
     load_setting,
+    provenance_lines,
     shape_ps_ppo,
-    versions,
-    without_nan,
 )
 
 # (experiment, model, max new tokens, budgets)
@@ -98,14 +94,11 @@ def profile(batch, survival: torch.Tensor, budget: float, min_survival: float, s
 
 def summary_markdown(report: dict) -> str:
     lines = [
-        "# P4: PS-PPO's survival profile at the experiments' budgets (no training)",
-        "",
-        "Protocol: `docs/experiments.md`, preconditions (P4, descriptive). Written by "
-        "`benchmarks/precondition_survival_profile.py`.",
-        "",
-        f"- command: `{report['command']}`",
-        f"- date: {report['date']}; wall time {report['runtime_s'] / 60:.1f} min; {report['versions']['platform']}, "
-        f"torch {report['versions']['torch']}, 1 thread; load average at start {report['load_at_start']}",
+        *provenance_lines(
+            report,
+            "P4: PS-PPO's survival profile at the experiments' budgets (no training; descriptive)",
+            "benchmarks/precondition_survival_profile.py",
+        ),
         f"- {report['settings']['prompts']} prompts of the seed-0 training split x G = {GROUP}, T = 0.8, generation "
         f"seed {report['settings']['seed']}; ξ from a real `PSPPOTrainer.shape_batch` (PSPPOConfig defaults: floor "
         "1e-3, ξ_1 = 1, top-k 16). Gradient tokens: completion tokens of rows with a non-zero GRPO advantage "
@@ -137,9 +130,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--seed", type=int, default=0, help="generation seed (default 0)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: E1 only, 4 prompts, B = 16")
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)
-    started = time.perf_counter()
-    load = " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").is_file() else "n/a"
+    measurement = Measurement("P4", argv)
     settings = [(e, m, 128, (16,)) for e, m, _, _ in SETTINGS[:1]] if args.quick else SETTINGS
     prompts = 4 if args.quick else args.prompts
 
@@ -178,14 +169,7 @@ def main(argv=None) -> dict:
                         f"{row['budget_over_group_longest']:.2f} (group longest)",
                         flush=True,
                     )
-    report = dict(
-        precondition="P4",
-        protocol="docs/experiments.md#preconditions-of-the-claims-monte-carlo-no-training",
-        date=datetime.date.today().isoformat(),
-        command=command_line(sys.argv[1:] if argv is None else list(argv)),
-        runtime_s=time.perf_counter() - started,
-        load_at_start=load,
-        versions=versions(),
+    payload = dict(
         settings=dict(
             prompts=prompts,
             group_size=GROUP,
@@ -196,11 +180,7 @@ def main(argv=None) -> dict:
         ),  # fmt: skip
         rows=rows,
     )
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps(without_nan(report), indent=1) + "\n")
-    (args.out / "summary.md").write_text(summary_markdown(report))
-    print(summary_markdown(report))
-    return report
+    return measurement.finish(args.out, payload, summary_markdown)
 
 
 if __name__ == "__main__":

@@ -25,10 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
-import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -38,12 +35,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._sampled_groups import (  # noqa: E402
+    Measurement,
     cluster_bootstrap,
-    command_line,
     generate_batch,
     load_setting,
-    versions,
-    without_nan,
+    provenance_lines,
 )
 
 # (experiment, model, max new tokens, G)
@@ -130,13 +126,11 @@ def fmt(r: dict) -> str:
 
 def summary_markdown(report: dict) -> str:
     lines = [
-        "# P3: the share of tokens that carry gradient under grpo, S-GRPO and T-SPMO (no training)",
-        "",
-        "Protocol: `docs/experiments.md`, preconditions (P3). Written by `benchmarks/precondition_token_shares.py`.",
-        "",
-        f"- command: `{report['command']}`",
-        f"- date: {report['date']}; wall time {report['runtime_s'] / 60:.1f} min; {report['versions']['platform']}, "
-        f"torch {report['versions']['torch']}, 1 thread; load average at start {report['load_at_start']}",
+        *provenance_lines(
+            report,
+            "P3: the share of tokens that carry gradient under grpo, S-GRPO and T-SPMO (no training)",
+            "benchmarks/precondition_token_shares.py",
+        ),
         f"- {report['settings']['prompts']} prompts of the seed-0 training split, T = 0.8, generation seed "
         f"{report['settings']['seed']}; S-GRPO {report['rows'][0]['s_grpo_options']}, expectation over "
         f"{report['settings']['draws']} selection draws. Effective share = tokens with a non-zero gradient / all "
@@ -167,9 +161,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--seed", type=int, default=0, help="generation and selection seed (default 0)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 4 prompts, the E5 settings only")
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)
-    started = time.perf_counter()
-    load = " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").is_file() else "n/a"
+    measurement = Measurement("P3", argv)
     settings = SETTINGS[:2] if args.quick else SETTINGS
     prompts = 4 if args.quick else args.prompts
     loaded: dict = {}
@@ -195,28 +187,17 @@ def main(argv=None) -> dict:
             f"(zero-A share {row['t_spmo_zero_advantage_share']:.3f}, mean |A| {row['t_spmo_mean_abs_advantage']:.4f})",
             flush=True,
         )
-    report = dict(
-        precondition="P3",
-        protocol="docs/experiments.md#preconditions-of-the-claims-monte-carlo-no-training",
-        date=datetime.date.today().isoformat(),
-        command=command_line(sys.argv[1:] if argv is None else list(argv)),
-        runtime_s=time.perf_counter() - started,
-        load_at_start=load,
-        versions=versions(),
+    payload = dict(
         settings=dict(
             prompts=prompts,
             draws=args.draws,
             seed=args.seed,
             quick=args.quick,
             experiments=[dict(experiment=e, model=m, max_new_tokens=t, group_size=g) for e, m, t, g in settings],
-        ),  # fmt: skip
+        ),
         rows=rows,
     )
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps(without_nan(report), indent=1) + "\n")
-    (args.out / "summary.md").write_text(summary_markdown(report))
-    print(summary_markdown(report))
-    return report
+    return measurement.finish(args.out, payload, summary_markdown)
 
 
 if __name__ == "__main__":
