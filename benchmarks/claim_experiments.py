@@ -88,6 +88,7 @@ class Experiment:
     # an analysis outside the arm contrasts, kept in result["extra"]; only E3b's probe has one (``probe_lines``)
     extra: Callable[[Path], dict] | None = None
     preconditions: list[Precondition] = field(default_factory=list)
+    own_gains: tuple[str, ...] = ()  # arms whose pass@1 gain over their own step 0 is reported (last eval step)
 
 
 def run_dir(base: Path, arm: Arm, seed: int) -> Path:
@@ -662,7 +663,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         cost_ratios=[(arm, "grpo") for arm in ("optimized_64", "optimized_128", "uniform_64")],
         engaged={arm: "ps_ppo/cutoff_kept_frac" for arm in ("optimized_64", "optimized_128", "uniform_64")},
         decide=decide_e4b,
-        partial=False,
+        own_gains=("grpo", "optimized_64", "optimized_128", "uniform_64"),
         preconditions=[
             Precondition(
                 "share of step-0 eval completions cut at the token budget",
@@ -793,6 +794,12 @@ def analyse(exp: Experiment, base: Path) -> dict:
     ready = {k for k, seeds in result["seeds"].items() if seeds}
     result["contrasts"] = [contrast(base, exp, c) for c in exp.contrasts if {c.a, c.b} <= ready]
     result["cost_ratios"] = [cost_ratio(base, exp, a, b) for a, b in exp.cost_ratios if {a, b} <= ready]
+    result["own_gains"] = {}
+    for key in exp.own_gains:
+        seeds = result["seeds"][key]
+        if len(seeds) >= 2:
+            step = min(max(eval_steps(base, exp.arms[key], s)) for s in seeds)
+            result["own_gains"][key] = dict(step=step, seeds=seeds, ci=own_gain(base, exp.arms[key], step))
     result["engagement"], result["grad_norms"] = engagement(base, exp)
     checks = {}
     for key, metric in exp.engaged.items():
@@ -856,6 +863,12 @@ def markdown(exp: Experiment, result: dict, command: str) -> str:
                 continue
             cells = " ".join(f"{v:.4g}" for v in values)
             lines.append(f"| {result['arms'][key]} | {info['label']} | {cells} | {np.nanmean(values):.4g} |")
+    if result.get("own_gains"):
+        lines += ["", "## Gain over step 0", "",
+                  "Each arm's pass@1 at its last eval minus its own step 0, paired per puzzle, t over seeds.", "",
+                  "| arm | step | seeds | gain [t 95 %] |", "| --- | --- | --- | --- |"]  # fmt: skip
+        for key, g in result["own_gains"].items():
+            lines.append(f"| {result['arms'][key]} | {g['step']} | {len(g['seeds'])} | {fmt_ci(*g['ci'])} |")
     norms = {key: n for key, n in result.get("grad_norms", {}).items() if n["max"]}
     if norms:
         lines += ["", "## Gradient norm", "",
