@@ -1,5 +1,5 @@
-r"""The verdicts of docs/experiments.md's training experiments (E3a with E3b's probe, E4-E6), from their
-``countdown compare`` folders.
+r"""The verdicts of docs/experiments.md's training experiments (E3a with E3b's probe, E4, E4b, E5, E6), from their
+``countdown compare`` folders, and E1's corrected reading from its Monte Carlo results.
 
 Each experiment's arms are runs of ``countdown compare`` (the commands are in docs/experiments.md); an arm is one
 learner of one comparison folder, so that two variants of the same learner (E6's prime_rl with and without its DPPO
@@ -18,10 +18,19 @@ Statistics (``learners.pipeline.statistics``, the harness's own):
 - E3 also reads E3b's reward-hacking probe (folder ``long_probe``) against itself: paragraphs per shaped row and the
   share of eval completions reaching the token budget, late minus early, t over seeds (``hacking_probe``).
 
+Preconditions (docs/experiments.md, "Preconditions of the claims"): each experiment lists the properties its claim
+takes for granted, measured at this scale (``benchmarks/results/preconditions/*/results.json``, written by the
+``precondition_*.py`` scripts, and figures of the experiment's own runs: the share of step-0 eval completions cut at
+the token budget, the baseline's gain over its step 0, the mechanisms' engagement). A precondition *holds* when its
+interval lies on the claim's side of its threshold, *fails* when it lies entirely on the other side and is
+*undecided* otherwise. The claim's verdict is the registered rule's, unless a precondition fails: then it is
+*untestable at this scale* with the measured figure. Every contrast also carries its minimum detectable effect,
+(t_0.975 + t_0.80) x SE over seeds (80 % power).
+
 Outputs, beside the comparison folders: ``verdict.md`` (the tables and the rule applied, word for word),
 ``verdict.json`` (every figure) and ``arms.png`` (pass@1/pass@4 curves of every arm, from the harness's plot).
 
-    python benchmarks/claim_experiments.py e4          # or e3, e5, e6
+    python benchmarks/claim_experiments.py e4          # or e1, e3, e4b, e5, e6
     python benchmarks/claim_experiments.py e6 [--root benchmarks/results]
 """
 
@@ -78,6 +87,8 @@ class Experiment:
     partial: bool = False  # decide() itself says which parts of the rule can be applied while arms are missing
     # an analysis outside the arm contrasts, kept in result["extra"]; only E3b's probe has one (``probe_lines``)
     extra: Callable[[Path], dict] | None = None
+    preconditions: list[Precondition] = field(default_factory=list)
+    own_gains: tuple[str, ...] = ()  # arms whose pass@1 gain over their own step 0 is reported (last eval step)
 
 
 def run_dir(base: Path, arm: Arm, seed: int) -> Path:
@@ -121,10 +132,30 @@ def contrast(base: Path, exp: Experiment, c: Contrast) -> dict:
     bd, blo, bhi, _ = paired_bootstrap_diff(sa, sb)
     per_seed = {s: float((sa[s] - sb[s]).mean()) for s in seeds}
     mean_a, *ci_a = mean_ci([float(sa[s].mean()) for s in seeds])
+    mde = minimum_detectable_effect(list(per_seed.values()))
     mean_b, *ci_b = mean_ci([float(sb[s].mean()) for s in seeds])
     return dict(a=c.a, b=c.b, label=f"{a.label} - {b.label}", k=c.k, step=step, seeds=seeds, diff=d, low=lo,
                 high=hi, bootstrap=[blo, bhi], per_seed=per_seed, mean_a=mean_a, ci_a=ci_a, mean_b=mean_b,
-                ci_b=ci_b)  # fmt: skip
+                ci_b=ci_b, mde=mde)  # fmt: skip
+
+
+def minimum_detectable_effect(per_seed: list[float]) -> float:
+    """(t_0.975 + t_0.80) x SE over seeds: the true difference a two-sided 5 % t test over these seeds detects with
+    80 % power (the spread of the per-seed differences taken as known)."""
+    from scipy.stats import t
+
+    n = len(per_seed)
+    if n < 2:
+        return math.nan
+    se = float(np.std(per_seed, ddof=1)) / math.sqrt(n)
+    return float((t.ppf(0.975, n - 1) + t.ppf(0.80, n - 1)) * se)
+
+
+def own_gain(base: Path, arm: Arm, step: int, k: int = 1) -> tuple[float, float, float]:
+    """An arm's pass@k at ``step`` minus its own step 0, paired per puzzle, t over its finished seeds."""
+    seeds = finished_seeds(base, arm)
+    diff, low, high, _ = paired_seed_diff(scores(base, arm, seeds, step, k), scores(base, arm, seeds, 0, k))
+    return diff, low, high
 
 
 def cost_ratio(base: Path, exp: Experiment, a_key: str, b_key: str) -> dict:
@@ -149,23 +180,203 @@ def cost_ratio(base: Path, exp: Experiment, a_key: str, b_key: str) -> dict:
     return out
 
 
-def engagement(base: Path, exp: Experiment) -> dict:
-    out = {}
+GRAD_CLIP = 1.0  # the harness's max_grad_norm: a pre-clip norm above it is (or would be) scaled down
+
+
+def engagement(base: Path, exp: Experiment) -> tuple[dict, dict]:
+    """Per arm: each mechanism's mean per seed, and the pre-clip gradient norms (the share of steps above
+    ``GRAD_CLIP`` and the largest, per seed)."""
+    out, norms = {}, {}
     for key, arm in exp.arms.items():
         mechanisms = MECHANISMS.get(arm.learner, ())
         per_metric: dict[str, dict[int, float]] = {m.metric: {} for m in mechanisms}
+        above, largest = {}, {}
         for s in finished_seeds(base, arm):
             history = json.loads((run_dir(base, arm, s) / "log_history.json").read_text())
             for metric, (mean, _) in run_means(history, mechanisms).items():
                 per_metric[metric][s] = mean
+            grad = [float(e["grad_norm"]) for e in history if "grad_norm" in e and e["grad_norm"] is not None]
+            if grad:
+                above[s] = float(np.mean([g > GRAD_CLIP for g in grad]))
+                largest[s] = max(grad)
         labels = {m.metric: m.label for m in mechanisms}
         out[key] = {metric: dict(label=labels[metric], per_seed=v) for metric, v in per_metric.items()}
-    return out
+        norms[key] = dict(share_above_clip=above, max=largest)
+    return out, norms
 
 
 def fmt_ci(mean: float, low: float, high: float, signed: bool = True) -> str:
     f = "{:+.3f}" if signed else "{:.3f}"
     return f"{f.format(mean)} [{f.format(low)}, {f.format(high)}]"
+
+
+# ---- preconditions: what the claim takes for granted, measured at this scale (docs/experiments.md) ----
+
+PRECONDITIONS = "preconditions"  # benchmarks/results/preconditions/<name>/results.json
+
+
+@dataclass(frozen=True)
+class Precondition:
+    """``read(root, base, exp, result)`` measures it: (value, low, high), or None when not measured (``root`` holds
+    the experiment folders, ``base`` is this experiment's, ``result`` its analysis so far). It *holds* when [low, high]
+    lies strictly on the claim's side of ``threshold`` (above it, or below it with ``above=False``), *fails* when it
+    lies entirely on the other side, and is *undecided* otherwise; with ``must_hold`` it fails whenever it does not
+    hold (E4b's "grpo learns": an interval that reaches 0 leaves an equivalence test without power)."""
+
+    figure: str
+    read: Callable[[Path, Path, Experiment, dict], tuple[float, float, float] | None]
+    threshold: float
+    above: bool = True
+    must_hold: bool = False
+
+
+def precondition_status(p: Precondition, root: Path, base: Path, exp: Experiment, result: dict) -> dict:
+    out = dict(figure=p.figure, threshold=p.threshold, above=p.above)
+    figures = p.read(root, base, exp, result)
+    if figures is None or any(math.isnan(v) for v in figures):
+        return dict(out, status="not measured")
+    value, low, high = figures
+    if p.above:
+        status = "holds" if low > p.threshold else "fails" if high < p.threshold else "undecided"
+    else:
+        status = "holds" if high < p.threshold else "fails" if low > p.threshold else "undecided"
+    if p.must_hold and status == "undecided":
+        status = "fails"
+    return dict(out, value=value, low=low, high=high, status=status)
+
+
+def precondition_figure(c: dict) -> str:
+    """The measured figure with 3 significant digits, its interval beside it when it has one."""
+    if c["status"] == "not measured":
+        return "-"
+    if c["low"] == c["high"]:
+        return f"{c['value']:.3g}"
+    return f"{c['value']:.3g} [{c['low']:.3g}, {c['high']:.3g}]"
+
+
+def precondition_words(c: dict) -> str:
+    side = ">" if c["above"] else "<"
+    if c["status"] == "not measured":
+        return f"{c['figure']}: not measured (needs {side} {c['threshold']:g})"
+    return f"{c['figure']} {precondition_figure(c)} (needs {side} {c['threshold']:g}): {c['status']}"
+
+
+def claim_verdict(result: dict) -> dict:
+    """The claim's verdict: *untestable at this scale* with the failed preconditions' figures, else the registered
+    rule's verdict (``result["registered"]``), undecided preconditions named beside it."""
+    checks = result.get("preconditions", [])
+    failed = [c for c in checks if c["status"] == "fails"]
+    if failed:
+        verdict = "untestable at this scale: " + "; ".join(precondition_words(c) for c in failed)
+    else:
+        verdict = result.get("registered") or "no verdict yet"
+        undecided = [precondition_words(c) for c in checks if c["status"] in ("undecided", "not measured")]
+        if undecided and result.get("registered"):
+            verdict += " (preconditions not settled: " + "; ".join(undecided) + ")"
+    return dict(verdict=verdict, registered=result.get("registered"), failed=len(failed))
+
+
+def measured(root: Path, name: str, pick: Callable[[dict], tuple[float, float, float]]):
+    """``pick`` applied to ``root/preconditions/name/results.json``; None when that file does not exist."""
+    path = root / PRECONDITIONS / name / "results.json"
+    if not path.is_file():
+        return None
+    return pick(json.loads(path.read_text()))
+
+
+def _row(report: dict, **where) -> dict:
+    return next(r for r in report["rows"] if all(r.get(k) == v for k, v in where.items()))
+
+
+def potential_predicts_success(root: Path, base: Path, exp: Experiment, result: dict):
+    """P1: Spearman of the contrastive potential with Monte Carlo success, pooled over prefixes."""
+    return measured(root, "contrastive_potential", lambda r: (r["result"]["spearman"], *r["result"]["spearman_ci"]))
+
+
+def outcome_readable_early(experiment: str):
+    """P2 on ``experiment``'s setting: within-group AUC of prefix success at 40 % of the tokens."""
+
+    def read(root: Path, base: Path, exp: Experiment, result: dict):
+        return measured(
+            root, "outcome_predictability", lambda r: (_row(r, experiment=experiment)["rule"]["auc"],
+                                                       *_row(r, experiment=experiment)["rule"]["ci"])
+        )  # fmt: skip
+
+    return read
+
+
+def s_grpo_kept_share(root: Path, base: Path, exp: Experiment, result: dict):
+    """P3 at E5's setting (G = 8): the share of loss tokens S-GRPO's selection keeps."""
+
+    def pick(r: dict):
+        kept = _row(r, experiment="E5", group_size=8)["s_grpo_kept_share"]
+        return kept["value"], *kept["ci"]
+
+    return measured(root, "token_shares", pick)
+
+
+def trie_tracks_reference(root: Path, base: Path, exp: Experiment, result: dict):
+    """E2 at |G| = 50: the smaller Pearson r of the trie's A with the Monte Carlo A* over buckets 4-7 and 8-15."""
+    path = root / "t_spmo_trie_accuracy" / "results.json"
+    if not path.is_file():
+        return None
+    buckets = json.loads(path.read_text())["groups"]["50"]["buckets"]
+    r = min(float(buckets[b]["pearson_A_Astar"]) for b in ("4-7", "8-15"))
+    return r, r, r
+
+
+STEP0_CUT_MAX = 0.01
+
+
+def step0_cut_share(arm_key: str):
+    """The share of an arm's step-0 eval completions that reach the comparison's token budget (t over seeds)."""
+
+    def read(root: Path, base: Path, exp: Experiment, result: dict):
+        arm = exp.arms[arm_key]
+        settings = base / arm.folder / "compare.json"
+        seeds = finished_seeds(base, arm)
+        if not settings.is_file() or not seeds:
+            return None
+        budget = json.loads(settings.read_text())["max_new_tokens"]
+        shares = []
+        for seed in seeds:
+            path = run_dir(base, arm, seed) / "evals" / "step-0.jsonl"
+            rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            if any("lengths" not in r for r in rows):
+                return None
+            lengths = np.array([n for r in rows for n in r["lengths"]], dtype=float)
+            shares.append(float((lengths >= budget).mean()))
+        return mean_ci(shares) if len(shares) > 1 else (shares[0], shares[0], shares[0])
+
+    return read
+
+
+def baseline_learns(arm_key: str, step: int):
+    """The baseline arm's pass@1 at ``step`` minus its own step 0 (t over seeds): an equivalence test between two
+    arms that both stand still says nothing."""
+
+    def read(root: Path, base: Path, exp: Experiment, result: dict):
+        arm = exp.arms[arm_key]
+        if len(finished_seeds(base, arm)) < 2:
+            return None
+        return own_gain(base, arm, step)
+
+    return read
+
+
+ENGAGEMENT_MIN = 0.01
+
+
+def engages(arm_key: str, metric: str):
+    """The share of loss tokens ``metric`` says the arm's mechanism changed, mean over seeds (t interval)."""
+
+    def read(root: Path, base: Path, exp: Experiment, result: dict):
+        values = [v for v in result["engagement"][arm_key][metric]["per_seed"].values() if not math.isnan(v)]
+        if len(values) < 2:
+            return None
+        return mean_ci(values)
+
+    return read
 
 
 # ---- the pre-registered rules, word for word in docs/experiments.md ----
@@ -187,6 +398,7 @@ def decide_e4(result: dict) -> list[str]:
     within = -EQUIVALENCE_MARGIN <= c["low"] and c["high"] <= EQUIVALENCE_MARGIN
     cheap = r["ratio"] <= FORWARD_RATIO_MAX
     verdict = "reproduced" if within and cheap else "not reproduced"
+    result["registered"] = verdict
     return [
         f"Rule: *reproduced* if the Δ pass@1 interval lies within ±{EQUIVALENCE_MARGIN} and the forward-token ratio "
         f"is ≤ {FORWARD_RATIO_MAX}.",
@@ -204,15 +416,19 @@ def decide_e6(result: dict) -> list[str]:
              "if prime_rl's Δ pass@1 vs its mask-off arm lies above 0; clip-higher's claim likewise for dapo vs grpo "
              "on pass@4."]  # fmt: skip
     if void:
+        result["registered"] = "void"
         return [*lines, f"**Verdict: void** (never acted in some seed: {', '.join(void)})."]
     mask, clip = result["contrasts"][0], result["contrasts"][1]
+    parts = []
     for c, name in ((mask, "mask matters"), (clip, "clip-higher (pass@4)")):
         above = c["low"] > 0
         why = why_not_above(c)
+        parts.append(f"{name}: {'reproduced' if above else 'not reproduced'}")
         lines.append(
             f"- {c['label']}, pass@{c['k']} at step {c['step']}: {fmt_ci(c['diff'], c['low'], c['high'])} over "
-            f"{len(c['seeds'])} seeds: **{name}: {'reproduced' if above else 'not reproduced'}**{why}."
+            f"{len(c['seeds'])} seeds (MDE {c['mde']:.3f}): **{parts[-1]}**{why}."
         )
+    result["registered"] = "; ".join(parts)
     return lines
 
 
@@ -278,13 +494,15 @@ def decide_e3(result: dict) -> list[str]:
              "0. Step 60 and the moving scorer are reported beside it; the fade, moving-scorer and hacking rules "
              "belong to E3b."]  # fmt: skip
     if void:
+        result["registered"] = "void"
         return [*lines, f"**Verdict: void** (the shaping never acted in some seed: {', '.join(void)})."]
     c = next(c for c in result["contrasts"] if (c["a"], c["b"], c["k"], c["step"]) == ("frozen", "prime_rl", 1, 30))
     above = c["low"] > 0
     why = why_not_above(c)
     lines.append(f"- {c['label']}, pass@1 at step 30: {fmt_ci(c['diff'], c['low'], c['high'])} over "
-                 f"{len(c['seeds'])} seeds.")  # fmt: skip
+                 f"{len(c['seeds'])} seeds (MDE {c['mde']:.3f}).")  # fmt: skip
     lines.append(f"**Verdict: early gain {'reproduced' if above else 'not reproduced'}**{why}.")
+    result["registered"] = f"early gain {'reproduced' if above else 'not reproduced'}"
     return [*lines, *decide_probe(result.get("extra", {}))]
 
 
@@ -328,7 +546,45 @@ def decide_e5(result: dict) -> list[str]:
     words = {True: ("reproduced", "the same holds"), False: ("not reproduced", "does not hold"),
              None: ("not run yet", "not run yet")}  # fmt: skip
     lines.append(f"**Verdict under LoRA: {words[verdicts['lora']][0]}; without LoRA: {words[verdicts['full']][1]}.**")
+    result["registered"] = f"under LoRA {words[verdicts['lora']][0]}; without LoRA {words[verdicts['full']][1]}"
     return lines
+
+
+def decide_e4b(result: dict) -> list[str]:
+    """E4's rule per PS-PPO arm, then the registered dose-response reading (docs/experiments.md, E4b)."""
+    by_arm = {c["a"]: c for c in result["contrasts"] if c["b"] == "grpo" and c["k"] == 1}
+    ratios = {r["a"]: r["forward_tokens"] for r in result["cost_ratios"]}
+    lines = [
+        f"Rule: an arm *holds* if its Δ pass@1 vs grpo interval lies within ±{EQUIVALENCE_MARGIN} and its "
+        f"forward-token ratio is ≤ {FORWARD_RATIO_MAX}; the claim is *reproduced* if both optimized arms hold."
+    ]
+    holds = {}
+    for key in ("optimized_64", "optimized_128", "uniform_64"):
+        c, r = by_arm.get(key), ratios.get(key)
+        if c is None or r is None:
+            lines.append(f"- {result['arms'][key]}: not run.")
+            continue
+        within = -EQUIVALENCE_MARGIN <= c["low"] and c["high"] <= EQUIVALENCE_MARGIN
+        holds[key] = within and r["ratio"] <= FORWARD_RATIO_MAX
+        lines.append(
+            f"- {c['label']} at step {c['step']}: {fmt_ci(c['diff'], c['low'], c['high'])} over {len(c['seeds'])} "
+            f"seeds ({'within' if within else 'not within'} ±{EQUIVALENCE_MARGIN}); forward-token ratio "
+            f"{r['ratio']:.3f} [{r['low']:.3f}, {r['high']:.3f}]: **{'holds' if holds[key] else 'does not hold'}**."
+        )
+    low, high = holds.get("optimized_64"), holds.get("optimized_128")
+    if low is None or high is None:
+        reading = "not every optimized arm ran"
+    elif low and high:
+        reading = "holds at the paper's budgets (B/L ≈ 0.5 and 0.25)"
+    elif high and not low:
+        reading = "breaks between B/L ≈ 0.5 and 0.25"
+    elif not (low or high):
+        reading = "does not hold at these budgets"
+    else:
+        reading = "holds at B/L ≈ 0.25 but not at 0.5 (non-monotone)"
+    verdict = "reproduced" if low and high else "not reproduced"
+    result["registered"] = f"{verdict} (dose-response: {reading})"
+    return [*lines, f"Dose-response: PS-PPO {reading}.", f"**Verdict: {verdict}.**"]
 
 
 def e5_arms() -> dict[str, Arm]:
@@ -363,6 +619,11 @@ EXPERIMENTS: dict[str, Experiment] = {
         engaged={"frozen": "contrastive/shaped_row_frac", "moving": "contrastive/shaped_row_frac"},
         decide=decide_e3,
         extra=hacking_probe,
+        preconditions=[
+            Precondition(
+                "P1: Spearman of the potential with Monte Carlo prefix success", potential_predicts_success, 0.285
+            ),
+        ],  # fmt: skip
     ),
     "e4": Experiment(
         name="E4. PS-PPO: baseline accuracy at a fraction of the update cost",
@@ -373,6 +634,48 @@ EXPERIMENTS: dict[str, Experiment] = {
         cost_ratios=[("ps_ppo", "grpo")],
         engaged={"ps_ppo": "ps_ppo/cutoff_kept_frac"},
         decide=decide_e4,
+        preconditions=[
+            Precondition(
+                "share of step-0 eval completions cut at the token budget",
+                step0_cut_share("grpo"),
+                STEP0_CUT_MAX,
+                above=False,
+            ),
+            Precondition(
+                "P2: within-group AUC of prefix success at 40 % of the tokens", outcome_readable_early("E4b"), 0.8
+            ),
+        ],  # fmt: skip
+    ),
+    "e4b": Experiment(
+        name="E4b. PS-PPO at the paper's operating point: a budget sweep",
+        folder="e4b_ps_ppo_budget",
+        seeds=tuple(range(6)),
+        arms={
+            "grpo": Arm("main", "grpo", "grpo"),
+            "optimized_64": Arm("main", "ps_ppo", "ps_ppo optimized B=64"),
+            "optimized_128": Arm("optimized_128", "ps_ppo", "ps_ppo optimized B=128"),
+            "uniform_64": Arm("uniform_64", "ps_ppo", "ps_ppo uniform B=64"),
+        },
+        contrasts=[
+            *(Contrast(arm, "grpo", k=k) for k in (1, 4) for arm in ("optimized_64", "optimized_128", "uniform_64")),
+            Contrast("optimized_64", "uniform_64", k=1),
+        ],
+        cost_ratios=[(arm, "grpo") for arm in ("optimized_64", "optimized_128", "uniform_64")],
+        engaged={arm: "ps_ppo/cutoff_kept_frac" for arm in ("optimized_64", "optimized_128", "uniform_64")},
+        decide=decide_e4b,
+        own_gains=("grpo", "optimized_64", "optimized_128", "uniform_64"),
+        preconditions=[
+            Precondition(
+                "share of step-0 eval completions cut at the token budget",
+                step0_cut_share("grpo"),
+                STEP0_CUT_MAX,
+                above=False,
+            ),
+            Precondition("grpo's pass@1 gain over its own step 0", baseline_learns("grpo", 60), 0.0, must_hold=True),
+            Precondition(
+                "P2: within-group AUC of prefix success at 40 % of the tokens", outcome_readable_early("E4b"), 0.8
+            ),
+        ],  # fmt: skip
     ),
     "e6": Experiment(
         name="E6. Trust region: DPPO mask, KL and clip-higher when the sampling policy is stale",
@@ -393,6 +696,14 @@ EXPERIMENTS: dict[str, Experiment] = {
         cost_ratios=[],
         engaged={"prime_rl": "prime_rl/is_masked", "dapo": "clip_ratio/region_mean", "grpo": "clip_ratio/region_mean"},
         decide=decide_e6,
+        preconditions=[
+            Precondition(f"{arm}: share of loss tokens its {name} changed", engages(arm, metric), ENGAGEMENT_MIN)
+            for arm, name, metric in (
+                ("prime_rl", "DPPO mask", "prime_rl/is_masked"),
+                ("dapo", "PPO clip", "clip_ratio/region_mean"),
+                ("grpo", "PPO clip", "clip_ratio/region_mean"),
+            )
+        ],  # fmt: skip
     ),
     "e5": Experiment(
         name="E5. T-SPMO and S-GRPO beat full-token GRPO under LoRA",
@@ -411,8 +722,70 @@ EXPERIMENTS: dict[str, Experiment] = {
         ],  # fmt: skip
         decide=decide_e5,
         partial=True,
+        preconditions=[
+            Precondition("P3: share of loss tokens S-GRPO keeps (E5's setting)", s_grpo_kept_share, 0.5, above=False),
+            Precondition(
+                "E2: Pearson r of the trie's A with A* where the first operation branches (|G| = 50)",
+                trie_tracks_reference,
+                0.5,
+            ),
+        ],  # fmt: skip
     ),
 }
+
+
+# ---- E1 (Monte Carlo, benchmarks/ps_ppo_cutoff_variance.py): the registered rule and its corrected reading ----
+
+E1_FOLDER = "ps_ppo_cutoff_variance"
+
+
+def cell_valid_corrected(cell: dict) -> bool:
+    """A cell is void only when the unbiasedness check fails for a strategy its ranking turns on: ``optimized`` or
+    the strategy with the lowest V (docs/experiments.md, corrected readings)."""
+    return all(cell["strategies"][s]["unbiased_pass"] for s in {"optimized", cell["lowest"]})
+
+
+def analyse_e1(root: Path) -> dict:
+    """E1's decision rule (the script's own ``decide``) on its committed cells, once with the registered validity
+    and once with the corrected one, and the claim's verdict with E1's precondition (P2 on E1's setting)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from ps_ppo_cutoff_variance import decide
+
+    report = json.loads((root / E1_FOLDER / "results.json").read_text())
+    cells = report["cells"]
+    registered = decide(cells)
+    corrected_cells = [dict(c, valid=cell_valid_corrected(c)) for c in cells]
+    corrected = decide(corrected_cells)
+    result: dict = dict(name="E1. PS-PPO: the optimized cutoff distribution gives the lowest gradient variance",
+                        registered_rule=registered, corrected_rule=corrected,
+                        void_cells=[(c["batch_seed"], c["budget"]) for c in cells if not c["valid"]],
+                        void_cells_corrected=[(c["batch_seed"], c["budget"]) for c in corrected_cells
+                                              if not c["valid"]],
+                        registered=f"{corrected['verdict']} (corrected reading; registered reading "
+                                   f"{registered['verdict']})")  # fmt: skip
+    p2 = Precondition("P2: within-group AUC of prefix success at 40 % of the tokens", outcome_readable_early("E1"), 0.8)
+    result["preconditions"] = [precondition_status(p2, root, root / E1_FOLDER, None, result)]
+    result["claim"] = claim_verdict(result)
+    return result
+
+
+def e1_markdown(result: dict, command: str) -> str:
+    lines = [f"# {result['name']}", "", f"Made by `{command}` from `results.json` beside this file "
+             "(`summary.md` has the cells).", "", "| reading | void cells | lowest V per strategy (valid cells) | "
+             "verdict |", "| --- | --- | --- | --- |"]  # fmt: skip
+    for name, key, void in (("registered", "registered_rule", "void_cells"),
+                            ("corrected", "corrected_rule", "void_cells_corrected")):  # fmt: skip
+        rule = result[key]
+        counts = ", ".join(f"{s} {n}" for s, n in rule["lowest_counts"].items())
+        lines.append(f"| {name} | {result[void] or 'none'} | {counts} | {rule['verdict']} |")
+    rule = (
+        "Rule (registered): *reproduced* if `optimized` has the lowest V in all 6 cells and is separated in 4; *not "
+        "reproduced* if another strategy has the lowest V in 4 or more cells; otherwise *inconclusive*; a failed "
+        "unbiasedness check voids the cell. Corrected reading: a cell is void only when the check fails for "
+        "`optimized` or for the cell's lowest strategy (the void cell failed `heuristic`'s check, rank 3)."
+    )
+    lines += ["", rule, ""]
+    return "\n".join([*lines, *precondition_lines(result)])
 
 
 def analyse(exp: Experiment, base: Path) -> dict:
@@ -421,7 +794,13 @@ def analyse(exp: Experiment, base: Path) -> dict:
     ready = {k for k, seeds in result["seeds"].items() if seeds}
     result["contrasts"] = [contrast(base, exp, c) for c in exp.contrasts if {c.a, c.b} <= ready]
     result["cost_ratios"] = [cost_ratio(base, exp, a, b) for a, b in exp.cost_ratios if {a, b} <= ready]
-    result["engagement"] = engagement(base, exp)
+    result["own_gains"] = {}
+    for key in exp.own_gains:
+        seeds = result["seeds"][key]
+        if len(seeds) >= 2:
+            step = min(max(eval_steps(base, exp.arms[key], s)) for s in seeds)
+            result["own_gains"][key] = dict(step=step, seeds=seeds, ci=own_gain(base, exp.arms[key], step))
+    result["engagement"], result["grad_norms"] = engagement(base, exp)
     checks = {}
     for key, metric in exp.engaged.items():
         info = result["engagement"][key][metric]
@@ -442,6 +821,8 @@ def analyse(exp: Experiment, base: Path) -> dict:
         result["verdict"] = [f"No verdict: a t interval over seeds needs 2 or more seeds ({', '.join(too_few)})."]
     else:
         result["verdict"] = exp.decide(result) if exp.decide else []
+    result["preconditions"] = [precondition_status(p, base.parent, base, exp, result) for p in exp.preconditions]
+    result["claim"] = claim_verdict(result)
     return result
 
 
@@ -451,15 +832,15 @@ def markdown(exp: Experiment, result: dict, command: str) -> str:
     lines += ["## Contrasts", "",
               "Δ = mean over seeds of the per-seed mean per-puzzle difference; t: Student t 95 % over seeds (training "
               "variance inside, the headline); bootstrap: puzzles resampled within each seed, seeds held fixed.", "",
-              "| contrast | pass@k | step | seeds | A | B | Δ (t over seeds) | Δ (puzzle bootstrap) | per seed |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+              "| contrast | pass@k | step | seeds | A | B | Δ (t over seeds) | Δ (puzzle bootstrap) | MDE | per seed |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
     for c in result["contrasts"]:
         per_seed = " ".join(f"{v:+.3f}" for v in c["per_seed"].values())
         a, b = fmt_ci(c["mean_a"], *c["ci_a"], signed=False), fmt_ci(c["mean_b"], *c["ci_b"], signed=False)
         lines.append(
             f"| {c['label']} | {c['k']} | {c['step']} | {len(c['seeds'])} | {a} | {b}"
             f" | {fmt_ci(c['diff'], c['low'], c['high'])} | "
-            f"[{c['bootstrap'][0]:+.3f}, {c['bootstrap'][1]:+.3f}] | {per_seed} |"
+            f"[{c['bootstrap'][0]:+.3f}, {c['bootstrap'][1]:+.3f}] | {c['mde']:.3f} | {per_seed} |"
         )
     if result["cost_ratios"]:
         lines += ["", "## Update cost", "",
@@ -482,10 +863,44 @@ def markdown(exp: Experiment, result: dict, command: str) -> str:
                 continue
             cells = " ".join(f"{v:.4g}" for v in values)
             lines.append(f"| {result['arms'][key]} | {info['label']} | {cells} | {np.nanmean(values):.4g} |")
+    if result.get("own_gains"):
+        lines += ["", "## Gain over step 0", "",
+                  "Each arm's pass@1 at its last eval minus its own step 0, paired per puzzle, t over seeds.", "",
+                  "| arm | step | seeds | gain [t 95 %] |", "| --- | --- | --- | --- |"]  # fmt: skip
+        for key, g in result["own_gains"].items():
+            lines.append(f"| {result['arms'][key]} | {g['step']} | {len(g['seeds'])} | {fmt_ci(*g['ci'])} |")
+    norms = {key: n for key, n in result.get("grad_norms", {}).items() if n["max"]}
+    if norms:
+        lines += ["", "## Gradient norm", "",
+                  f"Pre-clip gradient norm per seed: the share of steps above {GRAD_CLIP} (what a clip at "
+                  f"{GRAD_CLIP} scales down) and the largest.", "",
+                  "| arm | share of steps above the clip, per seed | mean | largest |",
+                  "| --- | --- | --- | --- |"]  # fmt: skip
+        for key, n in norms.items():
+            cells = " ".join(f"{v:.3f}" for v in n["share_above_clip"].values())
+            lines.append(f"| {result['arms'][key]} | {cells} | {np.mean(list(n['share_above_clip'].values())):.3f} | "
+                         f"{max(n['max'].values()):.2f} |")  # fmt: skip
     if "extra" in result:
         lines += ["", *probe_lines(result["extra"])]
-    lines += ["", "## Decision", "", *result["verdict"], "", "![pass@1 and pass@4 of every arm](arms.png)", ""]
+    lines += ["", "## Decision", "", *result["verdict"], ""]
+    lines += precondition_lines(result)
+    lines += ["![pass@1 and pass@4 of every arm](arms.png)", ""]
     return "\n".join(lines)
+
+
+def precondition_lines(result: dict) -> list[str]:
+    checks = result.get("preconditions", [])
+    lines = ["## Preconditions and the claim's verdict", ""]
+    if checks:
+        lines += ["Rule (docs/experiments.md, preconditions): a precondition holds when its interval lies on the "
+                  "claim's side of the threshold, fails when it lies on the other side; a failed one makes the claim "
+                  "*untestable at this scale*.", "",
+                  "| precondition | figure [95 %] | threshold | status |", "| --- | --- | --- | --- |"]  # fmt: skip
+        for c in checks:
+            side = ">" if c["above"] else "<"
+            lines.append(f"| {c['figure']} | {precondition_figure(c)} | {side} {c['threshold']:g} | {c['status']} |")
+        lines.append("")
+    return [*lines, f"**Claim verdict: {result['claim']['verdict']}.**", ""]
 
 
 def plot(exp: Experiment, base: Path, out: Path) -> None:
@@ -500,9 +915,21 @@ def plot(exp: Experiment, base: Path, out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("experiment", choices=sorted(EXPERIMENTS))
+    parser.add_argument("experiment", choices=sorted([*EXPERIMENTS, "e1"]))
     parser.add_argument("--root", default=str(ROOT / "benchmarks" / "results"), help="folder of the experiment folders")
     args = parser.parse_args(argv)
+    command = f"python benchmarks/claim_experiments.py {args.experiment}"
+    if args.experiment == "e1":
+        base = Path(args.root) / E1_FOLDER
+        try:
+            result = analyse_e1(Path(args.root))
+        except (ValueError, FileNotFoundError, KeyError) as exc:
+            print(f"claim_experiments: error: {exc}", file=sys.stderr)
+            return 2
+        write_text(base / "verdict.json", json.dumps(result, indent=2, default=float) + "\n")
+        write_text(base / "verdict.md", e1_markdown(result, command))
+        print((base / "verdict.md").read_text())
+        return 0
     exp = EXPERIMENTS[args.experiment]
     base = Path(args.root) / exp.folder
     try:
@@ -510,7 +937,6 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"claim_experiments: error: {exc}", file=sys.stderr)
         return 2
-    command = f"python benchmarks/claim_experiments.py {args.experiment}"
     write_text(base / "verdict.json", json.dumps(result, indent=2, default=float) + "\n")
     write_text(base / "verdict.md", markdown(exp, result, command))
     plot(exp, base, base / "arms.png")

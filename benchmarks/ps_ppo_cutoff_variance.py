@@ -65,7 +65,6 @@ import os
 import platform
 import shlex
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -75,13 +74,20 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
+from benchmarks._sampled_groups import (  # noqa: E402
+    SPLIT_SEED,
+    TEMPERATURE,
+    TRAIN_SIZE,
+    Batch,
+    generate_batch,
+    learner_trainer,
+    load_setting,
+    shape_ps_ppo,
+)
 from learners.ps_ppo.config import CUTOFF_STRATEGIES, PSPPOConfig  # noqa: E402
 
 STRATEGIES = CUTOFF_STRATEGIES  # ("optimized", "uniform", "time_prior", "heuristic")
 REFERENCE = "uniform"
-TEMPERATURE = 0.8  # the protocol's T (and countdown compare's)
-SPLIT_SEED = 0
-TRAIN_SIZE = 2000  # countdown compare's training split size (learners.pipeline.compare.settings.FULL)
 MAX_BUCKETS = 4
 SAMPLER_BATCH = 64  # rows per generate call (fixed: the sampled tokens depend on it)
 
@@ -96,88 +102,6 @@ _DEFAULTS = {
 }
 
 
-# ------------------------------------------------------------------------------------------------ the batch
-@dataclasses.dataclass
-class Batch:
-    """One generation batch in TRL's layout (prompts left-padded, completions right-padded, eos kept)."""
-
-    seed: int
-    group_size: int
-    puzzles: list  # one per row
-    prompt_ids: torch.Tensor  # (rows, P)
-    prompt_mask: torch.Tensor
-    completion_ids: torch.Tensor  # (rows, T)
-    completion_mask: torch.Tensor  # (rows, T) int
-    rewards: torch.Tensor  # (rows,)
-    success: torch.Tensor  # (rows,) bool: the verifier's verdict, not cut at the budget
-    advantages: torch.Tensor  # (rows,)
-
-    @property
-    def lengths(self) -> torch.Tensor:
-        return self.completion_mask.sum(dim=1)
-
-    def as_trl(self) -> dict:
-        return dict(
-            prompt_ids=self.prompt_ids,
-            prompt_mask=self.prompt_mask,
-            completion_ids=self.completion_ids,
-            completion_mask=self.completion_mask,
-            advantages=self.advantages.clone(),
-        )
-
-
-def grpo_advantages(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
-    """TRL's ``grpo`` advantages (scale_rewards="group"): (r − group mean) / (group std + 1e-4), Bessel std."""
-    grouped = rewards.view(-1, group_size)
-    mean = grouped.mean(dim=1).repeat_interleave(group_size)
-    std = grouped.std(dim=1).repeat_interleave(group_size)  # unbiased, as trl.trainer.utils.nanstd
-    return (rewards - mean) / (std + 1e-4)
-
-
-def generate_batch(model, tokenizer, task, puzzles, prompt_ids, *, group_size, max_new_tokens, seed) -> Batch:
-    from countdown_env.trajectory import score_trajectories
-    from learners.sampling import HFSampler, Sampling
-
-    sampler = HFSampler(model, tokenizer, batch_size=SAMPLER_BATCH)
-    samples = sampler.sample(
-        prompt_ids, Sampling(temperature=TEMPERATURE, seed=seed), n=group_size, max_new_tokens=max_new_tokens
-    )
-    ids = [s.ids for per_prompt in samples for s in per_prompt]
-    rows = [p for p in puzzles for _ in range(group_size)]
-    trajectories = score_trajectories(
-        rows,
-        ids,
-        tokenizer,
-        reward_config=task.reward_config,
-        max_new_tokens=max_new_tokens,
-        stop_ids=list(sampler.stop_ids),
-    )
-    pad = tokenizer.pad_token_id
-    width_p, width_c, n = max(map(len, prompt_ids)), max(map(len, ids)), len(ids)
-    prompt = torch.full((n, width_p), pad, dtype=torch.long)
-    prompt_mask = torch.zeros((n, width_p), dtype=torch.long)
-    completion = torch.full((n, width_c), pad, dtype=torch.long)
-    completion_mask = torch.zeros((n, width_c), dtype=torch.long)
-    for i, row_ids in enumerate(ids):
-        p = prompt_ids[i // group_size]
-        prompt[i, width_p - len(p) :], prompt_mask[i, width_p - len(p) :] = torch.tensor(p), 1
-        completion[i, : len(row_ids)], completion_mask[i, : len(row_ids)] = torch.tensor(row_ids), 1
-    rewards = torch.tensor([float(t.reward) for t in trajectories])
-    success = torch.tensor([bool(t.verification.correct) and not t.truncated for t in trajectories])
-    return Batch(
-        seed,
-        group_size,
-        rows,
-        prompt,
-        prompt_mask,
-        completion,
-        completion_mask,
-        rewards,
-        success,
-        grpo_advantages(rewards, group_size),
-    )
-
-
 # ------------------------------------------------------------------------------------- survival functions
 def survival_rows(batch: Batch, model, strategy: str, budget: float) -> torch.Tensor:
     """(rows, T) float32 survival ξ of every row: ``PSPPOTrainer.shape_batch`` (learners/ps_ppo/trainer.py, the
@@ -187,7 +111,7 @@ def survival_rows(batch: Batch, model, strategy: str, budget: float) -> torch.Te
     from learners.core.prefix_batches import kept_lengths
     from learners.ps_ppo.design_weights import design_weights, head_statistics, reward_uncertainty_bound
     from learners.ps_ppo.design_weights import strategy_weights as weights_of
-    from learners.ps_ppo.survival import survival_probabilities
+    from learners.ps_ppo.survival import survival_floor, survival_probabilities
 
     completion_mask = batch.completion_mask
     width = completion_mask.size(1)
@@ -230,8 +154,7 @@ def survival_rows(batch: Batch, model, strategy: str, budget: float) -> torch.Te
             w = np.zeros(length)
         else:
             w = weights_of(strategy, length, None if proxy_weights is None else proxy_weights[g])
-        spread, steps = (budget - 1, length - 1) if first_token_always else (budget, length)
-        floor = min(min_survival, 0.5 * spread / steps)
+        floor = survival_floor(budget, length, min_survival, first_token_always)
         survival[g, :length] = survival_probabilities(w, budget, floor=floor, first_token_always=first_token_always)
     rows = torch.as_tensor(survival, dtype=torch.float32).repeat_interleave(k, dim=0)
     local = torch.ones(rows.size(0), width)
@@ -242,47 +165,15 @@ def survival_rows(batch: Batch, model, strategy: str, budget: float) -> torch.Te
 def trainer_check(batch: Batch, model_dir, tokenizer, task, budgets, survivals, max_new_tokens: int) -> dict:
     """Run every (strategy, budget) of ``batch`` through a real ``PSPPOTrainer.shape_batch`` (on its own copy of
     the weights, scoring the rows itself) and compare with :func:`survival_rows`; raises on a mismatch."""
-    from transformers import AutoModelForCausalLM
-
-    from learners.core.trainer import Rollout
-    from learners.pipeline.data import prompt_dataset
-    from learners.pipeline.tiny import tiny_cpu_kwargs
-    from learners.ps_ppo import PSPPOConfig, PSPPOTrainer
-
-    k, rows = batch.group_size, batch.completion_ids.size(0)
-    with tempfile.TemporaryDirectory() as tmp:
-        args = PSPPOConfig(
-            **tiny_cpu_kwargs(
-                tmp,
-                num_generations=k,
-                per_device_train_batch_size=k,
-                max_completion_length=max_new_tokens,
-                temperature=TEMPERATURE,
-                skip_zero_advantage=False,
-                budget=float(budgets[0]),
-            )
-        )
-        trainer = PSPPOTrainer(
-            model=AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32),
-            reward_funcs=None,
-            args=args,
-            train_dataset=prompt_dataset(batch.puzzles[::k], task),
-            processing_class=tokenizer,
-            task=task,
-        )
-        out = {}
+    k = batch.group_size
+    out = {}
+    with learner_trainer(
+        "ps_ppo", model_dir, tokenizer, task, batch.puzzles[::k], group_size=k, max_new_tokens=max_new_tokens,
+        skip_zero_advantage=False, budget=float(budgets[0]),
+    ) as trainer:  # fmt: skip
         for budget in budgets:
             for strategy in STRATEGIES:
-                trainer.args.budget, trainer.args.cutoff_strategy = float(budget), strategy
-                rollout = Rollout(
-                    rewards=batch.rewards,
-                    rewards_per_func=batch.rewards[:, None],
-                    num_generations=k,
-                    process_slice=slice(0, rows),
-                    inputs=[{"numbers": list(p.numbers), "target": p.target} for p in batch.puzzles],
-                    puzzles=list(batch.puzzles),
-                )
-                theirs = trainer.shape_batch(batch.as_trl(), rollout)["cutoff_survival"]
+                theirs = shape_ps_ppo(trainer, batch, budget, strategy)
                 ours = survivals[(budget, strategy)]
                 diff = float((theirs - ours).abs().max())
                 out[f"{strategy}@{budget}"] = diff
@@ -717,22 +608,17 @@ def main(argv=None) -> dict:
     import transformers
     from tqdm import tqdm
 
-    from countdown_env.eval_sets import load_eval_set
-    from learners.pipeline.compare import train_split
     from learners.pipeline.compare.settings import EVAL_SET
-    from learners.pipeline.data import model_task
-    from learners.pipeline.evaluate import prompt_token_ids
-    from learners.pipeline.models import SHIPPED_DIR
-    from learners.pipeline.tokenizer_io import load_tokenizer
 
     transformers.utils.logging.disable_progress_bar()
-    model = transformers.AutoModelForCausalLM.from_pretrained(SHIPPED_DIR, dtype=torch.float32)
-    model.eval()
-    tokenizer = load_tokenizer(SHIPPED_DIR)
-    task = model_task(SHIPPED_DIR)
-    exclude = [(tuple(r["numbers"]), r["target"]) for r in load_eval_set(EVAL_SET, as_dataset=False)]
-    puzzles = train_split(task, TRAIN_SIZE, SPLIT_SEED, exclude)[: args.prompts]
-    prompt_ids = prompt_token_ids(tokenizer, task, puzzles)
+    setting = load_setting(args.prompts)
+    model, tokenizer, task, puzzles, prompt_ids = (
+        setting.model,
+        setting.tokenizer,
+        setting.task,
+        setting.puzzles,
+        setting.prompt_ids,
+    )
     seeds = list(range(args.batches))
     total = len(seeds) * len(args.budgets) * len(STRATEGIES) * args.draws
     bar = tqdm(total=total, desc="cutoff draws", unit="draw", file=sys.stderr, dynamic_ncols=True)
@@ -749,10 +635,13 @@ def main(argv=None) -> dict:
             group_size=args.group_size,
             max_new_tokens=args.max_new_tokens,
             seed=seed,
+            sampler_batch=SAMPLER_BATCH,
         )
         survivals = {(b, s): survival_rows(batch, model, s, b) for b in args.budgets for s in STRATEGIES}
         if seed == seeds[0]:
-            checks = trainer_check(batch, SHIPPED_DIR, tokenizer, task, args.budgets, survivals, args.max_new_tokens)
+            checks = trainer_check(
+                batch, setting.model_dir, tokenizer, task, args.budgets, survivals, args.max_new_tokens
+            )
         engine = GradientEngine(model, batch)
         norm = float(batch.completion_mask.sum())
         full_coef = -batch.advantages[:, None] / norm * batch.completion_mask.float()

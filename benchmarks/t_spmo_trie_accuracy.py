@@ -42,9 +42,6 @@ import datetime
 import json
 import math
 import os
-import platform
-import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -52,12 +49,23 @@ from pathlib import Path
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks._sampled_groups import (  # noqa: E402
+    TEMPERATURE,
+    command_line,
+    load_setting,
+    prefix_values,
+    rewards_of,
+    versions,
+    without_nan,
+)
+
 # Depth buckets (depth = len(p) in completion tokens); None: no upper end.
 BUCKETS: tuple[tuple[int, int | None], ...] = ((1, 1), (2, 3), (4, 7), (8, 15), (16, 31), (32, None))
 DEEP = ("8-15", "16-31", "32+")  # the decision rule's pooled "8+" buckets
 FULL_DEFAULTS = dict(group_sizes=[8, 50], prompts=16, continuations=32, per_bucket=24)
 QUICK_DEFAULTS = dict(group_sizes=[4, 8], prompts=2, continuations=4, per_bucket=2)
-TEMPERATURE = 0.8
 BOOTSTRAP_RESAMPLES = 1000
 
 
@@ -71,48 +79,6 @@ def bucket_of(depth: int) -> str | None:
         if depth >= low and (high is None or depth <= high):
             return bucket_name((low, high))
     return None
-
-
-# ------------------------------------------------------------------------------------------------ set-up
-def load_setting(prompts: int):
-    """The shipped warm start, its tokenizer and task, and the first ``prompts`` puzzles of the seed-0 training
-    split as ``countdown compare`` builds it."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    from countdown_env.eval_sets import load_eval_set
-    from learners.pipeline.compare import train_split
-    from learners.pipeline.compare.settings import EVAL_SET, FULL
-    from learners.pipeline.data import model_task
-    from learners.pipeline.models import SHIPPED_DIR
-    from learners.pipeline.tokenizer_io import load_tokenizer
-
-    task = model_task(SHIPPED_DIR)
-    if task is None:
-        raise RuntimeError("the shipped warm start records no task")
-    tokenizer = load_tokenizer(SHIPPED_DIR)
-    exclude = [(tuple(r["numbers"]), r["target"]) for r in load_eval_set(EVAL_SET, as_dataset=False)]
-    puzzles = train_split(task, FULL["train_size"], 0, exclude)[:prompts]
-    if len(puzzles) < prompts:
-        raise RuntimeError(f"the training split holds {len(puzzles)} puzzles, {prompts} asked for")
-    model = AutoModelForCausalLM.from_pretrained(SHIPPED_DIR, dtype=torch.float32)
-    model.eval()
-    return task, tokenizer, model, puzzles, SHIPPED_DIR
-
-
-def rewards_of(task, tokenizer, stop_ids, puzzles, completions, max_new_tokens: int) -> list[float]:
-    """The task's verifier reward of each completion (``score_trajectories``; truncated: 0)."""
-    from countdown_env.trajectory import score_trajectories
-
-    trajectories = score_trajectories(
-        puzzles,
-        [list(c) for c in completions],
-        tokenizer,
-        reward_config=task.reward_config,
-        max_new_tokens=max_new_tokens,
-        stop_ids=list(stop_ids),
-    )
-    return [float(t.reward) for t in trajectories]
 
 
 # ------------------------------------------------------------------------------------------------ the trie
@@ -157,55 +123,6 @@ def draw_transitions(trie, group: int, per_bucket: int, rng) -> tuple[list[dict]
             r, t = members[k]
             drawn.append(dict(row=r, prompt=r // group, depth=t, bucket=name))
     return drawn, population
-
-
-# ------------------------------------------------------------------------------------------------ reference
-def reference_values(requests, sampler, sampling_seed, task, tokenizer, puzzles, prompt_ids, args, log):
-    """Mean reward, its standard error and the number of continuations for each request (prompt index, prefix
-    ids): ``M`` continuations of prompt+prefix within the remaining budget, batched through the sampler."""
-    import numpy as np
-
-    from learners.sampling import Sampling
-
-    stop = set(sampler.stop_ids)
-    out: list[dict | None] = [None] * len(requests)
-    todo = []
-    for k, (prompt, prefix) in enumerate(requests):
-        if (prefix and prefix[-1] in stop) or len(prefix) >= args.max_new_tokens:  # already ended: exact value
-            reward = rewards_of(task, tokenizer, sampler.stop_ids, [puzzles[prompt]], [prefix], args.max_new_tokens)
-            out[k] = dict(mean=reward[0], se=0.0, n=0)
-        else:
-            todo.append(k)
-    # Longest prefix first: rows of one generate call then have similar budgets (and lengths).
-    todo.sort(key=lambda k: -len(requests[k][1]))
-    per_call = max(args.batch_size // args.continuations, 1) * 8  # requests per sample() call (progress lines)
-    start = time.perf_counter()
-    for call, first in enumerate(range(0, len(todo), per_call)):
-        chunk = todo[first : first + per_call]
-        inputs = [prompt_ids[requests[k][0]] + requests[k][1] for k in chunk]
-        budgets = [args.max_new_tokens - len(requests[k][1]) for k in chunk]
-        samples = sampler.sample(
-            inputs,
-            Sampling(temperature=TEMPERATURE, seed=sampling_seed + call),
-            n=args.continuations,
-            max_new_tokens=budgets,
-        )
-        flat_puzzles, flat_ids = [], []
-        for k, per_request in zip(chunk, samples, strict=True):
-            prompt, prefix = requests[k]
-            for s in per_request:
-                flat_puzzles.append(puzzles[prompt])
-                flat_ids.append(prefix + s.ids)
-        rewards = np.asarray(
-            rewards_of(task, tokenizer, sampler.stop_ids, flat_puzzles, flat_ids, args.max_new_tokens)
-        ).reshape(len(chunk), args.continuations)
-        for k, values in zip(chunk, rewards, strict=True):
-            var = float(values.var(ddof=1)) if values.size > 1 else 0.0
-            out[k] = dict(mean=float(values.mean()), se=math.sqrt(var / values.size), n=int(values.size))
-        done = first + len(chunk)
-        rate = done * args.continuations / (time.perf_counter() - start)
-        log(f"    continuations: {done}/{len(todo)} prefixes x {args.continuations} ({rate:.0f} rows/s)")
-    return out
 
 
 # ------------------------------------------------------------------------------------------------ statistics
@@ -445,62 +362,6 @@ def plot(report: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def without_nan(value):
-    """``value`` with every NaN or infinite float as ``None`` (strict JSON)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: without_nan(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [without_nan(v) for v in value]
-    return value
-
-
-def versions() -> dict:
-    import numpy
-    import torch
-    import transformers
-
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = bool(
-            subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True
-            ).stdout.strip()
-        )
-    except (OSError, subprocess.CalledProcessError):
-        commit, dirty = "unknown", None
-    return dict(
-        python=platform.python_version(),
-        torch=torch.__version__,
-        transformers=transformers.__version__,
-        numpy=numpy.__version__,
-        git_commit=commit,
-        git_tracked_changes=dirty,
-        platform=f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs",
-    )
-
-
-def command_line() -> str:
-    script = Path(sys.argv[0]).resolve()
-    try:
-        script = script.relative_to(ROOT)
-    except ValueError:
-        script = Path(script.name)
-    args = []
-    for a in sys.argv[1:]:
-        p = Path(a)
-        if p.is_absolute():
-            try:
-                a = str(p.resolve().relative_to(ROOT))
-            except ValueError:
-                a = "<abs>/" + p.name
-        args.append(a)
-    return shlex.join(["python", str(script), *args])
-
-
 # ------------------------------------------------------------------------------------------------ main
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -539,10 +400,16 @@ def main(argv=None) -> None:
         print(f"[{time.perf_counter() - started:7.1f}s] {message}", flush=True)
 
     from learners.pipeline.compare.settings import EVAL_SET, FULL
-    from learners.pipeline.evaluate import prompt_token_ids
 
-    task, tokenizer, model, puzzles, model_dir = load_setting(args.prompts)
-    prompt_ids = prompt_token_ids(tokenizer, task, puzzles)
+    setting = load_setting(args.prompts)
+    task, tokenizer, model, puzzles, model_dir = (
+        setting.task,
+        setting.tokenizer,
+        setting.model,
+        setting.puzzles,
+        setting.model_dir,
+    )
+    prompt_ids = setting.prompt_ids
     sampler = HFSampler(model, tokenizer, batch_size=args.batch_size)
     pad_id = tokenizer.pad_token_id
     log(f"{len(puzzles)} prompts, G in {args.group_sizes}, M = {args.continuations}, {args.per_bucket}/bucket")
@@ -568,9 +435,10 @@ def main(argv=None) -> None:
             full = rows[d["row"]]
             requests.append((d["prompt"], list(full[: d["depth"] + 1])))  # p∘v
             requests.append((d["prompt"], list(full[: d["depth"]])))  # p
-        values = reference_values(
-            requests, sampler, seed * 100_000 + 1, task, tokenizer, puzzles, prompt_ids, args, log
-        )
+        values = prefix_values(
+            requests, sampler, seed * 100_000 + 1, task, tokenizer, puzzles, prompt_ids,
+            continuations=args.continuations, max_new_tokens=args.max_new_tokens, batch_size=args.batch_size, log=log,
+        )  # fmt: skip
         for k, d in enumerate(drawn):
             q, v = values[2 * k], values[2 * k + 1]
             r, t = d["row"], d["depth"]
@@ -620,7 +488,7 @@ def main(argv=None) -> None:
         experiment="E2",
         protocol="docs/experiments.md#e2",
         date=datetime.date.today().isoformat(),
-        command=command_line(),
+        command=command_line(sys.argv[1:] if argv is None else list(argv)),
         runtime_s=0.0,
         versions=versions(),
         settings=dict(

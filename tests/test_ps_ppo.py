@@ -246,3 +246,38 @@ def test_shape_batch_survival_matches_the_design_pipeline(
     trainer.args.budget, trainer.args.min_survival = 1.5, 0.1
     survival = trainer.shape_batch(dict(batch), rollout)["cutoff_survival"]
     torch.testing.assert_close(survival.sum(1), torch.full((rows,), 1.5))
+
+
+@pytest.mark.slow
+def test_floor_token_share_counts_gradient_tokens_at_the_floor(make_trainer, cpu_grpo_kwargs, monkeypatch):
+    """``ps_ppo/floor_token_frac``: the share of gradient-carrying tokens (rows with A ≠ 0) whose ξ sits at the
+    floor. Planted weights: positive on the first 6 steps of a group, 0 after, so (budget 4, ξ_1 = 1) steps 6-15 sit
+    at ε = 1e-3 (the 3 left after ξ_1 spread over the 5 positive steps, each ≈ 0.6 < 1)."""
+    import learners.ps_ppo.trainer as ps_ppo
+    from learners.core.trainer import Rollout
+
+    cpu_grpo_kwargs.update(budget=4, min_survival=1e-3, cutoff_strategy="uniform")
+    trainer = make_trainer(PSPPOTrainer, PSPPOConfig(**cpu_grpo_kwargs))
+    planted = np.array([1.0] * 6 + [0.0] * 10)
+    monkeypatch.setattr(ps_ppo, "strategy_weights", lambda strategy, length, proxy: planted[:length])
+    rows, width = 8, 16
+    lengths = torch.tensor([16, 12, 9, 16, 14, 16, 10, 7])
+    completion_mask = (torch.arange(width).unsqueeze(0) < lengths.unsqueeze(1)).long()
+    batch = {
+        "prompt_ids": torch.full((rows, 5), 3),
+        "prompt_mask": torch.ones(rows, 5, dtype=torch.long),
+        "completion_ids": torch.full((rows, width), 5) * completion_mask,
+        "completion_mask": completion_mask,
+        "advantages": torch.tensor([0.0, 0.0, 0.0, 0.0, 1.2, -0.4, 0.3, -1.1]),  # group 0 carries no gradient
+    }
+    rewards = torch.tensor([0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 1.0])
+    rollout = Rollout(rewards, rewards[:, None], 4, slice(0, rows), [{}] * rows)
+    survival = trainer.shape_batch(batch, rollout)["cutoff_survival"]
+    assert torch.allclose(survival[4, 6:], torch.full((10,), 1e-3))
+    # rows 4-7 (lengths 14, 16, 10, 7) have 8 + 10 + 4 + 1 tokens at or after step 6, of 47 valid tokens
+    assert trainer._metrics["train"]["ps_ppo/floor_token_frac"][-1] == pytest.approx(23 / 47)
+
+    # A budget that covers every completion: no floor, no token at it.
+    trainer.args.budget = 32
+    trainer.shape_batch(batch, rollout)
+    assert trainer._metrics["train"]["ps_ppo/floor_token_frac"][-1] == 0.0

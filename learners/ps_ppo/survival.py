@@ -38,7 +38,13 @@ import numpy as np
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["pool_adjacent_violators", "survival_probabilities", "survival_objective", "sample_cutoff_weights"]
+__all__ = [
+    "pool_adjacent_violators",
+    "sample_cutoff_weights",
+    "survival_floor",
+    "survival_objective",
+    "survival_probabilities",
+]
 
 
 def pool_adjacent_violators(weights: np.ndarray) -> np.ndarray:
@@ -151,6 +157,14 @@ def survival_probabilities(
     if budget < floor * n:
         raise ValueError(f"budget {budget} is below floor * T = {floor * n}: lower the floor or raise the budget")
     return _scale_to_budget(pool_adjacent_violators(w), float(budget), floor)
+
+
+def survival_floor(budget: float, length: int, min_survival: float, first_token_always: bool) -> float:
+    """The floor ε a group of longest completion ``length`` is solved with: ``min_survival``, lowered to half the
+    mean survival of the steps the budget is spread over (``B/(2T)``, or ``(B−1)/(2(T−1))`` with ξ_1 = 1) so that
+    ``ε·T ≤ B`` stays feasible for very long completions."""
+    spread, steps = (budget - 1, length - 1) if first_token_always else (budget, length)
+    return min(min_survival, 0.5 * spread / max(steps, 1))
 
 
 def survival_objective(weights, xi) -> float:

@@ -10,7 +10,7 @@ from ..core.trainer import CountdownGRPOTrainer, Rollout
 from ..core.verdicts import rollout_successes
 from .config import _MASK_WEIGHTED, PSPPOConfig
 from .design_weights import design_weights, head_statistics, reward_uncertainty_bound, strategy_weights
-from .survival import sample_cutoff_weights, survival_probabilities
+from .survival import sample_cutoff_weights, survival_floor, survival_probabilities
 
 __all__ = ["PSPPOTrainer"]
 
@@ -75,6 +75,7 @@ class PSPPOTrainer(CountdownGRPOTrainer):
             proxy_weights = design_weights(proxy, uncertainty, alive.float(), k).double().cpu().numpy()
 
         survival = np.ones((len(group_lengths), max(max(group_lengths), 1)))
+        floors = np.zeros(len(group_lengths))  # 0: a group within the budget has no floor (ξ ≡ 1)
         for g, length in enumerate(group_lengths):
             if length <= args.budget:
                 continue
@@ -82,11 +83,9 @@ class PSPPOTrainer(CountdownGRPOTrainer):
                 w = np.zeros(length)  # no group is mixed: γ̄ = 0 everywhere
             else:
                 w = strategy_weights(args.cutoff_strategy, length, None if proxy_weights is None else proxy_weights[g])
-            # Half the mean survival of the steps the solver spreads its budget over keeps the floor feasible.
-            spread, steps = (args.budget - 1, length - 1) if args.first_token_always else (args.budget, length)
-            floor = min(args.min_survival, 0.5 * spread / steps)
+            floors[g] = survival_floor(args.budget, length, args.min_survival, args.first_token_always)
             survival[g, :length] = survival_probabilities(
-                w, args.budget, floor=floor, first_token_always=args.first_token_always
+                w, args.budget, floor=floors[g], first_token_always=args.first_token_always
             )
         rows = torch.as_tensor(survival, dtype=torch.float32).repeat_interleave(k, dim=0)
         rows = rollout.local(rows)
@@ -95,7 +94,19 @@ class PSPPOTrainer(CountdownGRPOTrainer):
         batch["cutoff_survival"] = local.to(completion_mask.device)
 
         valid = torch.arange(width).unsqueeze(0) < local_lengths.cpu().unsqueeze(1)
-        self.log_ratio_metrics({"ps_ppo/expected_kept_frac": ((local * valid).sum(), valid.sum())}, rollout.mode)
+        # tokens at the floor ε, where a kept token weighs 1/ε (1000 at the default): their share of the tokens
+        # that carry gradient (rows with a non-zero advantage), the heavy tail of the estimator
+        floor = rollout.local(torch.as_tensor(floors, dtype=torch.float32).repeat_interleave(k))
+        advantages = batch["advantages"].cpu()
+        carrying = valid & ((advantages != 0) if advantages.dim() == 1 else (advantages != 0).any(dim=1))[:, None]
+        at_floor = carrying & (local <= floor[:, None] * (1 + 1e-5))
+        self.log_ratio_metrics(
+            {
+                "ps_ppo/expected_kept_frac": ((local * valid).sum(), valid.sum()),
+                "ps_ppo/floor_token_frac": (at_floor.sum(), carrying.sum()),
+            },
+            rollout.mode,
+        )
         return batch
 
     # ------------------------------------------------------------------ seam 2: cutoffs and 1/ξ weights

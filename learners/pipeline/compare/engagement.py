@@ -51,6 +51,7 @@ MECHANISMS: dict[str, tuple[Mechanism, ...]] = {
         Mechanism("ps_ppo/cutoff_kept_frac", "survival design: share of loss tokens truncated", complement=True),
         Mechanism("ps_ppo/mean_cutoff_tokens", "mean cutoff (tokens kept per row)", changes=False),
         Mechanism("ps_ppo/kept_token_frac", "all skipping: share of loss tokens dropped", complement=True),
+        Mechanism("ps_ppo/floor_token_frac", "survival at the floor: share of gradient tokens", changes=False),
     ),
     "s_grpo": (Mechanism("s_grpo/loss_token_frac", "token selection: share of loss tokens dropped", complement=True),),
     "t_spmo": (
