@@ -296,11 +296,12 @@ def potential_predicts_success(root: Path, base: Path, exp: Experiment, result: 
 def outcome_readable_early(experiment: str):
     """P2 on ``experiment``'s setting: within-group AUC of prefix success at 40 % of the tokens."""
 
+    def pick(report: dict):
+        rows = [r for r in report["rows"] if r.get("experiment") == experiment]
+        return (rows[0]["rule"]["auc"], *rows[0]["rule"]["ci"]) if rows else None  # that setting not run: None
+
     def read(root: Path, base: Path, exp: Experiment, result: dict):
-        return measured(
-            root, "outcome_predictability", lambda r: (_row(r, experiment=experiment)["rule"]["auc"],
-                                                       *_row(r, experiment=experiment)["rule"]["ci"])
-        )  # fmt: skip
+        return measured(root, "outcome_predictability", pick)
 
     return read
 
