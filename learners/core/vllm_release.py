@@ -7,11 +7,19 @@ cache. On the CPU each engine's cache is ``VLLM_CPU_KVCACHE_SPACE`` GiB (1 here)
 runs one after another (``countdown compare --vllm``, the test suite) grew by 1 GiB per run: ``make test`` peaked at
 15.4 GB, 1 GiB for each colocated run of ``tests/test_vllm.py``. :func:`release_colocated_engine` drops those
 references (the layers' caches, the forward context, the runner's cache list) and the trainer's engine.
+
+Under several processes the engine itself is kept alive (its caches still dropped): a colocated engine runs on the
+launch's own process group (vLLM's ``external_launcher``), and its shutdown, which collecting it triggers, destroys
+that group (``cleanup_dist_env_and_memory``), so the trainer's next collective (saving ``final/``) would fail.
 """
 
 from __future__ import annotations
 
 import gc
+from typing import Any
+
+_KEPT_ENGINES: list[Any] = []
+"""Engines whose shutdown would destroy the launch's process group; the process ends with them."""
 
 
 def release_colocated_engine(trainer) -> bool:
@@ -33,6 +41,15 @@ def release_colocated_engine(trainer) -> bool:
     if runner is not None and hasattr(runner, "kv_caches"):
         runner.kv_caches = []
     generation.llm = None
+    if _shares_a_process_group():
+        _KEPT_ENGINES.append(llm)
     del llm, executor, runner, config, context
     gc.collect()
     return True
+
+
+def _shares_a_process_group() -> bool:
+    """Whether this process is one of several in a torch process group (which a colocated engine shares)."""
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
