@@ -598,6 +598,20 @@ def e5_arms() -> dict[str, Arm]:
     return arms
 
 
+def nothing_cut_at_step_0() -> Precondition:
+    """E4's and E4b's own precondition: at most 1 % of grpo's step-0 eval completions reach the token cap."""
+    return Precondition(
+        "share of step-0 eval completions cut at the token budget", step0_cut_share("grpo"), STEP0_CUT_MAX, above=False
+    )
+
+
+def outcome_readable_early_on_e4b() -> Precondition:
+    """P2 on the multi-paragraph model that E4 and E4b train."""
+    return Precondition(
+        "P2: within-group AUC of prefix success at 40 % of the tokens", outcome_readable_early("E4b"), 0.8
+    )
+
+
 EXPERIMENTS: dict[str, Experiment] = {
     "e3": Experiment(
         name="E3a. Contrastive shaping: an early gain over prime-rl",
@@ -636,15 +650,8 @@ EXPERIMENTS: dict[str, Experiment] = {
         engaged={"ps_ppo": "ps_ppo/cutoff_kept_frac"},
         decide=decide_e4,
         preconditions=[
-            Precondition(
-                "share of step-0 eval completions cut at the token budget",
-                step0_cut_share("grpo"),
-                STEP0_CUT_MAX,
-                above=False,
-            ),
-            Precondition(
-                "P2: within-group AUC of prefix success at 40 % of the tokens", outcome_readable_early("E4b"), 0.8
-            ),
+            nothing_cut_at_step_0(),
+            outcome_readable_early_on_e4b(),
         ],  # fmt: skip
     ),
     "e4b": Experiment(
@@ -666,16 +673,9 @@ EXPERIMENTS: dict[str, Experiment] = {
         decide=decide_e4b,
         own_gains=("grpo", "optimized_64", "optimized_128", "uniform_64"),
         preconditions=[
-            Precondition(
-                "share of step-0 eval completions cut at the token budget",
-                step0_cut_share("grpo"),
-                STEP0_CUT_MAX,
-                above=False,
-            ),
+            nothing_cut_at_step_0(),
             Precondition("grpo's pass@1 gain over its own step 0", baseline_learns("grpo", 60), 0.0, must_hold=True),
-            Precondition(
-                "P2: within-group AUC of prefix success at 40 % of the tokens", outcome_readable_early("E4b"), 0.8
-            ),
+            outcome_readable_early_on_e4b(),
         ],  # fmt: skip
     ),
     "e6": Experiment(
