@@ -34,7 +34,7 @@ def _config_sources() -> list[Path]:
 def stack_key() -> dict[str, str]:
     """What the options depend on: the trl and transformers versions and the config modules of the learners."""
     digest = hashlib.sha256()
-    for path in _config_sources():  # each named by its folder and file, as ``grpo/config.py``
+    for path in _config_sources():  # each named by its folder and file: ``core/config.py``
         digest.update(f"{path.parent.name}/{path.name}".encode() + b"\0" + path.read_bytes())
     versions = {}
     for package in ("trl", "transformers"):
