@@ -161,8 +161,8 @@ def _learners():
     """Every registered learner except the TRL-loss presets whose only change is in TRL's loss (each engine start
     costs ~20 s; those presets train with HF generation in tests/test_trl_presets.py), but with the two presets
     whose change acts on vLLM's sampling log-probs (truncated and masked importance sampling)."""
-    from learners.core.presets import ADVANTAGE_PRESETS, TRL_LOSS_PRESETS
     from learners.core.registry import LEARNERS
+    from learners.grpo.presets import ADVANTAGE_PRESETS, TRL_LOSS_PRESETS
 
     loss_only = (set(TRL_LOSS_PRESETS) | set(ADVANTAGE_PRESETS)) - {"grpo_tis", "grpo_mis"}
     return [name for name in LEARNERS if name not in loss_only]

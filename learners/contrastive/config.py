@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field
 
-from ..core.presets import PRESETS
 from ..grpo.config import GRPOLearnerConfig
+from ..grpo.presets import PRESETS
 from .answer_bank import GROUND_TRUTH_MODES
 from .scoring import ENGINES
 

@@ -5,7 +5,16 @@ Importing this package imports neither torch nor trl; the names below load on fi
 
 from learners.core.lazy import lazy_exports
 
-__all__ = ["CountdownConfig", "CountdownGRPOTrainer", "LEARNERS", "LearnerSpec", "Rollout", "get_learner"]
+__all__ = [
+    "AlgorithmSpec",
+    "CountdownConfig",
+    "CountdownGRPOTrainer",
+    "LEARNERS",
+    "LearnerSpec",
+    "Mechanism",
+    "Rollout",
+    "get_learner",
+]
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
@@ -13,7 +22,9 @@ __getattr__, __dir__ = lazy_exports(
         "Rollout": "trainer",
         "CountdownConfig": "config",
         "LEARNERS": "registry",
-        "LearnerSpec": "registry",
+        "AlgorithmSpec": "spec",
+        "LearnerSpec": "spec",
+        "Mechanism": "spec",
         "get_learner": "registry",
     },
 )

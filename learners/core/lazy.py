@@ -1,4 +1,4 @@
-"""Lazy package exports: ``from learners.ps_ppo import PSPPOTrainer`` imports torch/trl only when asked for,
+"""Lazy package exports: ``from <algorithm package> import <Trainer>`` imports torch/trl only when asked for,
 so the registry (and ``countdown --help``) can list learners without importing them."""
 
 from __future__ import annotations

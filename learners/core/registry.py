@@ -1,87 +1,53 @@
-"""The learner registry: name -> how to build its config and trainer. Adding a learner is one line in LEARNERS.
+"""The learner registry: name -> how to build its config and trainer, collected from the algorithm packages.
 
-Entries name modules and classes as strings so that listing learners imports neither torch nor trl.
+Each algorithm package declares its learners in its own ``spec.py`` (:class:`~learners.core.spec.AlgorithmSpec`) and
+registers it through the ``countdown.learners`` entry-point group, so this module names no algorithm: a learner of
+another installed distribution registers the same way. Specs name modules and classes as strings, so listing
+learners imports neither torch nor trl.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from importlib.metadata import entry_points
 
-from .presets import PRESETS
+from .spec import AlgorithmSpec, LearnerSpec, Mechanism
 
+__all__ = ["ALGORITHMS", "ENTRY_POINT_GROUP", "LEARNERS", "LearnerSpec", "Mechanism", "collect", "get_learner"]
 
-@dataclass(frozen=True)
-class LearnerSpec:
-    """A learner: ``module`` holds ``config_class`` (a ``GRPOConfig`` subclass) and ``trainer_class``
-    (a ``CountdownGRPOTrainer`` subclass); ``defaults`` are config values applied before the user's."""
-
-    module: str
-    config_class: str
-    trainer_class: str
-    description: str = ""
-    defaults: Mapping[str, Any] = field(default_factory=dict)
-
-    def load(self) -> tuple[type, type]:
-        """Import the module and return ``(config_class, trainer_class)``."""
-        module = importlib.import_module(self.module)
-        return getattr(module, self.config_class), getattr(module, self.trainer_class)
-
-    def make_config(self, **kwargs: Any):
-        """The learner's config from ``defaults`` then ``kwargs``; unknown keys raise a clear ``TypeError``."""
-        config_class, _ = self.load()
-        known = set(getattr(config_class, "__dataclass_fields__", {}))
-        unknown = sorted(set(kwargs) - known)
-        if unknown:
-            raise TypeError(f"{self.config_class} has no option(s) {unknown}")
-        return config_class(**{**dict(self.defaults), **kwargs})
+ENTRY_POINT_GROUP = "countdown.learners"
+"""Algorithm packages: ``name = "package.spec:SPEC"``, ``SPEC`` an :class:`~learners.core.spec.AlgorithmSpec`."""
 
 
-def _grpo(preset: str, description: str) -> LearnerSpec:
-    return LearnerSpec("learners.grpo", "GRPOLearnerConfig", "GRPOLearner", description, PRESETS[preset])
+def collect() -> tuple[dict[str, AlgorithmSpec], dict[str, LearnerSpec]]:
+    """The registered algorithm specs (by entry-point name) and their learners, in entry-point name order, each
+    package's learners in its own order. A spec that is not an ``AlgorithmSpec``, or a learner name registered twice,
+    raises a ``RuntimeError`` naming the entry points."""
+    algorithms: dict[str, AlgorithmSpec] = {}
+    learners: dict[str, LearnerSpec] = {}
+    owner: dict[str, str] = {}
+    values: dict[str, str] = {}
+    for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        if entry.name in values:
+            if entry.value == values[entry.name]:
+                continue  # one distribution seen twice on sys.path
+            raise RuntimeError(f"{ENTRY_POINT_GROUP} entry point {entry.name!r} is registered twice: "
+                               f"{values[entry.name]!r} and {entry.value!r}")  # fmt: skip
+        values[entry.name] = entry.value
+        spec = entry.load()
+        if not isinstance(spec, AlgorithmSpec):
+            raise RuntimeError(
+                f"{ENTRY_POINT_GROUP} entry point {entry.name} = {entry.value!r} is not an AlgorithmSpec"
+            )
+        algorithms[entry.name] = spec
+        for name, learner in spec.learners.items():
+            if name in learners:
+                raise RuntimeError(f"learner {name!r} is registered by both {owner[name]!r} and {entry.name!r}")
+            learners[name] = learner
+            owner[name] = entry.name
+    return algorithms, learners
 
 
-LEARNERS: dict[str, LearnerSpec] = {
-    "grpo": _grpo("grpo", "GRPO: group-std-scaled advantages, per-sequence token mean"),
-    "dr_grpo": _grpo("dr_grpo", "Dr.GRPO: no std scaling, constant length normaliser"),
-    "dapo": _grpo("dapo", "DAPO: clip-higher, token-level loss, overlong shaping, dynamic sampling"),
-    "prime_rl": _grpo("prime_rl", "prime-rl's default loss: DPPO binary-TV mask 0.2/0.2, -A*ratio, 1e-3 log^2 KL"),
-    "s_grpo": LearnerSpec("learners.s_grpo", "SGRPOConfig", "SGRPOTrainer", "S-GRPO: α + Bernoulli(P) loss tokens ≤ k"),
-    "ps_ppo": LearnerSpec("learners.ps_ppo", "PSPPOConfig", "PSPPOTrainer", "PS-PPO: unbiased random prefixes"),
-    "t_spmo": LearnerSpec("learners.t_spmo", "TSPMOConfig", "TSPMOTrainer", "T-SPMO: prefix-trie token advantages"),
-    "contrastive": LearnerSpec(
-        "learners.contrastive", "ContrastiveConfig", "ContrastiveTrainer", "contrastive shaping on prime-rl's loss"
-    ),
-    "contrastive_grpo": LearnerSpec(
-        "learners.contrastive",
-        "ContrastiveConfig",
-        "ContrastiveTrainer",
-        "contrastive shaping on TRL-default GRPO (ablation)",
-        {"base_learner": "grpo"},
-    ),
-}
-
-
-# The losses of TRL 1.16's GRPOConfig and two advantage estimators, as presets of the GRPO learner
-# (learners/core/presets.py: TRL_LOSS_PRESETS, ADVANTAGE_PRESETS; the equations in learners/grpo/__init__.py). One
-# description per preset (tests/test_trl_presets.py checks the two lists agree).
-TRL_PRESET_DESCRIPTIONS: dict[str, str] = {
-    "gspo": "GSPO: sequence-level ratio exp(mean log π/π_old), clip 3e-4/4e-4",
-    "cispo": "CISPO: clipped, detached IS weight min(ρ, 5) times A·log π",
-    "sapo": "SAPO: soft temperature gate 4/τ·σ(τ(ρ-1)) instead of the clip",
-    "luspo": "LUSPO: GSPO's sequence ratio, each sequence's loss summed over its tokens",
-    "vespo": "VESPO: Gamma weight φ(w) of the sequence ratio times A·log π",
-    "grpo_delta": "GRPO + INTELLECT-2's two-sided clipping (ratio capped at δ = 4)",
-    "grpo_top_entropy": "GRPO on the top 20 % highest-entropy tokens only (80/20 rule)",
-    "grpo_opsm": "GRPO + DeepSeek-V3.2 off-policy sequence masking (A < 0 and KL > 0.5: dropped)",
-    "grpo_tis": "GRPO + token-level truncated vLLM importance sampling, C = 2",
-    "grpo_mis": "GRPO + token-level masked vLLM importance sampling (IcePop), [0.5, 2]",
-    "rloo": "RLOO: leave-one-out baseline G/(G-1)·(r - mean r), sequence-sum REINFORCE",
-    "reinforce_pp": "REINFORCE++-baseline: group mean, then token-level whitening over the batch",
-}
-LEARNERS.update({name: _grpo(name, description) for name, description in TRL_PRESET_DESCRIPTIONS.items()})
+ALGORITHMS, LEARNERS = collect()
 
 
 def get_learner(name: str) -> LearnerSpec:
@@ -89,4 +55,9 @@ def get_learner(name: str) -> LearnerSpec:
     try:
         return LEARNERS[name]
     except KeyError:
+        if not LEARNERS:
+            raise ValueError(
+                f"unknown learner {name!r}: no learner is registered ({ENTRY_POINT_GROUP} entry points); "
+                "install the project (pip install -e .) so its entry points are visible"
+            ) from None
         raise ValueError(f"unknown learner {name!r}; choose one of {sorted(LEARNERS)}") from None

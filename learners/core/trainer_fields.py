@@ -4,9 +4,10 @@ A learner's config class is a ``GRPOConfig`` subclass, and importing it pulls in
 (about 4 s on these machines). ``countdown train`` checks a config's trainer keys and value types before any such
 import, from ``trainer_fields.json`` beside this module: every option of every learner's config class with its
 default when that is a number, a bool or a string (``None`` otherwise: not type-checked). The file records the
-stack it was generated on (the trl and transformers versions and a digest of the project's config modules); when
-the installed stack differs, :func:`trainer_fields` falls back to importing the class, so it is never wrong, only
-slower. Regenerate it with ``python -m learners.core.trainer_fields`` (a test checks it matches the classes).
+stack it was generated on (the trl and transformers versions and a digest of the config modules: the base config's
+and those each registered algorithm's spec names); when the installed stack differs, :func:`trainer_fields` falls
+back to importing the class, so it is never wrong, only slower. Regenerate it with
+``python -m learners.core.trainer_fields`` (a test checks it matches the classes).
 """
 
 from __future__ import annotations
@@ -19,18 +20,22 @@ from pathlib import Path
 from typing import Any
 
 FIELDS_FILE = Path(__file__).with_name("trainer_fields.json")
-LEARNERS_DIR = Path(__file__).resolve().parent.parent
 
 
 def _config_sources() -> list[Path]:
-    return sorted([LEARNERS_DIR / "core" / "config.py", *LEARNERS_DIR.glob("*/config.py")])
+    """The base config's file and every registered algorithm's config files (its spec's ``config_sources``)."""
+    from .registry import ALGORITHMS
+
+    sources = {Path(__file__).with_name("config.py").resolve()}
+    sources.update(path.resolve() for spec in ALGORITHMS.values() for path in spec.config_sources)
+    return sorted(sources)
 
 
 def stack_key() -> dict[str, str]:
-    """What the options depend on: the trl and transformers versions and the project's config modules."""
+    """What the options depend on: the trl and transformers versions and the config modules of the learners."""
     digest = hashlib.sha256()
-    for path in _config_sources():
-        digest.update(path.relative_to(LEARNERS_DIR).as_posix().encode() + b"\0" + path.read_bytes())
+    for path in _config_sources():  # each named by its folder and file: ``core/config.py``
+        digest.update(f"{path.parent.name}/{path.name}".encode() + b"\0" + path.read_bytes())
     versions = {}
     for package in ("trl", "transformers"):
         try:

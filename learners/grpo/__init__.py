@@ -51,7 +51,7 @@ and TRL's clipped surrogate per token, :math:`-\min(\rho_t A, \operatorname{clip
     its own keeps a NaN-d token, as prime-rl's comparisons would). prime-rl's group is an example's rollouts;
     here it is TRL's ``num_generations`` group (unscorable rows excluded by TRL's nan-mean).
 
-The losses TRL 1.16's ``GRPOConfig`` implements, as presets (:data:`learners.core.presets.TRL_LOSS_PRESETS`; ρ_t =
+The losses TRL 1.16's ``GRPOConfig`` implements, as presets (:data:`learners.grpo.presets.TRL_LOSS_PRESETS`; ρ_t =
 π_θ(y_t)/π_old(y_t), μ the sampling policy, n_i row i's loss tokens, N the batch's, B its rows; ``sg`` = no
 gradient). Most act only off-policy (``num_iterations > 1``, ``steps_per_generation >
 gradient_accumulation_steps`` or vLLM sampling): on-policy their ratio is 1 and each trains as its base loss.
@@ -83,7 +83,7 @@ gradient_accumulation_steps`` or vLLM sampling): on-policy their ratio is 1 and 
     (every preset above) is sequence-level masking at 3.
 
 Two advantage estimators replace TRL's advantage in seam 1 (``advantage_estimator``,
-:mod:`learners.grpo.advantages`, :data:`learners.core.presets.ADVANTAGE_PRESETS`):
+:mod:`learners.grpo.advantages`, :data:`learners.grpo.presets.ADVANTAGE_PRESETS`):
 
 ``rloo`` (RLOO, arXiv 2402.14740)
     A_i = r_i − mean of the other G − 1 rewards = G/(G − 1)·(r_i − r̄); REINFORCE on the sequence log-probability
@@ -129,6 +129,6 @@ __getattr__, __dir__ = lazy_exports(
         "GRPOLearner": "trainer",
         "dppo_keep_mask": "trainer",
         "prime_rl_advantages": "trainer",
-        "PRESETS": "config",
+        "PRESETS": "presets",
     },
 )

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.config import CountdownConfig
-from ..core.presets import PRESETS
 from .advantages import ESTIMATORS
+from .presets import PRESETS
 
 # Loss types whose per-token surrogate is TRL's min(ρA, clip(ρ)A): with no clipping it is ρA, which the prime-rl
 # loss needs (its per-token advantages are built for the surrogate -ρ·A').

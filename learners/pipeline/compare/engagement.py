@@ -10,67 +10,17 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...core.registry import LEARNERS
+from ...core.spec import Mechanism
 
-@dataclass(frozen=True)
-class Mechanism:
-    """One logged quantity: ``metric`` (a train-mode log key), what it says (``label``), whether it is a share of
-    tokens/rows the mechanism changed (``changes``: 0 means it never acted) and whether to report ``1 - value``
-    (``complement``: a kept share read as the changed share)."""
-
-    metric: str
-    label: str
-    changes: bool = True
-    complement: bool = False
-
-
-CLIP = Mechanism("clip_ratio/region_mean", "PPO clip: share of loss tokens clipped")
-DPPO = (
-    Mechanism("prime_rl/is_masked", "DPPO mask: share of loss tokens masked"),
-    Mechanism("prime_rl/mismatch_kl", "KL term: mean rho - log rho - 1 per loss token", changes=False),
-)
-SHAPING = (
-    Mechanism("contrastive/shaped_row_frac", "shaping: share of rows shaped"),
-    Mechanism("contrastive/paragraphs_per_shaped_row", "paragraphs per shaped row", changes=False),
-    Mechanism("contrastive/mean_abs_shaping", "mean |A_shape| per completion token", changes=False),
-)
 MECHANISMS: dict[str, tuple[Mechanism, ...]] = {
-    "grpo": (CLIP,),
-    "dr_grpo": (CLIP,),
-    "dapo": (
-        CLIP,
-        Mechanism("countdown/dynamic_sampling_kept_frac", "dynamic sampling: share of groups dropped", complement=True),
-    ),
-    "prime_rl": DPPO,
-    "contrastive": (*DPPO, *SHAPING),
-    "contrastive_grpo": (CLIP, *SHAPING),
-    "ps_ppo": (
-        Mechanism("ps_ppo/cutoff_kept_frac", "survival design: share of loss tokens truncated", complement=True),
-        Mechanism("ps_ppo/mean_cutoff_tokens", "mean cutoff (tokens kept per row)", changes=False),
-        Mechanism("ps_ppo/kept_token_frac", "all skipping: share of loss tokens dropped", complement=True),
-        Mechanism("ps_ppo/floor_token_frac", "survival at the floor: share of gradient tokens", changes=False),
-    ),
-    "s_grpo": (Mechanism("s_grpo/loss_token_frac", "token selection: share of loss tokens dropped", complement=True),),
-    "t_spmo": (
-        Mechanism("tspmo/loss_token_share", "trie: share of tokens merged into shared transitions", complement=True),
-        Mechanism("tspmo/singleton_share", "trie: share of transitions resting on one completion", changes=False),
-    ),
-    # the TRL-loss presets (learners/core/presets.py): TRL's own metrics where it logs one
-    **{name: (CLIP,) for name in ("gspo", "luspo", "rloo", "reinforce_pp")},
-    "cispo": (Mechanism("cispo_clip_ratio", "CISPO: share of loss tokens whose IS weight is clipped"),),
-    "vespo": (Mechanism("vespo/phi_seq_mean", "VESPO: mean Gamma weight phi(w)", changes=False),),
-    "grpo_tis": (CLIP, Mechanism("sampling/importance_sampling_ratio/max", "vLLM IS weight (max)", changes=False)),
-    "grpo_mis": (
-        CLIP,
-        Mechanism("sampling/importance_sampling_ratio/min", "vLLM IS weight (min; 0 = masked)", changes=False),
-    ),
+    name: spec.mechanisms for name, spec in LEARNERS.items() if spec.mechanisms
 }
-"""The mechanism quantities of each registered learner (the GRPO family's PPO clip is TRL's own metric). SAPO's gate,
-δ-clipping (``grpo_delta``), the entropy mask (``grpo_top_entropy``) and off-policy masking (``grpo_opsm``) log nothing
-of their own in TRL 1.16, so they have no row; the vLLM IS weights are logged only when vLLM generates."""
+"""The mechanism quantities of each registered learner that logs any, from its algorithm's spec
+(``learners/<algorithm>/spec.py``)."""
 
 
 def run_means(log_history: list[dict[str, Any]], mechanisms: tuple[Mechanism, ...]) -> dict[str, tuple[float, int]]:

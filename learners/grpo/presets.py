@@ -2,9 +2,8 @@
 losses TRL 1.16's ``GRPOConfig`` implements (:data:`TRL_LOSS_PRESETS`) and two advantage estimators
 (:data:`ADVANTAGE_PRESETS`).
 
-They live with the registry (:mod:`learners.core.registry`), which names a learner per preset, so that the base
-layer depends on no algorithm package; :mod:`learners.grpo` documents them and its config applies them. Imports
-nothing heavy."""
+:mod:`learners.grpo.spec` registers a learner per preset, :func:`learners.grpo.config.grpo_config` applies one, and
+the package docstring gives their equations. Imports nothing heavy (the registry reads them without torch)."""
 
 from __future__ import annotations
 
