@@ -41,9 +41,11 @@ def shared_colocated_engines():
 
 
 def _learners():
-    from learners.core.registry import LEARNERS
+    """test_vllm's learners: every registered one but the presets whose only change is TRL's loss (they train
+    with HF generation in tests/test_trl_presets.py; each engine start here costs ~20-40 s)."""
+    from tests.test_vllm import _learners as colocated_learners
 
-    return list(LEARNERS)
+    return colocated_learners()
 
 
 @pytest.mark.parametrize("learner", _learners())
