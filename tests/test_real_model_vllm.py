@@ -20,7 +20,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("collect_garbage")]
 def shared_colocated_engines():
     """The learners' runs share TRL's colocated ``vllm.LLM`` (one per engine configuration) instead of starting one
     each (~20-60 s apiece on 2 cores). Sound because TRL pushes the trainer's weights into the engine before its first
-    generation (``_last_loaded_step`` starts at -1), so every run samples from its own policy."""
+    generation (``_last_loaded_step`` starts at -1), so every run samples from its own policy. A run's end keeps the
+    engine (its release is tested in tests/test_vllm.py)."""
     import trl.generation.vllm_generation as trl_generation
     import vllm
 
@@ -32,8 +33,12 @@ def shared_colocated_engines():
             engines[key] = vllm.LLM(**kwargs)
         return engines[key]
 
+    from learners.core.trainer import CountdownGRPOTrainer
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(trl_generation, "LLM", shared_llm)
+        # a finished run frees its colocated engine's KV cache (core/vllm_release.py): the next run's engine here
+        patch.setattr(CountdownGRPOTrainer, "release_generation_engine", lambda self: False)
         yield engines
     for llm in engines.values():
         llm.llm_engine.engine_core.shutdown()
