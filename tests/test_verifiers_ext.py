@@ -76,7 +76,9 @@ def test_the_installed_distributions_agree_with_each_other():
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 
-    installed = {canonicalize_name(d.metadata["Name"]): d.version for d in distributions()}
+    installed: dict[str, str] = {}
+    for d in distributions():  # in sys.path order: the first of a name is the one imported (setuptools puts its
+        installed.setdefault(canonicalize_name(d.metadata["Name"]), d.version)  # vendored copies later on sys.path)
     unmet = []
     for dist in distributions():
         for line in dist.requires or []:
