@@ -215,19 +215,11 @@ def learner_trainer(
 
 
 def shape(trainer, batch: Batch) -> dict:
-    """The learner's seam 1 (``shape_batch``) on ``batch`` as a training batch; the trainer scores the rows itself
-    (its verifier verdicts, not ``batch.success``)."""
-    from learners.core.trainer import Rollout
-
-    rollout = Rollout(
-        rewards=batch.rewards,
-        rewards_per_func=batch.rewards[:, None],
-        num_generations=batch.group_size,
-        process_slice=slice(0, batch.completion_ids.size(0)),
-        inputs=[{"numbers": list(p.numbers), "target": p.target} for p in batch.puzzles],
-        puzzles=list(batch.puzzles),
-    )
-    return trainer.shape_batch(batch.as_trl(), rollout)
+    """The learner's seam 1 (``shape_batch``) on ``batch`` as a training batch, with the rollout the base trainer
+    builds (its own verifier verdicts, scored once: not ``batch.success``)."""
+    trl_batch = batch.as_trl()
+    inputs = [{"numbers": list(p.numbers), "target": p.target} for p in batch.puzzles]
+    return trainer.shape_batch(trl_batch, trainer.make_rollout(trl_batch, inputs, batch.rewards[:, None]))
 
 
 def shape_ps_ppo(trainer, batch: Batch, budget: float, strategy: str) -> torch.Tensor:

@@ -107,7 +107,7 @@ def survival_rows(batch: Batch, model, strategy: str, budget: float) -> torch.Te
     """(rows, T) float32 survival ξ of every row: ``PSPPOTrainer.shape_batch`` (learners/ps_ppo/trainer.py, the
     body of ``shape_batch`` from ``completion_mask = batch["completion_mask"]`` to ``batch["cutoff_survival"] =``)
     for one process (``gather_rows`` and ``rollout.local`` are identities there), with PSPPOConfig's defaults and
-    success = the verifier's verdict (what ``rollout_successes`` returns for rows that carry puzzles)."""
+    success = the verifier's verdict (``rollout.successes()`` for rows that carry puzzles)."""
     from learners.core.prefix_batches import kept_lengths
     from learners.ps_ppo.design_weights import design_weights, head_statistics, reward_uncertainty_bound
     from learners.ps_ppo.design_weights import strategy_weights as weights_of

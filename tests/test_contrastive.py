@@ -8,8 +8,6 @@ import math
 import pytest
 import torch
 
-from learners.core.trainer import Rollout
-
 
 def _config(kwargs, **overrides):
     from learners.contrastive import ContrastiveConfig
@@ -93,16 +91,17 @@ COMPLETIONS = [
 PUZZLES = [((3, 7, 11), 21)] * 4 + [((2, 5, 9), 19)] * 4
 
 
-def _hand_made_batch(tokenizer):
-    """A batch as TRL hands it to seam 1: left-padded prompts, right-padded completions ending in EOS."""
-    from countdown_env import Puzzle
-
+def _hand_made_batch(trainer):
+    """A batch as TRL hands it to seam 1 (left-padded prompts, right-padded completions ending in EOS) and its
+    rollout."""
+    tokenizer = trainer.processing_class
     eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
     pad = tokenizer.pad_token_id
     prompts = [tokenizer.encode(f"Numbers: {n}\nTarget: {t}", add_special_tokens=False) for n, t in PUZZLES]
     completions = [tokenizer.encode(c, add_special_tokens=False) + [eos] for c in COMPLETIONS]
-    completions[3] = completions[3][:-1]  # no EOS: truncated
+    completions[3] = completions[3][:-1]  # no EOS, no answer
     p_len, c_len = max(map(len, prompts)), max(map(len, completions))
+    trainer.max_completion_length = max(trainer.max_completion_length, c_len)  # as TRL's: within the budget
     batch = {
         "prompt_ids": torch.tensor([[pad] * (p_len - len(p)) + p for p in prompts]),
         "prompt_mask": torch.tensor([[0] * (p_len - len(p)) + [1] * len(p) for p in prompts]),
@@ -111,14 +110,8 @@ def _hand_made_batch(tokenizer):
         "advantages": torch.tensor([0.8, 0.8, -0.8, -0.8, 0.0, 0.0, 0.0, 0.0]),
     }
     rewards = torch.tensor([1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
-    rollout = Rollout(
-        rewards=rewards,
-        rewards_per_func=rewards[:, None],
-        num_generations=4,
-        process_slice=slice(0, 8),
-        inputs=[{"numbers": list(n), "target": t} for n, t in PUZZLES],
-        puzzles=[Puzzle(n, t) for n, t in PUZZLES],
-    )
+    inputs = [{"numbers": list(n), "target": t} for n, t in PUZZLES]
+    rollout = trainer.make_rollout(batch, inputs, rewards[:, None])  # verdicts scored once, as in training
     return batch, rollout, prompts, completions
 
 
@@ -154,7 +147,7 @@ def test_shape_batch_adds_the_paragraph_terms(make_trainer, cpu_grpo_kwargs):
     trainer = _contrastive(make_trainer, _config(cpu_grpo_kwargs))
     scorer = _HandScorer(trainer.processing_class)
     trainer._get_scorer = lambda: scorer
-    batch, rollout, _, completions = _hand_made_batch(trainer.processing_class)
+    batch, rollout, _, completions = _hand_made_batch(trainer)
     before = batch["advantages"].clone()
     out = trainer.shape_batch(batch, rollout)
     adv = out["advantages"]
@@ -185,7 +178,7 @@ def test_shape_batch_adds_the_paragraph_terms(make_trainer, cpu_grpo_kwargs):
 def test_ground_truth_makes_an_all_wrong_group_informative(make_trainer, cpu_grpo_kwargs):
     args = _config(cpu_grpo_kwargs, ground_truth_mode="when_all_wrong")
     trainer = _contrastive(make_trainer, args)
-    batch, rollout, _, completions = _hand_made_batch(trainer.processing_class)
+    batch, rollout, _, completions = _hand_made_batch(trainer)
     before = batch["advantages"].clone()
     adv = trainer.shape_batch(batch, rollout)["advantages"]
     # group 1 had no correct answer: with a* in B+ it is shaped now, so its tokens differ from the GRPO value

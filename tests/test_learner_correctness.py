@@ -53,18 +53,10 @@ def _group_batch(trainer):
     return batch, [dict(row) for _ in range(GROUP)], bodies
 
 
-def _rollout(inputs, with_puzzles=True):
-    from learners.core.trainer import Rollout
-
-    rewards = torch.tensor(SHAPED_REWARDS)
-    return Rollout(
-        rewards=rewards,
-        rewards_per_func=rewards[:, None],
-        num_generations=GROUP,
-        process_slice=slice(0, GROUP),
-        inputs=inputs,
-        puzzles=[PUZZLE] * GROUP if with_puzzles else None,
-    )
+def _rollout(trainer, batch, inputs, with_puzzles=True, env_trajectories=None):
+    """The rollout the base trainer builds for ``batch`` (its one verdict per completion), rewarded SHAPED_REWARDS."""
+    rows = inputs if with_puzzles else [{}] * GROUP
+    return trainer.make_rollout(batch, rows, torch.tensor(SHAPED_REWARDS)[:, None], env_trajectories=env_trajectories)
 
 
 def test_expectations_disagree_with_the_reward_threshold():
@@ -93,12 +85,12 @@ def _ps_ppo_recording_successes(make_trainer, cpu_grpo_kwargs, monkeypatch):
 def test_ps_ppo_success_is_the_verdict(make_trainer, cpu_grpo_kwargs, monkeypatch):
     trainer, seen = _ps_ppo_recording_successes(make_trainer, cpu_grpo_kwargs, monkeypatch)
     batch, inputs, _ = _group_batch(trainer)
-    trainer.shape_batch(dict(batch), _rollout(inputs))
+    trainer.shape_batch(dict(batch), _rollout(trainer, batch, inputs))
     assert seen == [_expected_verdicts()]
 
     # rows without a puzzle have no verdict: there the documented reward threshold binarises the reward
     seen.clear()
-    trainer.shape_batch(dict(batch), _rollout([{}] * GROUP, with_puzzles=False))
+    trainer.shape_batch(dict(batch), _rollout(trainer, batch, inputs, with_puzzles=False))
     assert seen == [[r >= trainer.args.success_threshold for r in SHAPED_REWARDS]]
 
 
@@ -108,9 +100,9 @@ def test_ps_ppo_takes_the_env_verdicts_when_the_env_reward_scored(make_trainer, 
 
     trainer, seen = _ps_ppo_recording_successes(make_trainer, cpu_grpo_kwargs, monkeypatch)
     batch, inputs, _ = _group_batch(trainer)
-    rollout = _rollout(inputs)
     verdicts = [False, False, True, False]  # the env's own verdicts are used as they are, not recomputed
-    rollout.trajectories = [SimpleNamespace(verification=SimpleNamespace(correct=v), truncated=False) for v in verdicts]
+    env = [SimpleNamespace(puzzle=PUZZLE, verification=SimpleNamespace(correct=v), truncated=False) for v in verdicts]
+    rollout = _rollout(trainer, batch, inputs, env_trajectories=env)
     trainer.shape_batch(dict(batch), rollout)
     assert seen == [verdicts]
 
@@ -129,7 +121,8 @@ def test_a_correct_answer_cut_at_the_budget_is_no_success(make_trainer, cpu_grpo
     mask[:, : batch["completion_mask"].size(1)] = batch["completion_mask"]
     ids[2], mask[2] = tok.pad_token_id, 0
     ids[2, :budget], mask[2, :budget] = torch.tensor(cut), 1
-    trainer.shape_batch(dict(batch, completion_ids=ids, completion_mask=mask), _rollout(inputs))
+    cut_batch = dict(batch, completion_ids=ids, completion_mask=mask)
+    trainer.shape_batch(cut_batch, _rollout(trainer, cut_batch, inputs))
     assert verify("3*7", PUZZLE).correct and seen == [[True, False, False, False]]
 
 
@@ -141,7 +134,7 @@ def test_t_spmo_replay_stores_correct_answers_as_successes(make_trainer, cpu_grp
     trainer = make_trainer(TSPMOTrainer, TSPMOConfig(**cpu_grpo_kwargs))
     trainer.replay_buffer.plan = lambda *args, **kwargs: []  # store only: no restart is generated
     batch, inputs, bodies = _group_batch(trainer)
-    trainer.shape_batch(dict(batch), _rollout(inputs))
+    trainer.shape_batch(dict(batch), _rollout(trainer, batch, inputs))
     key = tuple(batch["prompt_ids"][0].tolist())
     verdicts = _expected_verdicts()
     kinds = list(zip(map(tuple, bodies), verdicts, strict=True))
@@ -159,3 +152,23 @@ def test_replay_buffer_takes_the_verdict_not_a_reward():
     assert buffer.completions("p", True) == [(1, 2)] and buffer.completions("p", False) == [(3, 4)]
     with pytest.raises(TypeError, match="success must be True, False or None"):
         buffer.add("p", [7], 1.0)
+
+
+@pytest.mark.slow
+def test_dapo_dynamic_sampling_keeps_a_group_the_verdicts_split(make_trainer, cpu_grpo_kwargs):
+    """Equal rewards, mixed verdicts: DAPO filters on accuracy, so the group stays in the loss; the same group with
+    one verdict (all four rows carrying the wrong answer) leaves it, whatever the rewards."""
+    from learners.grpo import GRPOLearner, grpo_config
+
+    trainer = make_trainer(GRPOLearner, grpo_config("dapo", **cpu_grpo_kwargs), reward_funcs=lambda **kw: [0.0])
+    batch, inputs, _ = _group_batch(trainer)
+    equal = torch.ones(GROUP, 2)  # (reward, overlong penalty) columns, equal on every row
+    kept = trainer.shape_batch(dict(batch), trainer.make_rollout(batch, inputs, equal))
+    assert trainer.loss_mask(kept).sum() == batch["completion_mask"].sum()
+
+    wrong = dict(batch, completion_ids=batch["completion_ids"][[1, 1, 1, 1]])
+    wrong["completion_mask"] = batch["completion_mask"][[1, 1, 1, 1]]
+    assert not verify(EXPRESSIONS[1], PUZZLE).correct
+    varied = torch.tensor([[1.0, 0.0], [0.0, 0.0], [1.0, 0.0], [0.0, 0.0]])
+    dropped = trainer.shape_batch(dict(wrong), trainer.make_rollout(wrong, inputs, varied))
+    assert trainer.loss_mask(dropped).sum() == 0

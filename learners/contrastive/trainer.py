@@ -142,34 +142,21 @@ class ContrastiveTrainer(GRPOLearner):
 
     # ------------------------------------------------------------------------------------------- rows
     def _local_rows(self, batch: dict, rollout: Rollout) -> list[_Row]:
-        cfg = self.reward_config
-        answer_tag = cfg.answer_tag
+        """Each local row's prompt and completion ids, submitted answer and the rollout's verdict on it (the
+        verifier's, scored once by the base trainer: never re-verified here)."""
+        trajectories = rollout.trajectories
+        if trajectories is None:
+            raise ValueError("contrastive shaping grades answers: the dataset needs 'numbers' and 'target' columns")
+        answer_tag = self.reward_config.answer_tag
         prompt_ids, prompt_mask = batch["prompt_ids"].tolist(), batch["prompt_mask"].tolist()
         completion_ids, completion_mask = batch["completion_ids"].tolist(), batch["completion_mask"].tolist()
-        trajectories = rollout.trajectories
-        if trajectories is None and rollout.puzzles is None:
-            raise ValueError("contrastive shaping grades answers: the dataset needs 'numbers' and 'target' columns")
-        eos = set(self.eos_token_ids)
         rows = []
-        for i in range(len(prompt_ids)):
+        for i, trajectory in enumerate(trajectories):
             prompt = [t for t, m in zip(prompt_ids[i], prompt_mask[i], strict=True) if m]
             completion = [t for t, m in zip(completion_ids[i], completion_mask[i], strict=True) if m]
-            if trajectories is not None:
-                traj = trajectories[i]
-                text, correct, truncated = traj.completion_text, bool(traj.verification.correct), bool(traj.truncated)
-            else:
-                from countdown_env.verifier import verify_completion
-
-                text = self.processing_class.decode(completion, skip_special_tokens=True)
-                verdict = verify_completion(
-                    text,
-                    rollout.puzzles[i],
-                    tag=answer_tag,
-                    use_all_numbers=cfg.use_all_numbers,
-                    integer_intermediates=cfg.integer_intermediates,
-                )
-                correct, truncated = bool(verdict.correct), not any(t in eos for t in completion)
-            rows.append(_Row(prompt, completion, submitted_answer(text, answer_tag), correct, truncated))
+            answer = submitted_answer(trajectory.completion_text, answer_tag)
+            correct, truncated = bool(trajectory.verification.correct), bool(trajectory.truncated)
+            rows.append(_Row(prompt, completion, answer, correct, truncated))
         return rows
 
     def _ground_truth(self, rollout: Rollout, local_index: int) -> str | None:

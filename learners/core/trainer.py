@@ -22,8 +22,9 @@ The seams (a learner overrides these and nothing else)
    - add extra per-row tensors with first dimension B (they follow TRL's shuffle/split).
    ``num_items_in_batch`` is recomputed from the loss mask after the seam, so dropped tokens leave the
    token-level normalisers (``dapo``, ``bnpo``) too.
-   ``rollout`` (:class:`Rollout`) holds the gathered rewards of *all* processes in group order, the group size,
-   this process's row slice, the puzzles and (env reward) the trajectories of the local rows.
+   ``rollout`` (:class:`~learners.core.rollout.Rollout`) holds the gathered reward totals and verdicts of *all*
+   processes in group order, the group size, this process's row slice, the puzzles and the trajectories of the
+   local rows (built once by :meth:`make_rollout`; a learner reads them, never rescoring a completion).
 2. Before the loss, per (shuffled) micro-batch, inside the base's ``_compute_loss`` (which no learner
    overrides). Three hooks, called in this order:
 
@@ -80,70 +81,9 @@ import torch
 from trl import GRPOConfig, GRPOTrainer
 
 from .prefix_batches import prefix_loss
+from .rollout import Rollout, puzzles_from_inputs, weighted_reward_total
 
-
-@dataclass
-class Rollout:
-    """What seam 1 knows about one generation batch.
-
-    Global tensors cover the rows of every process, concatenated in process order; rows
-    ``g*num_generations … (g+1)*num_generations-1`` are the completions of group ``g``.
-
-    Attributes:
-        rewards: (N,) total reward of every completion (weighted sum over reward functions; NaN when no
-            reward function scored it), gathered over processes.
-        rewards_per_func: (N, F) the same per reward function.
-        num_generations: the group size G (N is a multiple of it).
-        process_slice: this process's rows within the N global rows.
-        inputs: this process's dataset rows (dicts), as TRL passed them.
-        puzzles: the ``Puzzle`` of each local row when the dataset has ``numbers``/``target`` (or, with
-            ``environment_factory``, when every rollout's environment has a ``puzzle``), else ``None``.
-        trajectories: the env's ``Trajectory`` of each local row when the env reward ran, else ``None``.
-        mode: ``"train"`` or ``"eval"``.
-    """
-
-    rewards: torch.Tensor
-    rewards_per_func: torch.Tensor
-    num_generations: int
-    process_slice: slice
-    inputs: list[dict[str, Any]]
-    puzzles: list[Any] | None = None
-    trajectories: list[Any] | None = None
-    mode: str = "train"
-
-    @property
-    def num_groups(self) -> int:
-        return self.rewards.numel() // self.num_generations
-
-    def grouped(self, values: torch.Tensor) -> torch.Tensor:
-        """Reshape a gathered (N, ...) tensor to (N/G, G, ...)."""
-        return values.reshape(-1, self.num_generations, *values.shape[1:])
-
-    def local(self, values: torch.Tensor | Sequence, width: int | None = None):
-        """This process's rows of a gathered (N, ...) tensor or list; ``width`` trims padded columns."""
-        rows = values[self.process_slice]
-        if width is not None and isinstance(rows, torch.Tensor) and rows.dim() > 1:
-            rows = rows[:, :width]
-        return rows
-
-    @property
-    def local_rewards(self) -> torch.Tensor:
-        return self.rewards[self.process_slice]
-
-    @property
-    def group_index(self) -> torch.Tensor:
-        """(B,) the global group number of each local row."""
-        start = self.process_slice.start
-        rows = torch.arange(start, start + len(self.inputs), device=self.rewards.device)
-        return rows // self.num_generations
-
-    def homogeneous_groups(self) -> torch.Tensor:
-        """(N/G,) bool: groups whose rewards all agree (NaN rewards ignored; an all-NaN group counts)."""
-        grouped = self.grouped(self.rewards)
-        finite = ~torch.isnan(grouped)
-        high = torch.where(finite, grouped, torch.full_like(grouped, -torch.inf)).amax(dim=1)
-        low = torch.where(finite, grouped, torch.full_like(grouped, torch.inf)).amin(dim=1)
-        return (high <= low) | ~finite.any(dim=1)
+__all__ = ["CountdownGRPOTrainer", "LossCall", "Rollout", "puzzles_from_inputs"]
 
 
 @dataclass(frozen=True)
@@ -156,16 +96,6 @@ class LossCall:
     loss_tokens: torch.Tensor
     completion_tokens: int
     forward_tokens: int
-
-
-def puzzles_from_inputs(inputs: Sequence[dict[str, Any]]) -> list[Any] | None:
-    """The ``Puzzle`` of each dataset row with ``numbers`` (or ``nums``) and ``target``, or ``None`` when a column
-    is missing."""
-    if not inputs or not ({"numbers", "nums"} & set(inputs[0])) or "target" not in inputs[0]:
-        return None
-    from countdown_env import Puzzle
-
-    return [Puzzle.from_dict(row) for row in inputs]
 
 
 class CountdownGRPOTrainer(GRPOTrainer):
@@ -330,27 +260,45 @@ class CountdownGRPOTrainer(GRPOTrainer):
         self._rollout_trajectories = None
         batch = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
-        rewards_per_func = self._rollout_rewards_per_func
-        weights = self.reward_weights.to(rewards_per_func.device).unsqueeze(0)
-        rewards = (rewards_per_func * weights).nansum(dim=1)
-        rewards[torch.isnan(rewards_per_func).all(dim=1)] = torch.nan
-        index = self.accelerator.process_index
-        rollout = Rollout(
-            rewards=rewards,
-            rewards_per_func=rewards_per_func,
-            num_generations=self.num_generations if mode == "train" else self.num_generations_eval,
-            process_slice=slice(index * len(inputs), (index + 1) * len(inputs)),
-            inputs=list(inputs),
-            puzzles=puzzles_from_inputs(inputs) or self._environment_puzzles(len(inputs)),
-            trajectories=self._rollout_trajectories,
-            mode=mode,
-        )
+        rollout = self.make_rollout(batch, inputs, self._rollout_rewards_per_func, mode, self._rollout_trajectories)
         self._log_rollout_metrics(batch, rollout)
         batch = self.shape_batch(batch, rollout)
         if batch is None:
             raise TypeError(f"{type(self).__name__}.shape_batch must return the batch dict")
         self.recount_items(batch)
         return batch
+
+    def make_rollout(
+        self,
+        batch: dict[str, Any],
+        inputs: Sequence[dict[str, Any]],
+        rewards_per_func: torch.Tensor,
+        mode: str = "train",
+        env_trajectories: list[Any] | None = None,
+    ) -> Rollout:
+        """The :class:`Rollout` of one generation batch: one reward total per completion (the reward weights'
+        sum), its puzzles and one verdict per completion (:mod:`learners.core.verdicts`), scored here once unless
+        the env reward's ``env_trajectories`` already did. Collective (gathers the verdicts)."""
+        from .verdicts import gathered_verdicts, scored_trajectories
+
+        index = self.accelerator.process_index
+        if env_trajectories is not None:  # the env reward built the rows' puzzles and scored them
+            puzzles, trajectories = [t.puzzle for t in env_trajectories], env_trajectories
+        else:
+            puzzles = puzzles_from_inputs(inputs) or self._environment_puzzles(len(inputs))
+            trajectories = scored_trajectories(self, batch, puzzles)
+        return Rollout(
+            rewards=weighted_reward_total(rewards_per_func, self.reward_weights),
+            rewards_per_func=rewards_per_func,
+            num_generations=self.num_generations if mode == "train" else self.num_generations_eval,
+            process_slice=slice(index * len(inputs), (index + 1) * len(inputs)),
+            inputs=list(inputs),
+            puzzles=puzzles,
+            trajectories=trajectories,
+            verdicts=gathered_verdicts(self, trajectories, len(inputs), batch["completion_ids"].device),
+            env_rewarded=env_trajectories is not None,
+            mode=mode,
+        )
 
     def _compute_loss(self, model, inputs):
         inputs = self.select_loss_tokens(inputs)
@@ -469,25 +417,17 @@ class CountdownGRPOTrainer(GRPOTrainer):
     def _log_rollout_metrics(self, batch: dict[str, Any], rollout: Rollout) -> None:
         device = batch["completion_ids"].device
         trajectories = rollout.trajectories
-        if trajectories is None and rollout.puzzles is not None:
-            # the learner's own reward functions may shape the reward (DAPO's overlong penalty, a format bonus):
-            # correctness is the verifier's verdict, never a reward threshold
-            rows = zip(batch["completion_ids"], batch["completion_mask"], strict=True)
-            trajectories = self.score_completions(rollout.puzzles, [ids[mask.bool()].tolist() for ids, mask in rows])
         if trajectories is not None:
             lengths = torch.tensor([float(len(t.completion_ids)) for t in trajectories], device=device)
             truncated = torch.tensor([bool(t.truncated) for t in trajectories], device=device)
-            # as countdown eval, the env reward and learners.core.verdicts: an answer cut at the budget is wrong
-            correct = torch.tensor([t.verification.correct and not t.truncated for t in trajectories], device=device)
             format_ok = torch.tensor([bool(t.format_ok) for t in trajectories], device=device)
         else:
             lengths = batch["completion_mask"].sum(dim=1).float()  # 0 for rows TRL masked as truncated
             eos = torch.tensor(sorted(self.eos_token_ids), device=device)
             truncated = ~torch.isin(batch["completion_ids"], eos).any(dim=1)
-            correct = format_ok = torch.zeros(len(lengths), device=device)  # not logged: no verdict without puzzles
+            format_ok = torch.zeros(len(lengths), device=device)  # not logged: no verdict without puzzles
         stats = torch.stack(
             [
-                correct.float().sum(),
                 format_ok.float().sum(),
                 truncated.float().sum(),
                 lengths.sum(),
@@ -495,13 +435,16 @@ class CountdownGRPOTrainer(GRPOTrainer):
             ]
         )
         totals = self.accelerator.gather(stats.unsqueeze(0)).sum(dim=0)
-        n = totals[4].clamp(min=1.0)
+        n = totals[3].clamp(min=1.0)
         mode = rollout.mode
         if trajectories is not None:  # without puzzles there is no verdict to count
-            self._metrics[mode]["countdown/accuracy"].append((totals[0] / n).item())
-            self._metrics[mode]["countdown/format_rate"].append((totals[1] / n).item())
-        self._metrics[mode]["countdown/truncation_rate"].append((totals[2] / n).item())
-        self._metrics[mode]["countdown/mean_completion_length"].append((totals[3] / n).item())
+            # the verifier's verdict (correct and within the budget), never a reward threshold: the learner's own
+            # reward functions may shape the reward (DAPO's overlong penalty, a format bonus)
+            verdicts = rollout.verdicts
+            self._metrics[mode]["countdown/accuracy"].append(verdicts[~torch.isnan(verdicts)].mean().item())
+            self._metrics[mode]["countdown/format_rate"].append((totals[0] / n).item())
+        self._metrics[mode]["countdown/truncation_rate"].append((totals[1] / n).item())
+        self._metrics[mode]["countdown/mean_completion_length"].append((totals[2] / n).item())
         self._metrics[mode]["countdown/homogeneous_group_frac"].append(
             rollout.homogeneous_groups().float().mean().item()
         )

@@ -1,59 +1,50 @@
-"""Which completions of a rollout are correct: the verifier's verdict, never a reward threshold.
+"""Which completions of a rollout are correct: the verifier's verdict, never a reward threshold. One rule, applied
+once per completion by the base trainer (:meth:`learners.core.trainer.CountdownGRPOTrainer.make_rollout`) and read
+by every consumer as ``rollout.verdicts`` / :meth:`~learners.core.rollout.Rollout.successes`: the logged
+``countdown/accuracy``, DAPO's dynamic sampling, PS-PPO's success indicator, T-SPMO's replay buffer and the
+contrastive answer bank.
 
 A learner's reward functions may shape the reward (DAPO's overlong penalty, a format bonus, a learner's own
 terms), so "total reward >= 1" is not "correct": a correct answer cut by an overlong penalty scores below 1 and a
-wrong one with a large format bonus above it. The verdicts come from where the base trainer's
-``countdown/accuracy`` takes them (:meth:`learners.core.trainer.CountdownGRPOTrainer._log_rollout_metrics`):
+wrong one with a large format bonus above it. The verdicts come from
 
-1. the env's :class:`~countdown_env.trajectory.Trajectory` of each row when the env reward scored the batch
-   (``rollout.trajectories``);
+1. the env's :class:`~countdown_env.trajectory.Trajectory` of each row when the env reward scored the batch;
 2. else, when the rows carry puzzles (``numbers``/``target`` columns, or an environment's ``puzzle``), the task's
-   verifier on each completion (``trainer.score_completions``: the task's tags and rules, the trainer's budget and
-   stop ids);
-3. else there is no verdict (a dataset that is not Countdown's): ``fallback`` decides, and only for those rows.
+   verifier on each completion (:func:`scored_trajectories`: ``trainer.score_completions``, the task's tags and
+   rules, the trainer's budget and stop ids);
+3. else there is no verdict (a dataset that is not Countdown's): NaN, and a consumer's documented fallback decides,
+   only for those rows.
 
 A row is a success when its verification is correct and it ended within the budget (``not truncated``): a
 completion cut at ``max_completion_length`` counts as wrong, as in ``countdown eval`` and in the env reward (which
 pays a truncated completion 0). With the env reward and no format bonus a success is then exactly a reward of 1.
-
-:func:`rollout_successes` is collective (every process calls it once per batch): verdicts are gathered in the
-order of ``rollout.rewards``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 
-def local_verdicts(trainer: Any, batch: dict[str, Any], rollout: Any) -> list[bool] | None:
-    """Per row of this process: correct and not truncated (see the module doc); ``None`` when the rows carry no
-    puzzle."""
-    trajectories = rollout.trajectories
-    if trajectories is None and rollout.puzzles is not None:
-        rows = zip(batch["completion_ids"], batch["completion_mask"], strict=True)
-        trajectories = trainer.score_completions(rollout.puzzles, [ids[mask.bool()].tolist() for ids, mask in rows])
-    if trajectories is None:
+def scored_trajectories(trainer: Any, batch: dict[str, Any], puzzles: Sequence[Any] | None) -> list[Any] | None:
+    """The env's trajectory of each local row (its completion as the mask keeps it), or ``None`` without puzzles."""
+    if puzzles is None:
         return None
-    return [bool(t.verification.correct) and not t.truncated for t in trajectories]
+    rows = zip(batch["completion_ids"], batch["completion_mask"], strict=True)
+    return trainer.score_completions(puzzles, [ids[mask.bool()].tolist() for ids, mask in rows])
 
 
-def rollout_successes(
-    trainer: Any, batch: dict[str, Any], rollout: Any, fallback: torch.Tensor | None = None
-) -> torch.Tensor:
-    """(N,) bool over every process's rows, in the order of ``rollout.rewards``: the verifier's verdict where the
-    rows carry puzzles; elsewhere ``fallback`` (an (N,) bool tensor, e.g. a learner's documented binarisation of
-    the reward), or False without one. Collective: one gather."""
-    device = batch["completion_ids"].device
-    rows = batch["completion_ids"].size(0)
-    verdicts = local_verdicts(trainer, batch, rollout)
-    local = torch.zeros(rows, 2, device=device)  # (correct, has a verdict)
-    if verdicts is not None:
-        local[:, 0] = torch.tensor(verdicts, dtype=torch.float32, device=device)
-        local[:, 1] = 1.0
-    gathered = trainer.gather_rows(local)
-    correct, known = gathered[:, 0].bool(), gathered[:, 1].bool()
-    if fallback is None:
-        return correct & known
-    return torch.where(known, correct, fallback.to(known.device).bool())
+def success(trajectory: Any) -> bool:
+    """The rule: the verifier accepts the answer and the completion ended within the budget."""
+    return bool(trajectory.verification.correct) and not trajectory.truncated
+
+
+def gathered_verdicts(trainer: Any, trajectories: Sequence[Any] | None, rows: int, device: Any) -> torch.Tensor:
+    """(N,) float over every process's rows, in process order: 1 success, 0 failure, NaN where a process's rows
+    carry no puzzle. Collective: every process calls it once per batch (one gather)."""
+    local = torch.full((rows,), torch.nan, device=device)
+    if trajectories is not None:
+        local = torch.tensor([float(success(t)) for t in trajectories], device=device)
+    return trainer.gather_rows(local)

@@ -96,8 +96,9 @@ How the extras are implemented, through the two seams of :mod:`learners.core.tra
 
 * Dynamic sampling (seam 1). DAPO over-samples prompts and keeps only groups whose *accuracy* is neither 0 nor 1
   ("filter out prompts with the accuracy equal to 1 and 0"), so the decision is taken on the verifier's verdict
-  (the env's ``verification.correct``; with user reward functions, their weighted sum without the overlong
-  penalty column), not on the total reward: the overlong penalty (or a format bonus) must not make a group of
+  (``rollout.verdicts``: correct and ended within the budget, :mod:`learners.core.verdicts`, the same verdict
+  the accuracy metric counts; only for rows without a puzzle, the reward total without the overlong penalty
+  column), not on the total reward: the overlong penalty (or a format bonus) must not make a group of
   all-correct answers look informative. Refilling the batch would mean generating again inside TRL's
   ``_generate``, which the seams exclude. Policy here: **filter, no refill** — the loss mask of every such group
   is set to zero, and the token normaliser (``num_items_in_batch``) is recounted over the kept tokens, so each

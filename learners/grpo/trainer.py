@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from ..core.rollout import groups_all_equal, weighted_reward_total
 from ..core.trainer import CountdownGRPOTrainer, Rollout
 from .advantages import leave_one_out_advantages, reinforce_pp_baseline_advantages
 
@@ -106,7 +107,7 @@ class GRPOLearner(CountdownGRPOTrainer):
             advantages = reinforce_pp_baseline_advantages(rollout.rewards, rollout.num_generations, loss_tokens)
             batch["advantages"] = rollout.local(advantages)
         if getattr(self.args, "dynamic_sampling", False):
-            keep_group = ~_all_equal(rollout.grouped(self.verdicts(batch, rollout)))
+            keep_group = ~groups_all_equal(rollout.grouped(self.verdicts(rollout)))
             keep_row = keep_group[rollout.group_index].to(batch["completion_mask"].dtype)
             self.set_loss_mask(batch, self.loss_mask(batch) * keep_row.unsqueeze(1))
             self.log_metric("countdown/dynamic_sampling_kept_frac", keep_group.float().mean().item(), rollout.mode)
@@ -116,21 +117,17 @@ class GRPOLearner(CountdownGRPOTrainer):
             self.set_loss_mask(batch, self.loss_mask(batch) * nonzero.to(batch["completion_mask"].dtype))
         return batch
 
-    def verdicts(self, batch: dict[str, Any], rollout: Rollout) -> torch.Tensor:
-        """(N,) gathered verifier verdicts (1 correct, 0 not): the env's ``verification.correct`` with the env
-        reward; with user reward functions, their weighted sum without this learner's overlong penalty column."""
-        if rollout.trajectories is not None:
-            device = batch["completion_ids"].device
-            local = torch.tensor([float(t.verification.correct) for t in rollout.trajectories], device=device)
-            return self.gather_rows(local)
-        per_func = rollout.rewards_per_func
-        weights = self.reward_weights.to(per_func.device).clone()
+    def verdicts(self, rollout: Rollout) -> torch.Tensor:
+        """(N,) what dynamic sampling compares within a group: the rollout's verdict (1 correct and within the
+        budget, 0 not); for rows without a puzzle, the reward total without this learner's overlong penalty."""
+        verdicts = rollout.verdicts if rollout.verdicts is not None else torch.full_like(rollout.rewards, torch.nan)
+        known = ~torch.isnan(verdicts)
+        if bool(known.all()):
+            return verdicts
+        weights = self.reward_weights.clone()
         if self._overlong_column is not None:
             weights[self._overlong_column] = 0.0
-        total = (per_func * weights.unsqueeze(0)).nansum(dim=1)
-        per_func = per_func[:, weights != 0] if (weights != 0).any() else per_func
-        total[torch.isnan(per_func).all(dim=1)] = torch.nan
-        return total
+        return torch.where(known, verdicts, weighted_reward_total(rollout.rewards_per_func, weights))
 
     # ------------------------------------------------------------------------------------------------ seam 2
     def select_loss_tokens(self, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -165,11 +162,3 @@ class GRPOLearner(CountdownGRPOTrainer):
             }
         )
         return inputs
-
-
-def _all_equal(grouped: torch.Tensor) -> torch.Tensor:
-    """(G,) bool: rows of a (G, n) tensor whose finite values all agree (NaN ignored; an all-NaN row counts)."""
-    finite = ~torch.isnan(grouped)
-    high = torch.where(finite, grouped, torch.full_like(grouped, -torch.inf)).amax(dim=1)
-    low = torch.where(finite, grouped, torch.full_like(grouped, torch.inf)).amin(dim=1)
-    return (high <= low) | ~finite.any(dim=1)

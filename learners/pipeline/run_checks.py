@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +46,19 @@ def check_cpu_vllm(trainer_args: dict[str, Any]) -> None:
         )
 
 
-def validate_config(learner: str, config: dict[str, Any]) -> None:
+@dataclass(frozen=True)
+class CheckedConfig:
+    """What :func:`validate_config` built while checking a config, so that a run builds it once: the config's task
+    (``None`` without a ``task`` section: the model's own is used) and the optimiser steps it plans."""
+
+    task: Any
+    max_steps: int
+
+
+def validate_config(learner: str, config: dict[str, Any]) -> CheckedConfig:
     """Every check that needs no data and no model weights, before any work: sections, keys at every level (with a
-    "did you mean"), the task's values, data files (and their manifests), the model string or folder."""
+    "did you mean"), the task's values, data files (and their manifests), the model string or folder. Returns what
+    the checks built (:class:`CheckedConfig`)."""
     import inspect
 
     from countdown_env.split_manifest import verify_split
@@ -65,9 +76,10 @@ def validate_config(learner: str, config: dict[str, Any]) -> None:
     tiny_keys = [k for k in inspect.signature(build_tiny_model).parameters if k != "out_dir"]
     refuse_unknown("tiny key", config.get("tiny") or {}, tiny_keys)
     check_tiny_values(config.get("tiny") or {})
+    task = None
     if config.get("task") is not None:
         refuse_unknown("task key", config["task"], CountdownTask.__dataclass_fields__)
-        CountdownTask.from_dict(config["task"])
+        task = CountdownTask.from_dict(config["task"])
     data = config.get("data") or {}
     refuse_unknown("data key", data, DATA_KEYS)
     check_data_values(data)
@@ -91,6 +103,8 @@ def validate_config(learner: str, config: dict[str, Any]) -> None:
         if not torch.cuda.is_available():
             check_cpu_vllm(config.get("trainer") or {})
     _check_trackers((config.get("trainer") or {}).get("report_to"))
+    steps = (config.get("trainer") or {}).get("max_steps")
+    return CheckedConfig(task=task, max_steps=int(steps if steps is not None else fields["max_steps"]))
 
 
 AT_LEAST_ONE_TRAINER_KEYS = ("per_device_train_batch_size", "gradient_accumulation_steps", "max_completion_length",

@@ -28,7 +28,7 @@ from countdown_env.keys import refuse_unknown
 
 from .eval_callback import make_eval_callback
 from .models import resolve_model
-from .run_checks import check_rollouts, validate_config
+from .run_checks import CheckedConfig, check_rollouts, validate_config
 from .run_config import CPU_SETTINGS, DATA_KEYS, RESOLVED_CONFIG
 from .run_record import check_resume, merged_record, run_record
 
@@ -70,9 +70,10 @@ def rows_to_puzzles(rows: list[dict]):
     return [Puzzle.from_dict(r) for r in rows]
 
 
-def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
+def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path, checked: CheckedConfig | None = None):
     """Everything up to ``trainer.train()`` of a ``countdown train`` config: model, tokenizer, task, data, callbacks
-    and the trainer (:func:`make_trainer`)."""
+    and the trainer (:func:`make_trainer`). ``checked``: the config's :func:`validate_config` result when the caller
+    has already checked it (the task is then built once per run)."""
     from countdown_env.task import CountdownTask
 
     from .data import model_task, prompt_dataset
@@ -81,7 +82,8 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
     from .tokenizer_io import load_tokenizer
     from .trainer_progress import line_progress
 
-    validate_config(learner, config)  # everything checkable without data or weights, before any work
+    if checked is None:
+        checked = validate_config(learner, config)  # everything checkable without data or weights, before any work
     out = Path(output_dir)
     trainer_args = dict(config.get("trainer") or {}, output_dir=str(out))
     curriculum = _curriculum(config)  # `curriculum:` section: levels raised on train accuracy (procedural.py)
@@ -102,10 +104,7 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path):
             lambda: init if (init / "config.json").is_file() else build_tiny_model(init, **(config.get("tiny") or {}))
         )
     tokenizer = load_tokenizer(model)
-    if config.get("task") is not None:
-        task = CountdownTask.from_dict(config["task"])
-    else:
-        task = model_task(model) or CountdownTask()
+    task = checked.task if checked.task is not None else (model_task(model) or CountdownTask())
     train_rows, eval_rows = processes.decide(lambda: load_data(config.get("data") or {}, task, out / "data"))
     if not train_rows and curriculum is None:
         raise ValueError("no training puzzles")
@@ -258,14 +257,13 @@ def train(
     from .run_folder import prepare_run_folder
 
     out = Path(output_dir)
-    validate_config(learner, config)  # before the claim: a typo is one line, whatever the folder holds
+    checked = validate_config(learner, config)  # before the claim: a typo is one line, whatever the folder holds
     check_output(out, [*run_inputs(config), *inputs], overwrite=True, what="--output-dir")
     # under several processes the main one claims and prepares the folder; every rank starts where it decided
     processes = run_processes((config.get("trainer") or {}).get("ddp_timeout"))
     with processes.claim(out):
-        max_steps = _max_steps(learner, config)
         start = processes.decide(
-            lambda: prepare_run_folder(out, resume=resume, overwrite=overwrite, max_steps=max_steps)
+            lambda: prepare_run_folder(out, resume=resume, overwrite=overwrite, max_steps=checked.max_steps)
         )
         record = run_record(learner, config)
         changes = processes.decide(lambda: check_resume(out, record, allow_changes=allow_changes)) if resume else {}
@@ -274,29 +272,22 @@ def train(
                 print(f"countdown train: {out} already finished at step {start.finished['steps']}; nothing to do",
                       file=sys.stderr)  # fmt: skip
             return start.finished
-        return _train(learner, config, out, start.checkpoint, changes)
+        return _train(learner, config, checked, out, start.checkpoint, changes)
 
 
-def _max_steps(learner: str, config: dict[str, Any]) -> int:
-    from ..core.registry import get_learner
-    from ..core.trainer_fields import trainer_fields
-
-    steps = (config.get("trainer") or {}).get("max_steps")
-    return int(steps if steps is not None else trainer_fields(get_learner(learner))["max_steps"])
-
-
-def _train(learner: str, config: dict[str, Any], out: Path, checkpoint: Path | None, changes=None) -> dict:
+def _train(
+    learner: str, config: dict[str, Any], checked: CheckedConfig, out: Path, checkpoint: Path | None, changes=None
+) -> dict:
     from countdown_env.atomic import write_text
 
     from ..core.checkpoints import checkpoint_step, write_manifest
     from .plotting import plot_training
     from .tiny import save_tokenizer
 
-    max_steps = _max_steps(learner, config)
-    restore = checkpoint is not None and 0 < max_steps <= checkpoint_step(checkpoint)
+    restore = checkpoint is not None and 0 < checked.max_steps <= checkpoint_step(checkpoint)
     # a run killed after its last checkpoint: finish from that checkpoint without training (TRL would train a step
     # more); its weights are the model, its trainer state the history
-    trainer = build_trainer(learner, {**config, "model": str(checkpoint)} if restore else config, out)
+    trainer = build_trainer(learner, {**config, "model": str(checkpoint)} if restore else config, out, checked)
     if trainer.is_world_process_zero():
         # the task as trained (the model's own when the config has none); a resume's allowed changes kept with it
         record = {**run_record(learner, config), "task": trainer.task.to_dict()}

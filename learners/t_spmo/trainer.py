@@ -14,7 +14,6 @@ from trl.trainer.utils import use_adapter
 
 from learners.core.batch_keys import PER_TOKEN_KEYS
 from learners.core.trainer import CountdownGRPOTrainer, Rollout
-from learners.core.verdicts import rollout_successes
 from learners.sampling import trainer_sampler, trainer_sampling
 from learners.sampling.trainer_sampler import gathered_policy, lockstep_forward
 from learners.t_spmo.prefix_trie import PrefixAdvantages, prefix_advantages
@@ -138,7 +137,7 @@ class TSPMOTrainer(CountdownGRPOTrainer):
         # a success is a correct answer (the verifier's verdict), whatever the reward functions pay; the reward
         # threshold only binarises rows without a puzzle (no verdict)
         unverified = torch.nan_to_num(rewards, nan=-torch.inf) >= self.args.success_threshold
-        successes = rollout_successes(self, batch, rollout, fallback=unverified).tolist()
+        successes = rollout.successes(fallback=unverified).tolist()
         scored = zip(rewards.tolist(), lengths, successes, strict=True)
         for row, (reward, length, success) in enumerate(scored):
             if length:  # a NaN reward (unscorable) is left out, as the trie leaves it out

@@ -60,8 +60,8 @@ def instrumented(trainer_class: type) -> type:
                 import torch
                 from accelerate.utils import gather_object
 
-                trajectories = rollout.trajectories
-                if trajectories is not None:  # the env's trajectory lengths (eos included) and rewards
+                if rollout.env_rewarded:  # the env's trajectory lengths (eos included) and rewards
+                    trajectories = rollout.trajectories
                     local_tokens = sum(len(t.completion_ids) for t in trajectories)
                     local_rewards = torch.tensor([float(t.reward) for t in trajectories], dtype=torch.float64)
                 else:
