@@ -288,7 +288,7 @@ def _max_steps(learner: str, config: dict[str, Any]) -> int:
 def _train(learner: str, config: dict[str, Any], out: Path, checkpoint: Path | None, changes=None) -> dict:
     from countdown_env.atomic import write_text
 
-    from ..core.checkpoints import checkpoint_step, write_manifest
+    from ..core.checkpoints import checkpoint_step, write_checkpoint_manifest
     from .plotting import plot_training
     from .tiny import save_tokenizer
 
@@ -322,7 +322,7 @@ def _train(learner: str, config: dict[str, Any], out: Path, checkpoint: Path | N
     if trainer.is_world_process_zero():
         save_tokenizer(trainer.processing_class, final)
         trainer.task.save(final)
-        write_manifest(final)  # verified like a checkpoint's: by --resume, and by countdown eval
+        write_checkpoint_manifest(final)  # verified like a checkpoint's: by --resume, and by countdown eval
         history = trainer.state.log_history
         write_text(out / "log_history.json", json.dumps(history, indent=1) + "\n")
         if getattr(trainer, "curriculum", None) is not None:
