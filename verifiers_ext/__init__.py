@@ -15,11 +15,11 @@ from countdown_env.lazy_exports import lazy_exports
 _EXPORTS = {
     "load_environment": "classic_env",
     "rubric_functions": "classic_env",
-    "CountdownConfig": "taskset",
     "CountdownData": "taskset",
     "CountdownHarness": "taskset",
-    "CountdownTask": "taskset",
+    "CountdownTaskRow": "taskset",
     "CountdownTaskset": "taskset",
+    "CountdownTasksetConfig": "taskset",
     "PuzzleSource": "dataset_rows",
     "reply_text": "reply_scoring",
 }
@@ -27,4 +27,9 @@ _EXPORTS = {
 __all__ = list(_EXPORTS)
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    _EXPORTS,
+    globals(),
+    deprecated={"CountdownConfig": "CountdownTasksetConfig", "CountdownTask": "CountdownTaskRow"},  # one release
+)
