@@ -23,7 +23,7 @@ import verifiers.v1 as vf
 from pydantic import Field, create_model, field_validator
 from verifiers.v1.harnesses.null import NullHarness
 
-import countdown_env.task as task_definition  # its CountdownTask: the name was this module's vf.Task's
+import countdown_env.task as task_definition  # not its CountdownTask: here that name is a deprecated alias of the row
 from countdown_env.lazy_exports import lazy_exports
 from countdown_env.puzzle import Puzzle
 from countdown_env.rewards import RewardConfig
