@@ -189,7 +189,7 @@ def cli_cases(work: Path) -> list[tuple[str, list[str], float]]:
 
 def _finished_run(work: Path) -> Path:
     """A grpo run folder of the cpu-tiny preset (its record and one complete checkpoint; no weights trained)."""
-    from learners.core.checkpoints import write_manifest
+    from learners.core.checkpoints import write_checkpoint_manifest
     from learners.pipeline.run_config import RESOLVED_CONFIG, load_config
     from learners.pipeline.run_record import run_record
 
@@ -197,7 +197,7 @@ def _finished_run(work: Path) -> Path:
     checkpoint = out / "checkpoint-2"
     checkpoint.mkdir(parents=True, exist_ok=True)
     (checkpoint / "model.safetensors").write_bytes(b"0" * 64)
-    write_manifest(checkpoint)
+    write_checkpoint_manifest(checkpoint)
     (out / RESOLVED_CONFIG).write_text(json.dumps(run_record("grpo", load_config("cpu-tiny"))))
     return out
 

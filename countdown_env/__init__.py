@@ -7,7 +7,7 @@ transformers or trl.
 
 from __future__ import annotations
 
-from .lazy_exports import lazy_getattr
+from .lazy_exports import lazy_exports
 from .puzzle import Puzzle, PuzzleError, is_trivial
 
 __version__ = "0.1.0"
@@ -60,9 +60,4 @@ def _register_envs() -> None:
 _register_envs()
 
 
-__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
-
-
-def __dir__() -> list[str]:
-    """The module's names and the lazy exports (loaded or not), so that ``dir()`` and tab completion list them."""
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

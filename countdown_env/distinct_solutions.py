@@ -49,8 +49,8 @@ from collections import defaultdict
 from collections.abc import Iterator
 from math import gcd
 
-from .puzzle import Puzzle
-from .solver_common import Tree, as_puzzle, check_operators, tree_to_infix
+from .puzzle import Puzzle, as_puzzle
+from .solver_common import Tree, check_operators, tree_to_infix
 
 MAX_COUNT_NUMBERS = 6
 """Most numbers ``count_solutions`` and ``solutions`` accept."""

@@ -1,23 +1,52 @@
-"""Module-level ``__getattr__`` for packages that export names from submodules loaded on first access, so that
-importing the package stays cheap (``countdown_env``, ``countdown_env.envs``, ``verifiers_ext``)."""
+"""Module-level ``__getattr__`` and ``__dir__`` for packages that export names from submodules loaded on first access,
+so that importing the package stays cheap (``countdown_env``, ``verifiers_ext``, the ``learners`` packages, the
+``countdown`` `verifiers` environment), and for names kept one release as deprecated aliases of their new name.
+
+It lives in ``countdown_env``, the lowest layer, so that every package may use it (and imports nothing heavy)."""
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Mapping
 from typing import Any
 
 
-def lazy_getattr(package: str, exports: dict[str, str], namespace: dict[str, Any]) -> Callable[[str], Any]:
-    """A ``__getattr__`` for ``package``: ``name`` is imported from ``package.<exports[name]>`` on first access and
-    stored in ``namespace`` (the package's globals), so later lookups skip the call."""
+def lazy_exports(
+    package: str,
+    exports: Mapping[str, str],
+    namespace: dict[str, Any],
+    *,
+    source: str | None = None,
+    deprecated: Mapping[str, str] | None = None,
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """``(__getattr__, __dir__)`` for module ``package`` whose globals are ``namespace``.
+
+    A name ``n`` of ``exports`` is imported from ``<source>.<exports[n]>`` (``source`` defaults to ``package``) on
+    first access and stored in ``namespace``, so later lookups skip the call. A name ``old`` of ``deprecated`` is
+    its new name ``deprecated[old]`` (an export or a global) under a :class:`DeprecationWarning`, at every access;
+    ``__dir__`` lists the module's globals and the exports, not the deprecated names.
+    """
+    source = package if source is None else source
+    deprecated = dict(deprecated or {})
 
     def __getattr__(name: str) -> Any:
+        if name in deprecated:
+            new = deprecated[name]
+            warnings.warn(
+                f"{package}.{name} is deprecated (kept for one release): use {package}.{new}",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return namespace[new] if new in namespace else __getattr__(new)
         module = exports.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{module}"), name)
+        value = getattr(importlib.import_module(f"{source}.{module}"), name)
         namespace[name] = value
         return value
 
-    return __getattr__
+    def __dir__() -> list[str]:
+        return sorted(set(namespace) | set(exports))
+
+    return __getattr__, __dir__

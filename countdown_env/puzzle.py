@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import numbers as _numbers
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,6 +95,15 @@ class Puzzle:
 
     def __str__(self) -> str:
         return f"{list(self.numbers)} -> {self.target}"
+
+
+def as_puzzle(value: Puzzle | Mapping[str, Any]) -> Puzzle:
+    """A :class:`Puzzle` as is, or the puzzle of a mapping with ``numbers`` (or ``nums``) and ``target``."""
+    if isinstance(value, Puzzle):
+        return value
+    if isinstance(value, Mapping):
+        return Puzzle.from_dict(value)
+    raise PuzzleError(f"expected a Puzzle or a mapping with 'numbers' and 'target', got {type(value).__name__}")
 
 
 def is_trivial(puzzle: Puzzle) -> bool:

@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 
 from .distinct_solutions import MAX_COUNT_NUMBERS, count_solutions, solutions
-from .puzzle import Puzzle
-from .solver_common import Tree, as_puzzle, check_operators, tree_to_infix, tree_value
+from .puzzle import Puzzle, as_puzzle
+from .solver_common import Tree, check_operators, tree_to_infix, tree_value
 
 MAX_SOLVE_NUMBERS = 8
 """Most numbers ``solve`` accepts (a complete search; proving "no solution" for 7-8 numbers takes longer)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from .puzzle import Puzzle, PuzzleError
+from .puzzle import as_puzzle  # in __all__ here before it moved to puzzle.py: still importable from here
 
 # Witness trees: an int is a number; (op, left, right) an operation.
 Tree = Any
@@ -20,15 +20,6 @@ Tree = Any
 _PREC = {"+": 1, "-": 1, "*": 2, "/": 2}
 
 __all__ = ["Tree", "as_puzzle", "check_operators", "tree_to_infix", "tree_value"]
-
-
-def as_puzzle(puzzle: Any) -> Puzzle:
-    """A :class:`Puzzle` as is, or one from a ``{"numbers", "target"}`` mapping."""
-    if isinstance(puzzle, Puzzle):
-        return puzzle
-    if isinstance(puzzle, dict):
-        return Puzzle.from_dict(puzzle)
-    raise PuzzleError(f"expected a Puzzle or a mapping with 'numbers' and 'target', got {type(puzzle).__name__}")
 
 
 def check_operators(operators: Any) -> frozenset[str]:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .puzzle import Puzzle, PuzzleError
+from .puzzle import Puzzle, as_puzzle
 from .rewards import RewardConfig, score_completion
 from .verifier import Verification
 
@@ -150,15 +150,6 @@ def episode_end(ids: np.ndarray, stop_ids: np.ndarray, max_new_tokens: int | Non
     if max_new_tokens is not None and len(ids) >= max_new_tokens:
         return max_new_tokens, max_new_tokens, True
     return len(ids), len(ids), False
-
-
-def as_puzzle(value: Puzzle | Mapping[str, Any]) -> Puzzle:
-    """A :class:`Puzzle`, or a mapping with ``numbers`` and ``target``, as a Puzzle."""
-    if isinstance(value, Puzzle):
-        return value
-    if isinstance(value, Mapping):
-        return Puzzle.from_dict(value)
-    raise PuzzleError(f"expected a Puzzle or a mapping with 'numbers' and 'target', got {type(value).__name__}")
 
 
 def decode_batch(tokenizer: Any, rows: list[list[int]]) -> list[str]:

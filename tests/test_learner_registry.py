@@ -29,9 +29,9 @@ SPEC = AlgorithmSpec(
 )
 """
 TOY_INIT = """
-from learners.core.lazy import lazy_exports
+from countdown_env.lazy_exports import lazy_exports
 
-__getattr__, __dir__ = lazy_exports(__name__, {"ToyConfig": "config", "ToyTrainer": "trainer"})
+__getattr__, __dir__ = lazy_exports(__name__, {"ToyConfig": "config", "ToyTrainer": "trainer"}, globals())
 """
 TOY_CONFIG = """
 from dataclasses import dataclass, field

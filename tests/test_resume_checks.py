@@ -62,7 +62,7 @@ def test_a_resume_past_the_first_epoch_matches_the_uninterrupted_run(make_traine
 # ------------------------------------------------------------------------- items 7 and 12: trusted model folders
 def _fake_save(folder: Path, step: int | None = None) -> Path:
     """A saved model folder (weights, config, trainer state) with its manifest written last."""
-    from learners.core.checkpoints import write_manifest
+    from learners.core.checkpoints import write_checkpoint_manifest
 
     folder.mkdir(parents=True)
     (folder / "model.safetensors").write_bytes(bytes(range(256)) * 16)
@@ -70,7 +70,7 @@ def _fake_save(folder: Path, step: int | None = None) -> Path:
     (folder / "tokenizer.json").write_text("{}")
     if step is not None:
         (folder / "trainer_state.json").write_text(json.dumps({"global_step": step}))
-    write_manifest(folder)
+    write_checkpoint_manifest(folder)
     return folder
 
 

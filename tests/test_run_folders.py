@@ -150,14 +150,14 @@ def test_a_full_disk_names_the_path(tmp_path):
 
 # -------------------------------------------------------------------------------------- checkpoint manifests
 def fake_checkpoint(run: Path, step: int) -> Path:
-    from learners.core.checkpoints import write_manifest
+    from learners.core.checkpoints import write_checkpoint_manifest
 
     folder = run / f"checkpoint-{step}"
     (folder / "sub").mkdir(parents=True)
     (folder / "model.safetensors").write_bytes(os.urandom(4096))
     (folder / "optimizer.pt").write_bytes(os.urandom(1024))
     (folder / "sub" / "state.json").write_text(json.dumps({"step": step}))
-    write_manifest(folder)
+    write_checkpoint_manifest(folder)
     return folder
 
 

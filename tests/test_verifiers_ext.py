@@ -282,13 +282,13 @@ def test_v1_taskset_loads_through_the_plugin_loader(monkeypatch):
     monkeypatch.syspath_prepend(str(ENV_DIR))
     from verifiers.v1.utils.loaders import default_harness_id, harness_class, taskset_class, taskset_config_type
 
-    from verifiers_ext.taskset import CountdownConfig, CountdownHarness, CountdownTaskset
+    from verifiers_ext.taskset import CountdownHarness, CountdownTaskset, CountdownTasksetConfig
 
     assert taskset_class("countdown") is CountdownTaskset
-    assert taskset_config_type("countdown") is CountdownConfig
+    assert taskset_config_type("countdown") is CountdownTasksetConfig
     assert default_harness_id("countdown") == "countdown" and harness_class("countdown") is CountdownHarness
 
-    config = CountdownConfig(id="countdown", n_numbers=3, value_range=(1, 20), num_tasks=3, start=7, seed=2)
+    config = CountdownTasksetConfig(id="countdown", n_numbers=3, value_range=(1, 20), num_tasks=3, start=7, seed=2)
     tasks = list(CountdownTaskset(config))
     generator = PuzzleGenerator(n_numbers=3, value_range=(1, 20), seed=2)
     assert [t.data.index for t in tasks] == [7, 8, 9] and [t.data.idx for t in tasks] == [0, 1, 2]
@@ -298,23 +298,26 @@ def test_v1_taskset_loads_through_the_plugin_loader(monkeypatch):
         messages = chat_messages(puzzle)
         assert (task.data.system_prompt, task.data.prompt) == (messages[0]["content"], messages[1]["content"])
     assert len({t.key for t in tasks}) == 3
-    assert CountdownConfig(id="countdown", value_range="1,20", target_range="[10, 200]").target_range == (10, 200)
+    from_text = CountdownTasksetConfig(id="countdown", value_range="1,20", target_range="[10, 200]")
+    assert (from_text.value_range, from_text.target_range) == ((1, 20), (10, 200))
     with pytest.raises(ValueError, match="two integers"):
-        CountdownConfig(id="countdown", value_range="7")
-    endless = CountdownTaskset(CountdownConfig(id="countdown", num_tasks=None))
+        CountdownTasksetConfig(id="countdown", value_range="7")
+    endless = CountdownTaskset(CountdownTasksetConfig(id="countdown", num_tasks=None))
     assert endless.INFINITE and len(list(zip(range(5), endless, strict=False))) == 5
     with pytest.raises(ValueError, match="n_numbers"):
-        CountdownTaskset(CountdownConfig(id="countdown", n_numbers=0))
+        CountdownTaskset(CountdownTasksetConfig(id="countdown", n_numbers=0))
     with pytest.raises(ValueError, match="number of puzzles"):
-        CountdownTaskset(CountdownConfig(id="countdown", num_tasks=-1))
+        CountdownTaskset(CountdownTasksetConfig(id="countdown", num_tasks=-1))
 
 
 @v1_api
 @pytest.mark.slow
 def test_v1_task_scores_traces_and_stops_after_one_turn():
-    from verifiers_ext.taskset import CountdownConfig, CountdownTaskset
+    from verifiers_ext.taskset import CountdownTaskset, CountdownTasksetConfig
 
-    config = CountdownConfig(id="countdown", n_numbers=4, num_tasks=1, integer_intermediates=True, template="tinyzero")
+    config = CountdownTasksetConfig(
+        id="countdown", n_numbers=4, num_tasks=1, integer_intermediates=True, template="tinyzero"
+    )
     (task,) = list(CountdownTaskset(config))
     hooks = {kind: [f.__name__ for f in task.hooks(kind)] for kind in ("reward", "metric", "stop")}
     assert hooks == {"reward": ["correct_answer"], "metric": ["valid_format"], "stop": ["single_turn"]}
@@ -334,6 +337,39 @@ def test_v1_task_scores_traces_and_stops_after_one_turn():
         assert trace.reward == correct
         assert asyncio.run(task.single_turn(trace)) is True
     assert asyncio.run(task.single_turn(_trace(task, None))) is False
+
+
+@v1_api
+@pytest.mark.slow
+def test_v1_config_takes_every_task_field_but_the_reward_and_turn_ones():
+    from countdown_env.task import CountdownTask
+    from verifiers_ext.taskset import CountdownTasksetConfig
+
+    options = set(CountdownTasksetConfig.model_fields) - {"id", "task", "system_prompt", "num_tasks", "start"}
+    left_out = {"format_bonus", "partial_credit", "max_turns", "turn_discount", "feedback"}
+    assert options == set(CountdownTask().to_dict()) - left_out
+    assert CountdownTasksetConfig(id="countdown").countdown_task() == CountdownTask()
+    given = {"n_numbers": 3, "value_range": (1, 20), "seed": 4, "allow_trivial": True, "template": "compact"}
+    assert CountdownTasksetConfig(id="countdown", **given).countdown_task() == CountdownTask(**given)
+
+
+@v1_api
+@pytest.mark.slow
+def test_v1_former_names_warn_and_are_the_renamed_classes(monkeypatch):
+    monkeypatch.syspath_prepend(str(ENV_DIR))
+    import countdown
+
+    import verifiers_ext
+    from verifiers_ext import taskset
+
+    for module in (verifiers_ext, taskset, countdown):
+        for old, new in (("CountdownConfig", "CountdownTasksetConfig"), ("CountdownTask", "CountdownTaskRow")):
+            with pytest.warns(DeprecationWarning, match=f"{old} is deprecated"):
+                alias = getattr(module, old)
+            assert alias is getattr(taskset, new), (module, old)
+    with pytest.warns(DeprecationWarning):
+        from verifiers_ext.taskset import CountdownConfig
+    assert CountdownConfig is taskset.CountdownTasksetConfig
 
 
 @classic_api

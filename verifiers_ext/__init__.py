@@ -10,16 +10,16 @@ on first access, so only the one you use needs its `verifiers`. The installable 
 
 from __future__ import annotations
 
-from countdown_env.lazy_exports import lazy_getattr
+from countdown_env.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "load_environment": "classic_env",
     "rubric_functions": "classic_env",
-    "CountdownConfig": "taskset",
     "CountdownData": "taskset",
     "CountdownHarness": "taskset",
-    "CountdownTask": "taskset",
+    "CountdownTaskRow": "taskset",
     "CountdownTaskset": "taskset",
+    "CountdownTasksetConfig": "taskset",
     "PuzzleSource": "dataset_rows",
     "reply_text": "reply_scoring",
 }
@@ -27,8 +27,9 @@ _EXPORTS = {
 __all__ = list(_EXPORTS)
 
 
-__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    _EXPORTS,
+    globals(),
+    deprecated={"CountdownConfig": "CountdownTasksetConfig", "CountdownTask": "CountdownTaskRow"},  # one release
+)

@@ -1,33 +1,37 @@
 """Countdown for the `verifiers` v1 API (verifiers 0.4: ``verifiers.v1`` Taskset/Task, ``@vf.reward``, ``@vf.stop``).
 
-- :class:`CountdownConfig` (``--env.taskset.*``): the :class:`~countdown_env.task.CountdownTask` fields
-  (``n_numbers``, ``value_range``, ``target_range``, ``operators``, ``require_solvable``, ``use_all_numbers``,
-  ``integer_intermediates``, ``min_solutions``, ``max_solutions``, ``seed``, ``target_mode``), the prompt
-  ``template``, and which task indices become tasks (``start``, ``num_tasks``; ``None`` = endless stream).
-- :class:`CountdownTaskset`: ``load()`` yields one :class:`CountdownTask` per generator index, lazily.
-- :class:`CountdownTask`: single turn (``@vf.stop`` refuses a second model turn); reward ``correct_answer``
-  (weight 1: the last answer block verified exactly under the generator's rules) and metric ``valid_format``
-  (one reasoning block then one non-empty answer block).
+- :class:`CountdownTasksetConfig` (``--env.taskset.*``): every :class:`~countdown_env.task.CountdownTask` field
+  (generator settings, rules, the prompt ``template``) but those of :data:`TASK_FIELDS_LEFT_OUT`, and which task
+  indices become tasks (``start``, ``num_tasks``; ``None`` = endless stream).
+- :class:`CountdownTaskset`: ``load()`` yields one :class:`CountdownTaskRow` per generator index, lazily.
+- :class:`CountdownTaskRow`: one puzzle as a ``vf.Task``: single turn (``@vf.stop`` refuses a second model turn);
+  reward ``correct_answer`` (weight 1: the last answer block verified exactly under the generator's rules) and metric
+  ``valid_format`` (one reasoning block then one non-empty answer block).
 - :class:`CountdownHarness`: the built-in tool-less chat loop (``null``), bundled so that ``vf-eval countdown``
   does not give the model the default ``bash`` harness's shell.
+
+``CountdownConfig`` and ``CountdownTask``, this module's former names of the config and the row, remain for one
+release as deprecated aliases (a ``DeprecationWarning``): ``countdown_env.task.CountdownTask`` is the task definition.
 
 This module imports ``verifiers.v1`` at import time; nothing else in the project imports this module.
 """
 
-from dataclasses import fields
+from dataclasses import MISSING, fields
+from typing import get_type_hints
 
 import verifiers.v1 as vf
-from pydantic import field_validator
+from pydantic import Field, create_model, field_validator
 from verifiers.v1.harnesses.null import NullHarness
 
+import countdown_env.task as task_definition  # not its CountdownTask: here that name is a deprecated alias of the row
+from countdown_env.lazy_exports import lazy_exports
 from countdown_env.puzzle import Puzzle
 from countdown_env.rewards import RewardConfig
-from countdown_env.task import CountdownTask as TaskDefinition  # this module's CountdownTask is the vf.Task
 
 from .dataset_rows import PuzzleSource
 from .reply_scoring import correctness, format_score
 
-__all__ = ["CountdownConfig", "CountdownData", "CountdownHarness", "CountdownTask", "CountdownTaskset"]
+__all__ = ["CountdownData", "CountdownHarness", "CountdownTaskRow", "CountdownTaskset", "CountdownTasksetConfig"]
 
 
 class CountdownData(vf.TaskData):
@@ -56,7 +60,7 @@ class CountdownData(vf.TaskData):
         )
 
 
-class CountdownTask(vf.Task[CountdownData]):
+class CountdownTaskRow(vf.Task[CountdownData]):
     """A single-turn Countdown puzzle: reward 1 for a correct expression, format as a metric."""
 
     @vf.stop
@@ -75,32 +79,39 @@ class CountdownTask(vf.Task[CountdownData]):
         return format_score(trace.last_reply, self.data.reward_config)
 
 
-class CountdownConfig(vf.TasksetConfig):
-    """Taskset options (``--env.taskset.<name>``; dashes or underscores)."""
+TASK_FIELDS_LEFT_OUT = frozenset({"format_bonus", "partial_credit", "max_turns", "turn_discount", "feedback"})
+"""Task fields the taskset does not take: its reward is ``correct_answer`` alone (the format is a metric, so no
+``format_bonus``; no ``partial_credit``) and it is single-turn (no ``max_turns``, ``turn_discount``, ``feedback``)."""
+
+TASK_OPTIONS = tuple(f.name for f in fields(task_definition.CountdownTask) if f.name not in TASK_FIELDS_LEFT_OUT)
+"""The task fields that are config options: all but :data:`TASK_FIELDS_LEFT_OUT`, so a new task field is one too."""
+
+
+def _task_options() -> dict:
+    """The pydantic fields of the task options: the task's dataclass fields' names, types and defaults."""
+    types = get_type_hints(task_definition.CountdownTask)
+    options = {}
+    for spec in fields(task_definition.CountdownTask):
+        if spec.name in TASK_OPTIONS:
+            default = spec.default_factory() if spec.default is MISSING else spec.default
+            description = f"countdown_env.task.CountdownTask.{spec.name}"
+            options[spec.name] = (types[spec.name], Field(default=default, description=description))
+    return options
+
+
+class CountdownTasksetConfig(create_model("CountdownTaskOptions", __base__=vf.TasksetConfig, **_task_options())):
+    """Taskset options (``--env.taskset.<name>``; dashes or underscores): the task's fields (:data:`TASK_OPTIONS`)
+    and the range of generator indices."""
 
     num_tasks: int | None = 1000
     """How many puzzles (generator indices ``start .. start + num_tasks - 1``); None streams without end."""
     start: int = 0
     """First generator index (e.g. 100000 for a held-out range)."""
-    n_numbers: int = 4
-    value_range: tuple[int, int] = (1, 100)
-    target_range: tuple[int, int] = (10, 1000)
-    operators: str = "+-*/"
-    require_solvable: bool = True
-    use_all_numbers: bool = False
-    integer_intermediates: bool = False
-    min_solutions: int | None = None
-    max_solutions: int | None = None
-    seed: int = 0
-    target_mode: str = "expression"
-    template: str = "default"
-    """Prompt template: "default" (<reasoning>/<solution>), "tinyzero" (<think>/<answer>) or "compact"."""
 
-    def countdown_task(self) -> TaskDefinition:
-        """The :class:`~countdown_env.task.CountdownTask` these options describe (the config's fields that are
-        task fields; ``format_bonus`` stays 0: the format is a metric here)."""
-        names = {f.name for f in fields(TaskDefinition)}
-        return TaskDefinition(**{name: getattr(self, name) for name in names if hasattr(self, name)})
+    def countdown_task(self) -> task_definition.CountdownTask:
+        """The :class:`~countdown_env.task.CountdownTask` these options describe (``format_bonus`` stays 0: the
+        format is a metric here)."""
+        return task_definition.CountdownTask(**{name: getattr(self, name) for name in TASK_OPTIONS})
 
     @field_validator("value_range", "target_range", mode="before")
     @classmethod
@@ -114,16 +125,16 @@ class CountdownConfig(vf.TasksetConfig):
         return value
 
 
-class CountdownTaskset(vf.Taskset[CountdownTask, CountdownConfig]):
+class CountdownTaskset(vf.Taskset[CountdownTaskRow, CountdownTasksetConfig]):
     """Countdown puzzles from the project's seeded generator; bad options raise ``ValueError`` on construction."""
 
-    def __init__(self, config: CountdownConfig) -> None:
+    def __init__(self, config: CountdownTasksetConfig) -> None:
         super().__init__(config)
         self.source = PuzzleSource(config.countdown_task())
         self.source.puzzles(config.num_tasks, config.start)  # checks the index range now, draws nothing
         self.INFINITE = config.num_tasks is None
 
-    def task(self, index: int, puzzle: Puzzle | None = None, position: int | None = None) -> CountdownTask:
+    def task(self, index: int, puzzle: Puzzle | None = None, position: int | None = None) -> CountdownTaskRow:
         """The task for generator index ``index`` (``idx``: its position in ``load()``)."""
         puzzle = self.source.task.puzzle(index) if puzzle is None else puzzle
         messages = self.source.messages(puzzle)
@@ -143,7 +154,7 @@ class CountdownTaskset(vf.Taskset[CountdownTask, CountdownConfig]):
             reasoning_tag=rules.reasoning_tag,
             answer_tag=rules.answer_tag,
         )
-        return CountdownTask(data, self.config.task)
+        return CountdownTaskRow(data, self.config.task)
 
     def load(self):
         """Tasks for generator indices ``start, start + 1, ...`` (``num_tasks`` of them, or endless), lazily."""
@@ -153,3 +164,11 @@ class CountdownTaskset(vf.Taskset[CountdownTask, CountdownConfig]):
 
 class CountdownHarness(NullHarness):
     """The tool-less chat loop (verifiers' ``null`` harness): the model gets the prompt and answers, no tools."""
+
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {},
+    globals(),
+    deprecated={"CountdownConfig": "CountdownTasksetConfig", "CountdownTask": "CountdownTaskRow"},
+)

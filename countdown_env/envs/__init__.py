@@ -8,11 +8,11 @@ The env classes load on first access, so registering the ids imports neither.
 
 from __future__ import annotations
 
-from ..lazy_exports import lazy_getattr
+from ..lazy_exports import lazy_exports
 
 _EXPORTS = {"CountdownEnv": "countdown_text", "CountdownTokensEnv": "countdown_tokens"}
 
 __all__ = list(_EXPORTS)
 
 
-__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

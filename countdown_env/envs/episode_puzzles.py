@@ -1,4 +1,4 @@
-"""Where an environment's episode puzzles come from (:class:`PuzzleSource`: its task's generator, a ready generator
+"""Where an environment's episode puzzles come from (:class:`EpisodePuzzles`: its task's generator, a ready generator
 or a fixed list) and how reset picks one; :func:`episode_task` builds an env's task and source.
 
 Shared by ``Countdown-v0`` and ``CountdownTokens-v0`` so both read ``reset(options=...)`` the same way and build
@@ -12,9 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..puzzle import Puzzle
+from ..puzzle import Puzzle, as_puzzle
 from ..task import CountdownTask, task_from
-from ..trajectory import as_puzzle
 
 # Upper bound (exclusive) for the puzzle index a reset draws from the environment's RNG when puzzles come from a
 # generator: the generator is index-addressable, so any index in range names one reproducible puzzle.
@@ -23,7 +22,7 @@ GENERATOR_INDEX_SPACE = 2**31
 RESET_OPTIONS = ("puzzle", "index")
 
 
-class PuzzleSource:
+class EpisodePuzzles:
     """Puzzles by index from a generator (``gen[i] -> Puzzle``) or a fixed list.
 
     Args:
@@ -96,7 +95,7 @@ def episode_task(
     puzzles: Sequence[Puzzle | Mapping[str, Any]] | None,
     task_fields: dict[str, Any],
     what: str,
-) -> tuple[CountdownTask, PuzzleSource]:
+) -> tuple[CountdownTask, EpisodePuzzles]:
     """The task of an env and its puzzle source, from the constructor arguments both envs share.
 
     The task is ``task`` or built from ``task_fields`` (the old keyword form: template, format_bonus, rules and
@@ -112,4 +111,4 @@ def episode_task(
     task = task_from(task, task_fields, what)
     if puzzles is None and generator is None:
         generator = task.generator()
-    return task, PuzzleSource(generator, puzzles)
+    return task, EpisodePuzzles(generator, puzzles)

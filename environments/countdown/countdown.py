@@ -8,14 +8,18 @@ The v1 classes resolve on first access, so the 0.3.x path never imports ``verifi
 lives in the countdown-rl package (``verifiers_ext``), which must be installed alongside this one.
 """
 
+from countdown_env.lazy_exports import lazy_exports
 from verifiers_ext.classic_env import load_environment
 
 __all__ = ["CountdownTaskset", "CountdownHarness", "load_environment"]  # noqa: F822 (v1 names: module __getattr__)
 
-
-def __getattr__(name: str):
-    if name in ("CountdownTaskset", "CountdownHarness", "CountdownConfig", "CountdownTask", "CountdownData"):
-        from verifiers_ext import taskset
-
-        return getattr(taskset, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    dict.fromkeys(
+        ("CountdownTaskset", "CountdownHarness", "CountdownTasksetConfig", "CountdownTaskRow", "CountdownData"),
+        "taskset",
+    ),
+    globals(),
+    source="verifiers_ext",
+    deprecated={"CountdownConfig": "CountdownTasksetConfig", "CountdownTask": "CountdownTaskRow"},  # one release
+)

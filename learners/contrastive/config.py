@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import MISSING, dataclass, field
 
 from ..grpo.config import GRPOLearnerConfig
@@ -11,29 +12,7 @@ from .scoring import ENGINES
 
 SCORERS = ("frozen", "moving")
 
-# Every field some GRPO preset sets. In ContrastiveConfig they default to None = "take it from base_learner's
-# preset, else GRPOLearnerConfig's default", so that an explicit value always wins (even one equal to a default).
-PRESET_FIELDS = (
-    "loss_type",
-    "scale_rewards",
-    "epsilon",
-    "epsilon_high",
-    "beta",
-    "vllm_importance_sampling_correction",
-    "dynamic_sampling",
-    "overlong_buffer_fraction",
-    "dppo_mask_low",
-    "dppo_mask_high",
-    "adv_tau",
-    "kl_tau",
-    "filter_zero_advantages",
-)
 _FROM_PRESET = "None: from base_learner's preset."
-
-BASE_LEARNERS = tuple(name for name, preset in PRESETS.items() if set(preset) <= set(PRESET_FIELDS))
-"""The presets the shaping can sit on: those that set only :data:`PRESET_FIELDS` (grpo, dr_grpo, dapo, prime_rl,
-cispo); the other TRL-loss presets set fields (``importance_sampling_level``, ``delta`` ...) this config does not
-defer to a preset."""
 
 
 def _base_default(name: str):
@@ -138,3 +117,15 @@ class ContrastiveConfig(GRPOLearnerConfig):
             raise ValueError("scorer_prefix_batch_size and scorer_max_batch_tokens must be >= 1, scorer_kv_slack >= 0")
         if self.scorer_engine == "vllm" and self.scorer == "frozen" and not self.scorer_model_name_or_path:
             raise ValueError("a frozen vLLM scorer needs scorer_model_name_or_path")
+
+
+PRESET_FIELDS = tuple(
+    name for name in inspect.get_annotations(ContrastiveConfig) if name in GRPOLearnerConfig.__dataclass_fields__
+)
+"""The GRPO fields this config redeclares, defaulting to None = "take it from base_learner's preset, else
+GRPOLearnerConfig's default", so that an explicit value always wins (even one equal to a default)."""
+
+BASE_LEARNERS = tuple(name for name, preset in PRESETS.items() if set(preset) <= set(PRESET_FIELDS))
+"""The presets the shaping can sit on: those that set only :data:`PRESET_FIELDS` (grpo, dr_grpo, dapo, prime_rl,
+cispo); the other TRL-loss presets set fields (``importance_sampling_level``, ``delta`` ...) this config does not
+defer to a preset."""

@@ -3,7 +3,7 @@
 Importing this package imports neither torch nor trl; the names below load on first use.
 """
 
-from learners.core.lazy import lazy_exports
+from countdown_env.lazy_exports import lazy_exports
 
 __all__ = [
     "AlgorithmSpec",
@@ -27,4 +27,5 @@ __getattr__, __dir__ = lazy_exports(
         "Mechanism": "spec",
         "get_learner": "registry",
     },
+    globals(),
 )

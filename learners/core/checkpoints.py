@@ -56,7 +56,7 @@ def _files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
 
 
-def write_manifest(folder: str | Path) -> Path:
+def write_checkpoint_manifest(folder: str | Path) -> Path:
     """Write ``folder``'s manifest (every file's size and sha256), atomically; returns its path."""
     from countdown_env.atomic import write_text
 
@@ -181,7 +181,7 @@ def manifest_callback(writers: list[Callable[[Path], Any]], keep: int | None):
                 return
             for write_extra in writers:
                 write_extra(folder)
-            write_manifest(folder)
+            write_checkpoint_manifest(folder)
             rotate(args.output_dir, keep)
 
     return CheckpointManifest()

@@ -18,8 +18,8 @@ hidden 576, 9 query / 3 key-value heads, vocabulary 49 152, 134.5 M parameters, 
 4. :func:`check_conversion`: the saved tokenizer must encode and decode probe texts (a Countdown prompt in the chat
    template among them) exactly as the GGUF's tokenizer does, with the spec's eos and pad and the same chat
    template; the saved weights must reload equal to the converted ones;
-5. a sha256 manifest of the folder (:func:`learners.core.checkpoints.write_manifest`), written last; the folder is
-   built beside its place and renamed in whole (:func:`countdown_env.atomic.atomic_dir`).
+5. a sha256 manifest of the folder (:func:`learners.core.checkpoints.write_checkpoint_manifest`), written last; the
+   folder is built beside its place and renamed in whole (:func:`countdown_env.atomic.atomic_dir`).
 
 :func:`installed_model` (what :func:`learners.pipeline.models.resolve_model` calls for a name in :data:`MODELS`)
 returns the folder after checking it against its manifest; a missing or damaged folder is one line naming the
@@ -268,7 +268,7 @@ def install(name: str, *, cache: str | Path | None = None, force: bool = False, 
 
     from countdown_env.atomic import atomic_dir, output_claim, write_text
 
-    from ..core.checkpoints import checkpoint_problem, write_manifest
+    from ..core.checkpoints import checkpoint_problem, write_checkpoint_manifest
 
     spec = get_model_spec(name)
     target = model_folder(name, cache)
@@ -288,7 +288,7 @@ def install(name: str, *, cache: str | Path | None = None, force: bool = False, 
                           "gguf_sha256": _sha256(gguf), "license": spec.license, "description": spec.description,
                           **facts}  # fmt: skip
                 write_text(out / SOURCE_FILE, json.dumps(source, indent=2) + "\n")
-                write_manifest(out)
+                write_checkpoint_manifest(out)
     _verified.pop(str(target), None)
     return target
 

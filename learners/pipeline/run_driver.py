@@ -280,7 +280,7 @@ def _train(
 ) -> dict:
     from countdown_env.atomic import write_text
 
-    from ..core.checkpoints import checkpoint_step, write_manifest
+    from ..core.checkpoints import checkpoint_step, write_checkpoint_manifest
     from .plotting import plot_training
     from .tiny import save_tokenizer
 
@@ -313,7 +313,7 @@ def _train(
     if trainer.is_world_process_zero():
         save_tokenizer(trainer.processing_class, final)
         trainer.task.save(final)
-        write_manifest(final)  # verified like a checkpoint's: by --resume, and by countdown eval
+        write_checkpoint_manifest(final)  # verified like a checkpoint's: by --resume, and by countdown eval
         history = trainer.state.log_history
         write_text(out / "log_history.json", json.dumps(history, indent=1) + "\n")
         if getattr(trainer, "curriculum", None) is not None:

@@ -60,7 +60,7 @@ Rows whose advantage is exactly 0 contribute no gradient when ``beta = 0`` and a
 per-device batch 16 in the paper; set those in the config).
 """
 
-from learners.core.lazy import lazy_exports
+from countdown_env.lazy_exports import lazy_exports
 
 __all__ = [
     "CUTOFF_STRATEGIES",
@@ -80,4 +80,5 @@ __getattr__, __dir__ = lazy_exports(
         "sample_cutoff_weights": "survival",
         "survival_probabilities": "survival",
     },
+    globals(),
 )

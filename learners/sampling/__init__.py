@@ -16,25 +16,15 @@ at the budget; log-probabilities of the distribution actually sampled).
 Heavy libraries (torch, transformers, vllm, trl) are imported when a backend is built or called.
 """
 
+from countdown_env.lazy_exports import lazy_exports
+
 from .protocol import Sample, Sampler, Sampling
 from .trainer_sampler import trainer_sampler, trainer_sampling
 
-
-def __getattr__(name: str):
-    if name == "HFSampler":
-        from .hf import HFSampler
-
-        return HFSampler
-    if name in ("VLLMSampler", "build_llm"):
-        from . import vllm_engine
-
-        return getattr(vllm_engine, name)
-    if name == "VLLMServerSampler":
-        from .vllm_server import VLLMServerSampler
-
-        return VLLMServerSampler
-    raise AttributeError(name)
-
-
 __all__ = ["HFSampler", "Sample", "Sampler", "Sampling", "VLLMSampler", "VLLMServerSampler", "build_llm",
            "trainer_sampler", "trainer_sampling"]  # fmt: skip
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {"HFSampler": "hf", "VLLMSampler": "vllm_engine", "build_llm": "vllm_engine", "VLLMServerSampler": "vllm_server"},
+    globals(),
+)

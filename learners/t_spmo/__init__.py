@@ -68,7 +68,7 @@ unique transitions, share of the loss tokens (``loss_token_share``), share resti
 (``singleton_share``), mean |G_{p∘v}|, share of zero advantages, mean |A|, deepest branching depth, replay counts.
 """
 
-from learners.core.lazy import lazy_exports
+from countdown_env.lazy_exports import lazy_exports
 
 __all__ = ["TSPMOConfig", "TSPMOTrainer", "prefix_advantages"]
 __getattr__, __dir__ = lazy_exports(
@@ -78,4 +78,5 @@ __getattr__, __dir__ = lazy_exports(
         "TSPMOTrainer": "trainer",
         "prefix_advantages": "prefix_trie",
     },
+    globals(),
 )
