@@ -15,8 +15,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import time  # noqa: E402
 
+from countdown_env.expressions.verifier import verify  # noqa: E402
 from countdown_env.task import PuzzleGenerator  # noqa: E402
-from countdown_env.verifier import verify  # noqa: E402
 
 
 def rate(gen: PuzzleGenerator, count: int) -> tuple[float, list]:

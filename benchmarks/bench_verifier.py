@@ -23,10 +23,18 @@ import random
 import time
 from collections import Counter
 
-from countdown_env.answers import normalize_expression
-from countdown_env.expression import BinOp, ExpressionError, Num, evaluate, leaves, parse_expression, to_infix
+from countdown_env.expressions.answers import normalize_expression
+from countdown_env.expressions.expression import (
+    BinOp,
+    ExpressionError,
+    Num,
+    evaluate,
+    leaves,
+    parse_expression,
+    to_infix,
+)
+from countdown_env.expressions.verifier import verify, verify_completion
 from countdown_env.puzzle import Puzzle
-from countdown_env.verifier import verify, verify_completion
 
 
 def random_tree(rng: random.Random, numbers: list[int], exact_division: bool):

@@ -7,9 +7,9 @@ by ``<solution>…</solution>`` with nothing outside the tags:
 
 1. normalise Unicode operators (``×``, ``÷``, ``−`` and friends) to ASCII;
 2. strip a trailing ``= N`` (``25 * 3 + 7 = 82`` becomes ``25 * 3 + 7``) by the verifier's own rule
-   (:func:`countdown_env.answers.normalize_answer`): the stated ``N`` must be the expression's value, as ``countdown
-   verify`` demands (``25*3+7 = 83`` drops the row as ``wrong_stated_value``), and any other ``=`` (``= banana``)
-   stays in the answer, so step 3 drops it (the post cut everything from the first ``=``, keeping both);
+   (:func:`countdown_env.expressions.answers.normalize_answer`): the stated ``N`` must be the expression's value, as
+   ``countdown verify`` demands (``25*3+7 = 83`` drops the row as ``wrong_stated_value``), and any other ``=`` (``=
+   banana``) stays in the answer, so step 3 drops it (the post cut everything from the first ``=``, keeping both);
 3. allow only arithmetic characters (digits, ``+ - * /``, parentheses, spaces): after removing math delimiters
    (``$``, backticks) and a final full stop, anything else drops the row rather than being deleted, since
    deleting a letter can fuse two numbers into one;
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .answers import normalize_answer
+from .expressions.answers import normalize_answer
 from .messages import completion_text
 from .prompts import chat_messages, format_completion, get_template
 from .puzzle import Puzzle, PuzzleError
@@ -119,7 +119,7 @@ def changes_digits(raw: str) -> bool:
 
 def split_stated_result(text: str) -> tuple[str, str | None]:
     """Step 2: ``"expr = 82"`` -> ``("expr", "82")``; ``(text, None)`` when it states no number (the verifier's rule,
-    :func:`countdown_env.answers.normalize_answer`: one trailing ``= <number>``)."""
+    :func:`countdown_env.expressions.answers.normalize_answer`: one trailing ``= <number>``)."""
     expression, stated = normalize_answer(text)
     return expression.strip(), stated
 
@@ -209,7 +209,7 @@ def clean_row(
     The cleaned row has ``prompt`` (chat messages), ``completion`` (one assistant message), ``numbers``,
     ``target``, ``n_numbers`` and ``solution``: the same columns as :func:`countdown_env.sft.build_sft_records`.
     """
-    from .verifier import verify
+    from .expressions.verifier import verify
 
     if not isinstance(row, dict):
         return None, BAD_ROW

@@ -21,7 +21,7 @@ SPLIT_COLUMN_DOCS = {
     "numbers": "the given numbers, as drawn (alias accepted by every loader and the reward: `nums`)",
     "target": "the number to reach",
     "n_numbers": "how many numbers",
-    "solution": "one reference expression, checked with `countdown_env.verifier.verify`",
+    "solution": "one reference expression, checked with `countdown_env.expressions.verifier.verify`",
     "num_solutions": "distinct solutions (`countdown_env.solver.count_solutions`)",
     "difficulty": "`hard` / `medium` / `easy` from that count (`countdown_env.generator.DIFFICULTY_THRESHOLDS`)",
     "completion": "one assistant message: the solver-derived trace in the template's tags",

@@ -36,8 +36,8 @@ denominator)`` pair (``Fraction`` hashing and arithmetic were ~60 % of the time)
 three quarters of the values non-integral), ~4 ms answers the point questions. A full table for 3-number
 sub-multisets only (more point questions) measured ~45 ms, for 5-number ones ~140 ms.
 
-Solution identity and ``canonical_form``: :func:`countdown_env.expression.canonical_form` computes the same identity
-for any expression text, so for every puzzle ``{canonical_form(s) for s in solutions(p)}`` has
+Solution identity and ``canonical_form``: :func:`countdown_env.expressions.expression.canonical_form` computes the same
+identity for any expression text, so for every puzzle ``{canonical_form(s) for s in solutions(p)}`` has
 ``count_solutions(p)`` members, and a correct answer's ``canonical_form`` is one of them. Search
 (``solve``) lives in :mod:`countdown_env.solver`.
 """

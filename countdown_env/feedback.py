@@ -1,7 +1,7 @@
 r"""Verifier feedback: the message a multi-turn episode (or the ``check`` tool) answers an attempt with.
 
-The message is built only from the :class:`~countdown_env.verifier.Verification` of the attempt and the puzzle's
-target: the value the expression reached, which numbers it misused, why it could not be read. It never contains
+The message is built only from the :class:`~countdown_env.expressions.verifier.Verification` of the attempt and the
+puzzle's target: the value the expression reached, which numbers it misused, why it could not be read. It never contains
 a solution (nothing here calls the solver). The attempt's own expression is echoed back, cut to
 :data:`MAX_ECHO_CHARS` and to printable ASCII.
 
@@ -18,7 +18,7 @@ Verdict reasons fall into six groups, each with its own sentence in a :class:`Fe
 =============  =================================================================================================
 
 >>> from countdown_env.puzzle import Puzzle
->>> from countdown_env.verifier import verify
+>>> from countdown_env.expressions.verifier import verify
 >>> p = Puzzle([3, 7, 11], 21)
 >>> verdict_text(verify("3 + 7", p), p)
 'Your expression 3 + 7 evaluates to 10, not 21.'
@@ -32,8 +32,8 @@ import string
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .expressions.verifier import Verification
 from .puzzle import Puzzle
-from .verifier import Verification
 
 MAX_ECHO_CHARS = 200
 """Longest expression (or verifier detail) echoed back in a message; longer ones end with ``...``."""

@@ -7,6 +7,7 @@ It lives in ``countdown_env``, the lowest layer, so that every package may use i
 from __future__ import annotations
 
 import importlib
+import sys
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -50,3 +51,17 @@ def lazy_exports(
         return sorted(set(namespace) | set(exports))
 
     return __getattr__, __dir__
+
+
+def moved_module(old: str, new: str) -> None:
+    """Make module ``old`` (a deprecated path, kept one release) the module ``new``: warn once, at the first import
+    of ``old``, with a :class:`DeprecationWarning`, and put ``new`` in ``sys.modules`` under ``old``, so both names
+    are one module object (one set of module-level state) and later imports of ``old`` neither reload nor warn.
+    Called as ``moved_module(__name__, "new.path")`` by the module left at the old path."""
+    module = importlib.import_module(new)
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_globals.get("__name__") == old:
+        frame, level = frame.f_back, level + 1
+    # `warnings` skips the import machinery's frames itself: the warning names the module that imported `old`
+    warnings.warn(f"{old} moved to {new}; the old path goes in the next release", DeprecationWarning, stacklevel=level)
+    sys.modules[old] = module

@@ -146,8 +146,8 @@ def difficulty_metadata(task: CountdownTask) -> dict[str, tuple[int, int]]:
 def score_answer(answer: str | None, entry: dict[str, Any]) -> float:
     """1.0 when ``answer`` (an expression, or text holding the entry's answer tags) solves the entry's puzzle under
     its task's rules, else 0.0 (``None`` and unparsable answers included). Never raises on model text."""
-    from .answers import extract_answer
-    from .verifier import verify
+    from .expressions.answers import extract_answer
+    from .expressions.verifier import verify
 
     if not isinstance(answer, str) or not answer.strip():
         return 0.0

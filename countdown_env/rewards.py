@@ -1,7 +1,7 @@
 """Rewards for Countdown completions: binary correctness, an optional format bonus, an optional partial credit.
 
 ``reward = 1.0 if the answer is correct else partial``, plus ``format_bonus`` when the completion is exactly one
-reasoning block followed by one answer block (:func:`~countdown_env.answers.has_valid_format`).
+reasoning block followed by one answer block (:func:`~countdown_env.expressions.answers.has_valid_format`).
 
 Partial credit (``partial_credit = w``, default 0: off; ``0 <= w < 1``) rewards a wrong answer by how close its
 exact value comes to the target: ``partial = w * max(0, 1 - |value - target| / target)``. Only an answer that is a
@@ -24,10 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .answers import extract_answer, has_valid_format
+from .expressions.answers import extract_answer, has_valid_format
+from .expressions.verifier import Verification, verify
 from .messages import completion_text
 from .puzzle import Puzzle
-from .verifier import Verification, verify
 
 __all__ = [
     "RewardConfig",

@@ -43,7 +43,7 @@ def build_sft_records(
     drawn per row) or a :class:`~countdown_env.traces.TraceStyle`. ``exclude`` keeps puzzles out by canonical
     key (pass the eval puzzles). Deterministic in all arguments. No HF import.
     """
-    from .verifier import verify_completion
+    from .expressions.verifier import verify_completion
 
     spec = SplitSpec(
         n_numbers=(n_numbers,) if isinstance(n_numbers, int) else tuple(n_numbers),

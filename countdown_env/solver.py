@@ -503,8 +503,8 @@ def solve(
     The search is complete (see the module docstring), so ``None`` proves that no expression over the numbers
     (each at most once; exactly once with ``use_all_numbers``) with the given ``operators`` reaches the target
     (with ``integer_intermediates``: every intermediate a positive integer). The answer passes
-    ``countdown_env.verifier.verify`` with the same options. Deterministic: the same puzzle gives the same string.
-    Unless ``use_all_numbers``, solutions with at most 4 numbers are looked for first (smallest first); beyond
+    ``countdown_env.expressions.verifier.verify`` with the same options. Deterministic: the same puzzle gives the same
+    string. Unless ``use_all_numbers``, solutions with at most 4 numbers are looked for first (smallest first); beyond
     that the first one found is returned, not necessarily the shortest.
 
     >>> solve(Puzzle([25, 3, 7], 82))

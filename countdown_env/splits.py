@@ -216,7 +216,7 @@ def stream_task(task: CountdownTask, n: int, split: str) -> CountdownTask:
 
 
 def _row(record, rules: CountdownTask, counts: bool = True) -> dict[str, Any]:
-    from .verifier import verify
+    from .expressions.verifier import verify
 
     puzzle = record.puzzle
     check = verify(

@@ -57,7 +57,7 @@ from .puzzle import MAX_NUMBERS, MAX_VALUE, Puzzle
 from .rewards import RewardConfig, ScoredCompletion, make_reward_function, score_completion
 
 if TYPE_CHECKING:
-    from .verifier import Verification
+    from .expressions.verifier import Verification
 
 TASK_FILE = "countdown_task.json"
 """The file :meth:`CountdownTask.save` writes in a folder (a checkpoint, a split)."""

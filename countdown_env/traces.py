@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .expression import leaves, parse_expression
+from .expressions.expression import leaves, parse_expression
 from .prompts import PromptTemplate, format_completion
 from .puzzle import Puzzle
 

@@ -1,8 +1,8 @@
 """Trajectories: the record a learner consumes, and batched scoring of generated token ids.
 
 A :class:`Trajectory` is one finished episode of the token-level MDP: the prompt ids, the completion ids the
-policy emitted, the decoded completion, the reward and the :class:`~countdown_env.verifier.Verification` behind
-it. :func:`score_trajectories` builds a batch of them straight from generated ids (no token-by-token stepping),
+policy emitted, the decoded completion, the reward and the :class:`~countdown_env.expressions.verifier.Verification`
+behind it. :func:`score_trajectories` builds a batch of them straight from generated ids (no token-by-token stepping),
 and the token environment calls the very same function at the end of each episode, so a rollout engine, the
 environment and a trainer's reward function can never disagree on a reward.
 
@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from .expressions.verifier import Verification
 from .puzzle import Puzzle, as_puzzle
 from .rewards import RewardConfig, score_completion
-from .verifier import Verification
 
 TRUNCATION_REWARDS = ("zero", "score")
 

@@ -40,10 +40,10 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .expressions.verifier import verify
 from .feedback import verdict_text
 from .puzzle import Puzzle
 from .task import CountdownTask
-from .verifier import verify
 
 DEFAULT_MAX_CHECKS = 4
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from countdown_env.answers import extract_answer, has_valid_format, normalize_expression
+from countdown_env.expressions.answers import extract_answer, has_valid_format, normalize_expression
 from countdown_env.prompts import format_completion
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from countdown_env.answers import has_valid_format
 from countdown_env.cleaning import (
     clean_file,
     clean_row,
@@ -16,8 +15,9 @@ from countdown_env.cleaning import (
     split_response,
     split_stated_result,
 )
+from countdown_env.expressions.answers import has_valid_format
+from countdown_env.expressions.verifier import verify_completion
 from countdown_env.puzzle import Puzzle
-from countdown_env.verifier import verify_completion
 
 FIXTURE = Path(__file__).parent / "fixtures" / "external_sft.jsonl"
 EXPECTED_DROPS = {
@@ -111,8 +111,8 @@ def test_hostile_rows_are_bad_rows_and_a_missing_field_is_an_error(tmp_path):
 def test_ten_megabyte_inputs_cost_no_scan():
     """10 MB responses and expressions are refused or returned before any scan (2.1 s and 0.5 s before): the
     cleaner drops the row as too_long, and normalisation returns the text untouched (its × not rewritten)."""
-    from countdown_env.answers import normalize_expression
     from countdown_env.cleaning import TOO_LONG, clean_row
+    from countdown_env.expressions.answers import normalize_expression
 
     huge = "<reasoning>" + "1 × 2 " * 2_000_000 + "</reasoning><solution>1</solution>"
     assert clean_row({"numbers": [1, 2], "target": 3, "response": huge})[1] == TOO_LONG
@@ -124,7 +124,7 @@ def test_ten_megabyte_inputs_cost_no_scan():
                                     "$25 * 3 + 7 = 82$", "25*3+7 =", "82 = 25*3+7"])  # fmt: skip
 def test_clean_sft_keeps_an_answer_exactly_when_verify_accepts_it(answer):
     from countdown_env.cleaning import clean_row
-    from countdown_env.verifier import verify
+    from countdown_env.expressions.verifier import verify
 
     puzzle = Puzzle([25, 3, 7], 82)
     row = {"numbers": [25, 3, 7], "target": 82, "response": f"<think>t</think><answer>{answer}</answer>"}

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from countdown_env.eval_sets import EVAL_SET_SIZE, EVAL_SETS, STORED_COLUMNS, eval_set_bytes, load_eval_set
+from countdown_env.expressions.verifier import verify
 from countdown_env.jsonl import jsonl_line
 from countdown_env.puzzle import Puzzle
 from countdown_env.splits import build_split_records
-from countdown_env.verifier import verify
 
 DATASETS = Path(__file__).resolve().parent.parent / "datasets"
 # Rows rebuilt in the fast test: counting solutions of 6 numbers takes ~0.5 s a puzzle.

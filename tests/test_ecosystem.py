@@ -143,8 +143,8 @@ def test_nums_alias_in_eval_rows_and_trainer_inputs(tmp_path):
 # ------------------------------------------------------------------------------------------------ verifiers
 @pytest.mark.parametrize("fields", [{"n_numbers": 4}, {"n_numbers": 3, "use_all_numbers": True}, {"n_numbers": 6}])
 def test_verifiers_rows_carry_a_reference_solution(fields):
+    from countdown_env.expressions.verifier import verify
     from countdown_env.task import CountdownTask
-    from countdown_env.verifier import verify
     from verifiers_ext.dataset_rows import PuzzleSource
 
     task = CountdownTask(seed=3, **fields)
@@ -168,9 +168,9 @@ def test_dir_lists_lazy_exports_without_loading_heavy_modules():
 
 # ------------------------------------------------------------------------------------------------ reasoning-gym
 def test_procedural_dataset_entries_and_score_answer():
+    from countdown_env.expressions.verifier import verify
     from countdown_env.procedural import CountdownDataset, create_dataset, score_answer
     from countdown_env.task import CountdownTask
-    from countdown_env.verifier import verify
 
     task = CountdownTask(n_numbers=4, value_range=(1, 30), target_range=(10, 300), template="tinyzero", seed=5)
     ds = create_dataset("countdown", task=task, size=6)
@@ -451,8 +451,8 @@ def test_every_option_has_help_and_shows_its_default(name, capsys):
 
 def test_generate_prints_the_tasks_puzzles(tmp_path, capsys):
     from countdown_env.cli import main
+    from countdown_env.expressions.verifier import verify
     from countdown_env.task import CountdownTask
-    from countdown_env.verifier import verify
 
     assert main(["generate", "--n-numbers", "4", "--count", "5", "--seed", "3"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from countdown_env.expression import (
+from countdown_env.expressions.expression import (
     BinOp,
     ExpressionError,
     Limits,
@@ -354,7 +354,7 @@ def nested_alternating(depth: int) -> str:
 
 
 def test_canonical_form_of_deep_and_wide_expressions():
-    from countdown_env.expression import _CANONICAL_CACHE
+    from countdown_env.expressions.expression import _CANONICAL_CACHE
 
     texts = [nested_alternating(d) for d in range(8, 101)]
     texts.append(" + ".join(f"({k} * {k + 1} - {k + 2})" for k in range(1, 22)))  # 63 numbers, wide
@@ -370,7 +370,7 @@ def test_the_canonical_form_cache_counts_bytes_of_its_entries():
     its strings' sizes plus the entry's own overhead, so memory measured with tracemalloc stays near the bound."""
     import tracemalloc
 
-    from countdown_env.expression import _ByteBoundedCache
+    from countdown_env.expressions.expression import _ByteBoundedCache
 
     budget = 2 << 20
     cache = _ByteBoundedCache(budget)

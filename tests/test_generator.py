@@ -8,11 +8,11 @@ import random
 import numpy as np
 import pytest
 
+from countdown_env.expressions.verifier import verify
 from countdown_env.generator import GeneratedPuzzle, difficulty_label
 from countdown_env.puzzle import Puzzle
 from countdown_env.solver import count_solutions, solve
 from countdown_env.task import PuzzleGenerator
-from countdown_env.verifier import verify
 
 
 def test_same_index_same_puzzle_across_instances_and_order():

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from countdown_env import Puzzle
-from countdown_env.verifier import verify
+from countdown_env.expressions.verifier import verify
 
 PUZZLE = Puzzle((3, 7, 11), 21)
 EXPRESSIONS = ["3*7", "3+7", "11-7", "7*3+11"]  # one correct answer, three wrong ones

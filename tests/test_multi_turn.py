@@ -10,11 +10,11 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import countdown_env  # noqa: F401  (registers the ids)
+from countdown_env.expressions.verifier import REASONS, verify
 from countdown_env.feedback import REASON_GROUPS, feedback_text, verdict_text
 from countdown_env.puzzle import Puzzle
 from countdown_env.solver import solve
 from countdown_env.task import CountdownTask
-from countdown_env.verifier import REASONS, verify
 
 PUZZLE = Puzzle([3, 7, 11], 21)
 SMALL = dict(n_numbers=3, value_range=(1, 20), target_range=(10, 100))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from countdown_env.answers import has_valid_format
+from countdown_env.expressions.answers import has_valid_format
+from countdown_env.expressions.verifier import verify_completion
 from countdown_env.puzzle import Puzzle
 from countdown_env.sft import SFT_COLUMNS, build_sft_dataset, build_sft_records
-from countdown_env.verifier import verify_completion
 
 
 @pytest.fixture(scope="module")

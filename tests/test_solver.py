@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from countdown_env.expressions.verifier import verify
 from countdown_env.puzzle import Puzzle, PuzzleError
 from countdown_env.solver import count_solutions, solutions, solve
-from countdown_env.verifier import verify
 
 
 @cache
@@ -314,7 +314,7 @@ def test_canonical_form_agrees_with_the_solution_count(seed):
     a regrouped or sign-flipped variant of a solution maps back onto it."""
     import random
 
-    from countdown_env.expression import canonical_form
+    from countdown_env.expressions.expression import canonical_form
 
     rng = random.Random(seed)
     for _ in range(4):

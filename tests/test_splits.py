@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from countdown_env.expressions.verifier import verify
 from countdown_env.jsonl import read_jsonl
 from countdown_env.puzzle import Puzzle
 from countdown_env.split_folders import write_splits
 from countdown_env.splits import SPLIT_COLUMNS, SplitError, SplitSpec, build_split_records
-from countdown_env.verifier import verify
 
 SMALL = SplitSpec(n_numbers=(3, 4), train_size=41, eval_size=12, seed=5)
 

@@ -7,11 +7,11 @@ from fractions import Fraction
 
 import pytest
 
-from countdown_env.answers import has_valid_format
+from countdown_env.expressions.answers import has_valid_format
+from countdown_env.expressions.verifier import verify_completion
 from countdown_env.puzzle import Puzzle
 from countdown_env.task import PuzzleGenerator
 from countdown_env.traces import STYLES, TraceError, TraceStyle, make_trace, resolve_style
-from countdown_env.verifier import verify_completion
 
 # "a op b = c" not inside a longer expression (the one-line check "Check: 16 * 3 - 3 = 45" is not a step).
 STEP = re.compile(r"(?<![-+*/(] )(?<![\d/])(\d+(?:/\d+)?) ([-+*/]) (\d+(?:/\d+)?) = (\d+(?:/\d+)?)")

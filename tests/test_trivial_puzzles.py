@@ -80,7 +80,7 @@ def test_generator_redraws_within_the_index_and_moves_no_other_index():
     for i, (s, raw) in enumerate(pairs):
         assert (s == raw) == (i not in trivial_indices)
     # the witness of a redrawn index solves the redrawn puzzle
-    from countdown_env.verifier import verify
+    from countdown_env.expressions.verifier import verify
 
     record = strict.record(4)
     assert record.puzzle == pairs[4][0] and verify(record.solution, record.puzzle).correct

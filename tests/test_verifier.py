@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from countdown_env.expression import BinOp, Limits, Num, to_infix
+from countdown_env.expressions.expression import BinOp, Limits, Num, to_infix
+from countdown_env.expressions.verifier import REASONS, Verification, verify, verify_completion
 from countdown_env.puzzle import Puzzle
-from countdown_env.verifier import REASONS, Verification, verify, verify_completion
 
 P = Puzzle([25, 3, 7, 1], 154)
 
@@ -239,7 +239,8 @@ def test_adversarial_inputs_get_a_reason(text):
 def test_docstring_examples():
     import doctest
 
-    from countdown_env import answers, expression, rewards, verifier
+    from countdown_env import rewards
+    from countdown_env.expressions import answers, expression, verifier
 
     for module in (expression, verifier, answers, rewards):
         result = doctest.testmod(module)

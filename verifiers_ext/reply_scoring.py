@@ -3,8 +3,8 @@
 `verifiers` hands completions over as plain strings, as lists of dict messages, or as lists of pydantic message
 objects (attributes ``role``/``content``, content possibly a list of text parts); :func:`reply_text` reads all
 three. Correctness is :func:`countdown_env.rewards.score_completion`'s verdict (the last answer block, verified
-exactly; never eval'd); the format metric is :func:`countdown_env.answers.has_valid_format` (one reasoning block,
-then one non-empty answer block, nothing else).
+exactly; never eval'd); the format metric is :func:`countdown_env.expressions.answers.has_valid_format` (one reasoning
+block, then one non-empty answer block, nothing else).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from countdown_env.answers import has_valid_format
+from countdown_env.expressions.answers import has_valid_format
 from countdown_env.messages import completion_text
 from countdown_env.puzzle import Puzzle
 from countdown_env.rewards import RewardConfig, ScoredCompletion, score_completion

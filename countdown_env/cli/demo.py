@@ -13,10 +13,10 @@ import time
 from collections import Counter
 from dataclasses import replace
 
+from ..expressions.verifier import verify
 from ..puzzle import Puzzle
 from ..solver import solve
 from ..task import CountdownTask
-from ..verifier import verify
 from .options import add_range_arguments, add_rule_arguments
 
 

@@ -18,8 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..expressions.verifier import verify, verify_completion
     from ..puzzle import Puzzle
-    from ..verifier import verify, verify_completion
 
     puzzle = Puzzle(args.numbers, args.target)
     options = dict(use_all_numbers=args.use_all_numbers, integer_intermediates=args.integer_intermediates)

@@ -102,8 +102,8 @@ class CountdownEnv(gym.Env[str, str]):
 
     An episode terminates at a correct answer or after ``task.max_turns`` answers (default 1: after its one
     step); it is never truncated. Stepping again before ``reset`` raises ``RuntimeError``. Step ``info``:
-    ``verification`` (a :class:`~countdown_env.verifier.Verification`), ``format_ok``, ``puzzle``, ``index``,
-    ``turn`` (1-based), and after a failed turn that continues, ``feedback`` and ``messages``.
+    ``verification`` (a :class:`~countdown_env.expressions.verifier.Verification`), ``format_ok``, ``puzzle``,
+    ``index``, ``turn`` (1-based), and after a failed turn that continues, ``feedback`` and ``messages``.
 
     ## Arguments
 

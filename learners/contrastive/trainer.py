@@ -50,9 +50,10 @@ class _Row:
 
 
 def submitted_answer(completion: str, tag: str = "solution") -> str | None:
-    """The answer the verifier grades (``countdown_env.answers.extract_answer``: the last complete tag block), but
-    verbatim, whitespace included, so that it is scored as the policy wrote it; ``None`` if there is none."""
-    from countdown_env.answers import extract_answer
+    """The answer the verifier grades (``countdown_env.expressions.answers.extract_answer``: the last complete tag
+    block), but verbatim, whitespace included, so that it is scored as the policy wrote it; ``None`` if there is
+    none."""
+    from countdown_env.expressions.answers import extract_answer
 
     if extract_answer(completion, tag=tag) is None:
         return None

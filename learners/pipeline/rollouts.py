@@ -194,8 +194,8 @@ class EnvRollouts:
     def _failed(self, puzzle, observation, prompt_length, ids, mask, exc: Exception) -> dict[str, Any]:
         """A failed episode: the ids played so far plus the failing turn's, reward 0, and the reason in its
         verification (``episode_error``) and ``error``."""
+        from countdown_env.expressions.verifier import EPISODE_ERROR, Verification
         from countdown_env.trajectory import Trajectory
-        from countdown_env.verifier import EPISODE_ERROR, Verification
 
         error = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
         completion = np.concatenate([observation[prompt_length:], np.asarray(ids, dtype=np.int64)])
