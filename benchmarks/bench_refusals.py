@@ -58,8 +58,8 @@ def in_process_cases() -> list[tuple[str, Callable[[], object], float]]:
     from countdown_env.expressions.answers import normalize_expression
     from countdown_env.expressions.expression import ExpressionError, canonical_form, parse_expression
     from countdown_env.expressions.verifier import verify, verify_completion
-    from countdown_env.generator import UnsatisfiableSettings
     from countdown_env.puzzle import Puzzle
+    from countdown_env.solving.generator import UnsatisfiableSettings
     from countdown_env.task import PuzzleGenerator
     from tests.test_expression import nested_alternating  # the expressions of the test this target came from
 

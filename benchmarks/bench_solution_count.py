@@ -18,16 +18,16 @@ from pathlib import Path
 
 import numpy as np
 
-from countdown_env import distinct_solutions
 from countdown_env.puzzle import Puzzle
+from countdown_env.solving import distinct_solutions
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def load_baseline(rev: str):
-    """``countdown_env/distinct_solutions.py`` at ``rev`` as a module inside the countdown_env package."""
+    """``countdown_env/solving/distinct_solutions.py`` at ``rev`` as a module inside the countdown_env package."""
     source = subprocess.run(
-        ["git", "show", f"{rev}:countdown_env/distinct_solutions.py"], cwd=ROOT, capture_output=True, text=True,
+        ["git", "show", f"{rev}:countdown_env/solving/distinct_solutions.py"], cwd=ROOT, capture_output=True, text=True,
         check=True,
     ).stdout  # fmt: skip
     name = "countdown_env._baseline_distinct_solutions"

@@ -13,8 +13,8 @@ import argparse
 import statistics
 import time
 
-from countdown_env.distinct_solutions import count_solutions
 from countdown_env.sft import build_sft_records
+from countdown_env.solving.distinct_solutions import count_solutions
 from countdown_env.splits import SplitSpec, build_split_records, stream_seed
 from countdown_env.task import PuzzleGenerator
 from countdown_env.traces import STYLES, make_trace

@@ -101,7 +101,7 @@ def _prompts(n: int, seed: int):
     import random
 
     from countdown_env import Puzzle
-    from countdown_env.solver import solve
+    from countdown_env.solving.solver import solve
 
     rng, puzzles = random.Random(seed + 1000), []
     while len(puzzles) < n:

@@ -22,8 +22,8 @@ SPLIT_COLUMN_DOCS = {
     "target": "the number to reach",
     "n_numbers": "how many numbers",
     "solution": "one reference expression, checked with `countdown_env.expressions.verifier.verify`",
-    "num_solutions": "distinct solutions (`countdown_env.solver.count_solutions`)",
-    "difficulty": "`hard` / `medium` / `easy` from that count (`countdown_env.generator.DIFFICULTY_THRESHOLDS`)",
+    "num_solutions": "distinct solutions (`countdown_env.solving.solver.count_solutions`)",
+    "difficulty": "`hard`/`medium`/`easy` from that count (`countdown_env.solving.generator.DIFFICULTY_THRESHOLDS`)",
     "completion": "one assistant message: the solver-derived trace in the template's tags",
     "style": "the trace style of the row (`direct`, `short`, `search`, `long`)",
 }

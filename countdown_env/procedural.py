@@ -21,8 +21,8 @@ same shapes here, built on a :class:`~countdown_env.task.CountdownTask`:
 - :func:`score_answer` is the project's verifier under the entry's rules: 1.0 for a correct expression, else 0.0.
   An answer that still holds the template's answer tags is reduced to its last answer block first.
 - :class:`CountdownCurriculum`: number-count levels and difficulty levels (``easy``/``medium``/``hard`` from the
-  solution count, :data:`countdown_env.generator.DIFFICULTY_THRESHOLDS`; ``any`` = no filter). A trainer callback
-  (:meth:`CountdownCurriculum.callback`) raises the level when the logged train accuracy reaches ``threshold``
+  solution count, :data:`countdown_env.solving.generator.DIFFICULTY_THRESHOLDS`; ``any`` = no filter). A trainer
+  callback (:meth:`CountdownCurriculum.callback`) raises the level when the logged train accuracy reaches ``threshold``
   ``patience`` times in a row: difficulty first, then the next number count from the easiest difficulty again.
   :meth:`CountdownCurriculum.train_dataset` is a ``datasets.IterableDataset`` whose prompts follow the current level
   as training reads them. ``countdown train`` builds one from a ``curriculum:`` YAML section.
@@ -83,7 +83,7 @@ DIFFICULTY_LEVELS = ("any", "easy", "medium", "hard")
 
 def difficulty_bounds(level: str, n_numbers: int) -> tuple[int | None, int | None]:
     """``(min_solutions, max_solutions)`` that select puzzles of difficulty ``level`` with ``n_numbers`` numbers."""
-    from .generator import DIFFICULTY_THRESHOLDS
+    from .solving.generator import DIFFICULTY_THRESHOLDS
 
     if level not in DIFFICULTY_LEVELS:
         raise ValueError(f"unknown difficulty level {level!r}; choose from {list(DIFFICULTY_LEVELS)}")
@@ -96,7 +96,7 @@ def difficulty_bounds(level: str, n_numbers: int) -> tuple[int | None, int | Non
 def reference_solution(task: CountdownTask, index: int) -> str:
     """One correct expression for ``task.puzzle(index)``: the generator's witness (the random expression its target
     came from; no solution counting), else the solver's; ``""`` for an unsolvable puzzle."""
-    from .solver import solve
+    from .solving.solver import solve
 
     generator = task.generator(task.n_numbers_at(index))
     puzzle, solution, _ = generator._draw(index)

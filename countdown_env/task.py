@@ -6,7 +6,7 @@ A task is four things, written once and serialisable (``to_dict`` / ``from_dict`
 - generator settings: ``n_numbers`` (an int; a ``(lo, hi)`` range drawn uniformly per index; or
   ``((n, weight), ...)`` drawn per index with probability ``weight / sum(weights)``), ``value_range``,
   ``target_range``, ``operators``, ``require_solvable``, ``min_solutions`` / ``max_solutions``, ``target_mode``,
-  ``seed`` (see :mod:`countdown_env.generator` for how a puzzle is drawn), ``allow_trivial`` (default False: no
+  ``seed`` (see :mod:`countdown_env.solving.generator` for how a puzzle is drawn), ``allow_trivial`` (default False: no
   puzzle whose target is one of its numbers, :func:`countdown_env.puzzle.is_trivial`; one rule for every consumer);
 - rules: ``use_all_numbers`` (every number exactly once instead of at most once), ``integer_intermediates``
   (every intermediate a positive integer). They reach the generator, the prompt's rule sentence and the verifier
@@ -25,7 +25,7 @@ Puzzle ``i`` of a task is ``task.generator(task.n_numbers_at(i))[i]``: for an in
 ``PuzzleGenerator(n, ..., seed=seed)[i]``; for mixed counts the count of index ``i`` is drawn from its own
 ``numpy.random.default_rng([seed, i, COUNT_STREAM])``, independent of the puzzle stream and of other indices.
 :class:`PuzzleGenerator` lives here, beside the task that builds it and that it is built from: the drawing itself
-(:class:`countdown_env.generator.PuzzleDraws`, one count) reads the task's settings and imports no task.
+(:class:`countdown_env.solving.generator.PuzzleDraws`, one count) reads the task's settings and imports no task.
 
 >>> task = CountdownTask(n_numbers=3, value_range=(1, 20), target_range=(10, 100), template="tinyzero")
 >>> puzzle = task.puzzle(0)
@@ -49,12 +49,12 @@ import numpy as np
 
 from .feedback import FeedbackTemplate, get_feedback_template
 from .feedback import feedback_text as _feedback_text
-from .generator import GeneratedPuzzle, PuzzleDraws
 from .prompts import PromptTemplate, chat_messages, get_template
 from .prompts import format_completion as _format_completion
 from .prompts import prompt_text as _prompt_text
 from .puzzle import MAX_NUMBERS, MAX_VALUE, Puzzle
 from .rewards import RewardConfig, ScoredCompletion, make_reward_function, score_completion
+from .solving.generator import GeneratedPuzzle, PuzzleDraws
 
 if TYPE_CHECKING:
     from .expressions.verifier import Verification
@@ -158,17 +158,17 @@ class CountdownTask:
     allow_trivial: bool = False
     """Draw trivial puzzles too (the target is one of the numbers: answer ``"23"`` solves ``[46, 89, 47, 23] -> 23``;
     :func:`countdown_env.puzzle.is_trivial`). Default False: puzzle ``i`` redraws a trivial candidate from index
-    ``i``'s own stream (:mod:`countdown_env.generator`), so no env reset, verifiers dataset row, ``create_dataset``
-    entry, ``countdown generate`` line or curriculum row is trivial; splits and SFT traces skip the index instead
-    (:mod:`countdown_env.splits`). A generator setting, last so that positional construction is unchanged; tasks
-    saved before it load with False. Solvable 1-number tasks need True (every such puzzle is trivial)."""
+    ``i``'s own stream (:mod:`countdown_env.solving.generator`), so no env reset, verifiers dataset row,
+    ``create_dataset`` entry, ``countdown generate`` line or curriculum row is trivial; splits and SFT traces skip the
+    index instead (:mod:`countdown_env.splits`). A generator setting, last so that positional construction is unchanged;
+    tasks saved before it load with False. Solvable 1-number tasks need True (every such puzzle is trivial)."""
     partial_credit: float = 0.0
     """Reward setting: a wrong answer that is a real attempt earns ``partial_credit * closeness`` of its value to the
     target (:func:`countdown_env.rewards.closeness`; 0 = off, below 1 so a correct answer always wins). Last, as
     ``allow_trivial``, so that positional construction is unchanged; tasks saved before it load with 0."""
 
     def __post_init__(self) -> None:
-        from .solver import MAX_COUNT_NUMBERS, MAX_SOLVE_NUMBERS, check_operators
+        from .solving.solver import MAX_COUNT_NUMBERS, MAX_SOLVE_NUMBERS, check_operators
 
         set_field = object.__setattr__
         set_field(self, "n_numbers", _check_number_counts(self.n_numbers))
@@ -393,8 +393,8 @@ class PuzzleGenerator(PuzzleDraws):
 
     Built from a :class:`CountdownTask` (``PuzzleGenerator(task=task)`` or ``PuzzleGenerator.from_task(task)``) or
     from the task's fields as keywords (``PuzzleGenerator(n_numbers=4, seed=7)``), which are validated by the task.
-    One count's puzzles are drawn by :class:`~countdown_env.generator.PuzzleDraws` (how: its module docstring); for a
-    task with mixed number counts the stream is ``task.puzzle(i)``: index ``i`` is drawn by the generator of count
+    One count's puzzles are drawn by :class:`~countdown_env.solving.generator.PuzzleDraws` (how: its module docstring);
+    for a task with mixed number counts the stream is ``task.puzzle(i)``: index ``i`` is drawn by the generator of count
     ``task.n_numbers_at(i)``.
 
     The stream is infinite: ``len(gen)`` raises ``TypeError``; iterate with ``itertools.islice`` or ``generate``.
@@ -429,8 +429,8 @@ class PuzzleGenerator(PuzzleDraws):
         return super().record(index, count=count)
 
     def check_satisfiable(self) -> None:
-        """:meth:`PuzzleDraws.check_satisfiable <countdown_env.generator.PuzzleDraws.check_satisfiable>`; for mixed
-        counts nothing here (each count's generator checks its settings on its first draw)."""
+        """:meth:`PuzzleDraws.check_satisfiable <countdown_env.solving.generator.PuzzleDraws.check_satisfiable>`; for
+        mixed counts nothing here (each count's generator checks its settings on its first draw)."""
         if self._mixed:
             self._checked = True
             return

@@ -210,7 +210,7 @@ def _counting(monkeypatch, cls, name: str) -> list:
 
 @pytest.mark.parametrize("n", [3, 6])
 def test_impossible_uniform_targets_fail_after_a_bounded_probe(n, monkeypatch):
-    from countdown_env.generator import _SOLVE_MS, UnsatisfiableSettings, _probe_attempts
+    from countdown_env.solving.generator import _SOLVE_MS, UnsatisfiableSettings, _probe_attempts
     from countdown_env.task import PuzzleGenerator
 
     # 2 * 2 * 2 = 8 is the most three numbers in 1..2 make; six make 64, never a prime above it
@@ -223,7 +223,7 @@ def test_impossible_uniform_targets_fail_after_a_bounded_probe(n, monkeypatch):
 
 
 def test_unreachable_min_solutions_fails_after_a_bounded_probe(monkeypatch):
-    from countdown_env.generator import _COUNT_MS, UnsatisfiableSettings, _probe_attempts
+    from countdown_env.solving.generator import _COUNT_MS, UnsatisfiableSettings, _probe_attempts
     from countdown_env.task import PuzzleGenerator
 
     gen = PuzzleGenerator(n_numbers=6, min_solutions=1_000_000, seed=0)

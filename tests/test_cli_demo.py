@@ -10,7 +10,7 @@ import pytest
 from countdown_env.cli import main
 from countdown_env.cli.demo import wrong_answers
 from countdown_env.expressions.verifier import verify
-from countdown_env.solver import solve
+from countdown_env.solving.solver import solve
 from countdown_env.task import PuzzleGenerator
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from countdown_env.envs.char_tokenizer import CharTokenizer
 from countdown_env.prompts import format_completion
-from countdown_env.solver import solve
+from countdown_env.solving.solver import solve
 
 STEPS = 6
 SMALL = dict(n_numbers=3, value_range=(1, 20), target_range=(10, 100), seed=3)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from countdown_env.expressions.verifier import verify
-from countdown_env.generator import GeneratedPuzzle, difficulty_label
 from countdown_env.puzzle import Puzzle
-from countdown_env.solver import count_solutions, solve
+from countdown_env.solving.generator import GeneratedPuzzle, difficulty_label
+from countdown_env.solving.solver import count_solutions, solve
 from countdown_env.task import PuzzleGenerator
 
 

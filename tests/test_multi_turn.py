@@ -13,7 +13,7 @@ import countdown_env  # noqa: F401  (registers the ids)
 from countdown_env.expressions.verifier import REASONS, verify
 from countdown_env.feedback import REASON_GROUPS, feedback_text, verdict_text
 from countdown_env.puzzle import Puzzle
-from countdown_env.solver import solve
+from countdown_env.solving.solver import solve
 from countdown_env.task import CountdownTask
 
 PUZZLE = Puzzle([3, 7, 11], 21)

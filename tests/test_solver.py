@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from countdown_env.expressions.verifier import verify
 from countdown_env.puzzle import Puzzle, PuzzleError
-from countdown_env.solver import count_solutions, solutions, solve
+from countdown_env.solving.solver import count_solutions, solutions, solve
 
 
 @cache
@@ -128,7 +128,7 @@ def test_eight_numbers_find_one():
 
 
 def test_huge_numbers_take_the_exact_fallback(monkeypatch):
-    import countdown_env.solver as solver_module
+    import countdown_env.solving.solver as solver_module
 
     calls = []
     original = solver_module._python_solve
@@ -143,7 +143,7 @@ def test_huge_numbers_take_the_exact_fallback(monkeypatch):
 def test_hash_collisions_never_decide(monkeypatch):
     import numpy as np
 
-    import countdown_env.solver as solver_module
+    import countdown_env.solving.solver as solver_module
 
     # every value hashes to 0 or 1: tables see colliding keys and must fall back to the exact search
     monkeypatch.setattr(solver_module, "_hash", lambda p, q: (p % 2).astype(np.uint64))

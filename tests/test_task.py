@@ -13,7 +13,7 @@ import pytest
 
 from countdown_env.envs.char_tokenizer import CharTokenizer
 from countdown_env.prompts import TEMPLATES
-from countdown_env.solver import solve
+from countdown_env.solving.solver import solve
 from countdown_env.task import TASK_FILE, CountdownTask, PuzzleGenerator
 from verifiers_ext.classic_env import classic_api_installed
 

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from countdown_env.puzzle import Puzzle
-from countdown_env.solver import solve
+from countdown_env.solving.solver import solve
 from countdown_env.task import CountdownTask
 from countdown_env.trl_env import (
     CountdownEnvironment,

@@ -22,7 +22,7 @@ import pytest
 from countdown_env.prompts import chat_messages, format_completion
 from countdown_env.puzzle import Puzzle
 from countdown_env.rewards import RewardConfig
-from countdown_env.solver import solve
+from countdown_env.solving.solver import solve
 from countdown_env.task import PuzzleGenerator
 from verifiers_ext.classic_env import classic_api_installed
 from verifiers_ext.dataset_rows import PuzzleSource

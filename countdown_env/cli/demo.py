@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from ..expressions.verifier import verify
 from ..puzzle import Puzzle
-from ..solver import solve
+from ..solving.solver import solve
 from ..task import CountdownTask
 from .options import add_range_arguments, add_rule_arguments
 

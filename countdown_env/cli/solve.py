@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _solve(args: argparse.Namespace) -> int:
     from ..puzzle import Puzzle
-    from ..solver import count_solutions, solutions, solve
+    from ..solving.solver import count_solutions, solutions, solve
 
     puzzle = Puzzle(args.numbers, args.target)
     options = dict(

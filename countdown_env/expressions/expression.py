@@ -470,7 +470,7 @@ def to_infix(node: Node) -> str:
 
 def canonical_form(expr: str | Node, *, allow_unary_minus: bool = False) -> str:
     """The solution identity of an expression, as text: two expressions share it iff
-    :mod:`countdown_env.distinct_solutions` counts them as the same solution.
+    :mod:`countdown_env.solving.distinct_solutions` counts them as the same solution.
 
     The rewriting (no numbers are folded: ``5 + 11`` and ``4 + 12`` keep different forms):
 

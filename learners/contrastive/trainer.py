@@ -168,7 +168,7 @@ class ContrastiveTrainer(GRPOLearner):
         if puzzle is None:
             return None
         if puzzle.key not in self._ground_truths:
-            from countdown_env.solver import solve
+            from countdown_env.solving.solver import solve
 
             cfg = self.reward_config
             self._ground_truths[puzzle.key] = solve(
