@@ -47,7 +47,7 @@ def load_setting(prompts: int, model: str = "warm-start") -> Setting:
     ``prompts`` puzzles of its task's seed-0 training split."""
     from transformers import AutoModelForCausalLM
 
-    from countdown_env.eval_sets import load_eval_set
+    from countdown_env.splits.eval_sets import load_eval_set
     from learners.pipeline.compare import train_split
     from learners.pipeline.compare.settings import EVAL_SET
     from learners.pipeline.data import model_task

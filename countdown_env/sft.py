@@ -160,7 +160,7 @@ def write_sft_folder(
     from .atomic import atomic_dir
     from .dataset_card import write_card
     from .jsonl import write_jsonl
-    from .split_datasets import records_to_dataset
+    from .splits.hf_datasets import records_to_dataset
 
     columns = list(records[0]) if records else list(SFT_COLUMNS)
     owned = (*SFT_FOLDER_FILES, *(extra_files or {}))

@@ -104,8 +104,8 @@ def test_split_outputs_refuse_their_inputs(tmp_path):
 
 
 def test_damaged_split_fails_with_one_line_on_load(tmp_path):
-    from countdown_env.split_folders import read_split_rows
-    from countdown_env.split_manifest import SplitIntegrityError
+    from countdown_env.splits.folders import read_split_rows
+    from countdown_env.splits.manifest import SplitIntegrityError
 
     out = tmp_path / "splits"
     assert countdown("build-splits", *SMALL, "--no-progress", "--out", out).returncode == 0
@@ -131,7 +131,7 @@ def test_damaged_split_fails_with_one_line_on_load(tmp_path):
 def test_kill_9_leaves_the_old_or_the_complete_new_split(tmp_path):
     """SIGKILL a rebuild (--overwrite) at 24 random moments: the folder is then the old build or the new one,
     whole (its manifest verifies and names the seed), never a mix."""
-    from countdown_env.split_manifest import verify_split
+    from countdown_env.splits.manifest import verify_split
 
     out = tmp_path / "splits"
     args = ["build-splits", "--n-numbers", "3", "4", "--train", "40", "--eval", "8", "--no-progress", "--out", out]

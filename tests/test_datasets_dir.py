@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from countdown_env.eval_sets import EVAL_SET_SIZE, EVAL_SETS, STORED_COLUMNS, eval_set_bytes, load_eval_set
 from countdown_env.expressions.verifier import verify
 from countdown_env.jsonl import jsonl_line
 from countdown_env.puzzle import Puzzle
 from countdown_env.splits import build_split_records
+from countdown_env.splits.eval_sets import EVAL_SET_SIZE, EVAL_SETS, STORED_COLUMNS, eval_set_bytes, load_eval_set
 
 DATASETS = Path(__file__).resolve().parent.parent / "datasets"
 # Rows rebuilt in the fast test: counting solutions of 6 numbers takes ~0.5 s a puzzle.
@@ -28,7 +28,7 @@ def test_not_a_python_package():
 
 def test_card_documents_every_set():
     card = (DATASETS / "README.md").read_text()
-    assert "python -m countdown_env.eval_sets" in card
+    assert "python -m countdown_env.splits.eval_sets" in card
     for name in EVAL_SETS:
         assert f"{name}.jsonl" in card
 
@@ -63,7 +63,7 @@ def test_rebuilt_prefix_is_byte_identical(name):
 
 # Whole-file rebuilds for the sets that count solutions quickly (n <= 4: ~4 s each). Counting 512 puzzles of 5 and 6
 # numbers takes minutes, too long for CI; those sets are covered by the prefix test above and by
-# `python -m countdown_env.eval_sets --check`, which rebuilds every set in full.
+# `python -m countdown_env.splits.eval_sets --check`, which rebuilds every set in full.
 QUICK_TO_REBUILD = sorted(name for name, spec in EVAL_SETS.items() if max(spec.n_numbers) <= 4)
 
 
@@ -84,9 +84,9 @@ def test_loader_adds_prompts():
 
 
 def test_eval_set_check_can_show_a_progress_bar(capsys):
-    """``python -m countdown_env.eval_sets --check`` builds the sets puzzle by puzzle (~26 s): a bar over them when
-    stderr is a terminal (forced here with progress=True), none when asked not to."""
-    from countdown_env.eval_sets import eval_set_rows
+    """``python -m countdown_env.splits.eval_sets --check`` builds the sets puzzle by puzzle (~26 s): a bar over them
+    when stderr is a terminal (forced here with progress=True), none when asked not to."""
+    from countdown_env.splits.eval_sets import eval_set_rows
 
     rows = eval_set_rows("tiny_n3", progress=True)
     assert "building puzzles" in capsys.readouterr().err and len(rows) == 512

@@ -36,10 +36,10 @@ def test_split_folder_card_loads_with_load_dataset_and_load_from_disk(tmp_path):
     from datasets import DatasetDict, load_dataset, load_from_disk
 
     from countdown_env.jsonl import read_jsonl
-    from countdown_env.split_datasets import build_splits
-    from countdown_env.split_folders import write_splits
-    from countdown_env.split_manifest import verify_split
     from countdown_env.splits import SplitSpec
+    from countdown_env.splits.folders import write_splits
+    from countdown_env.splits.hf_datasets import build_splits
+    from countdown_env.splits.manifest import verify_split
 
     spec = SplitSpec(n_numbers=(3,), train_size=5, eval_size=3, seed=4)
     splits = build_splits(spec)
@@ -96,7 +96,7 @@ def test_sft_folder_has_the_split_layout(tmp_path, capsys):
 def test_load_eval_set_returns_a_dataset():
     from datasets import Dataset
 
-    from countdown_env.eval_sets import load_eval_set
+    from countdown_env.splits.eval_sets import load_eval_set
 
     ds = load_eval_set("tiny_n3", template="compact")
     rows = load_eval_set("tiny_n3", template="compact", as_dataset=False)
@@ -107,8 +107,8 @@ def test_load_eval_set_returns_a_dataset():
 
 # ------------------------------------------------------------------------------------------------ nums alias
 def test_nums_alias_in_reward_puzzle_and_loaders(tmp_path):
-    from countdown_env.eval_sets import load_eval_set
     from countdown_env.rewards import countdown_reward, make_reward_function
+    from countdown_env.splits.eval_sets import load_eval_set
     from countdown_env.task import CountdownTask
 
     right = "<reasoning>x</reasoning><solution>25 * 3 + 7</solution>"
@@ -329,8 +329,8 @@ def test_eval_reports_difficulty_markdown_and_template(tiny_model_dir, tmp_path,
     from collections import Counter
 
     from countdown_env.cli import main
-    from countdown_env.split_folders import write_splits
     from countdown_env.splits import SplitSpec, build_split_records
+    from countdown_env.splits.folders import write_splits
 
     spec = SplitSpec(n_numbers=(3, 4), train_size=0, eval_size=8, seed=1, value_range=(1, 20),
                      target_range=(10, 200), template="compact")  # fmt: skip

@@ -11,8 +11,8 @@ import pytest
 from countdown_env.expressions.verifier import verify
 from countdown_env.jsonl import read_jsonl
 from countdown_env.puzzle import Puzzle
-from countdown_env.split_folders import write_splits
 from countdown_env.splits import SPLIT_COLUMNS, SplitError, SplitSpec, build_split_records
+from countdown_env.splits.folders import write_splits
 
 SMALL = SplitSpec(n_numbers=(3, 4), train_size=41, eval_size=12, seed=5)
 
@@ -95,8 +95,8 @@ def test_splits_take_hf_names_and_old_eval_folders_are_still_read(tmp_path, caps
     the rows, the files and the DatasetDict, drawn from the same streams as when it was ``eval`` (the committed eval
     sets rebuild byte for byte: tests/test_datasets_dir.py); a folder written with ``eval.jsonl`` still reads, with a
     deprecation note, through read_split_rows and countdown eval's loader."""
-    from countdown_env.split_folders import read_split_rows
     from countdown_env.splits import SPLIT_NAMES, stream_seed
+    from countdown_env.splits.folders import read_split_rows
     from learners.pipeline.evaluate import load_rows
 
     assert SPLIT_NAMES == ("train", "test") and stream_seed(3, 4, "test") == stream_seed(3, 4, "eval")
@@ -116,7 +116,7 @@ def test_splits_take_hf_names_and_old_eval_folders_are_still_read(tmp_path, caps
 def test_hf_round_trip(tmp_path, small):
     from datasets import load_from_disk
 
-    from countdown_env.split_datasets import build_splits
+    from countdown_env.splits.hf_datasets import build_splits
 
     spec = SplitSpec(n_numbers=(3,), train_size=4, eval_size=2, seed=2)
     splits = build_splits(spec)

@@ -176,7 +176,7 @@ def test_demo_pipeline_quick(tmp_path):
     expected_evals = list(range(0, settings["rl_steps"] + 1, settings["eval_every"]))
     assert [e["step"] for e in history if "eval_pass@1" in e] == expected_evals
     train_rows = [json.loads(line) for line in (out / "data" / "train.jsonl").read_text().splitlines()]
-    from countdown_env.eval_sets import load_eval_set
+    from countdown_env.splits.eval_sets import load_eval_set
 
     held_out = {(tuple(sorted(r["numbers"])), r["target"]) for r in load_eval_set("tiny_n3", as_dataset=False)}
     assert not held_out & {(tuple(sorted(r["numbers"])), r["target"]) for r in train_rows}

@@ -46,9 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from ..atomic import check_output
-    from ..split_folders import SPLIT_FOLDER_FILES, write_splits
-    from ..split_shards import SHARD_FOLDER_FILES, build_shard, parse_shard, write_shard
     from ..splits import SplitSpec, build_split_records
+    from ..splits.folders import SPLIT_FOLDER_FILES, write_splits
+    from ..splits.shards import SHARD_FOLDER_FILES, build_shard, parse_shard, write_shard
 
     # every check before any work: the output, the inputs, the settings (and the generator's probe, at first draw)
     owned = SHARD_FOLDER_FILES if args.shard else SPLIT_FOLDER_FILES

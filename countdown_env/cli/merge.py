@@ -17,8 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from ..atomic import check_output
-    from ..split_folders import SPLIT_FOLDER_FILES, write_splits
-    from ..split_shards import merge_shards
+    from ..splits.folders import SPLIT_FOLDER_FILES, write_splits
+    from ..splits.shards import merge_shards
     from .build_splits import print_summary
 
     check_output(args.out, args.shards, overwrite=args.overwrite, owned=SPLIT_FOLDER_FILES)

@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from countdown_env.eval_sets import EVAL_SETS
+from countdown_env.splits.eval_sets import EVAL_SETS
 
 from ..pipeline.eval_models import BACKENDS
 from ..pipeline.models import SHIPPED_DIR, SHIPPED_MULTI_STEP_DIR, check_model

@@ -106,9 +106,9 @@ def run_demo(
 def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, overrides: dict) -> dict[str, Any]:
     """:func:`run_demo` under its claim."""
     from countdown_env.atomic import refuse_foreign, write_text
-    from countdown_env.eval_sets import load_eval_set
     from countdown_env.jsonl import write_jsonl
     from countdown_env.splits import SplitSpec, build_split_records
+    from countdown_env.splits.eval_sets import load_eval_set
 
     from ..core.registry import LEARNERS
     from ..sampling import HFSampler

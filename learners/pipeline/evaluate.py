@@ -63,7 +63,7 @@ def summarize(results: Sequence[PuzzleResult], ks: Sequence[int], *, seed: int =
 # ------------------------------------------------------------------------------------------------ running
 def load_rows(path: str | Path, limit: int | None = None) -> list[dict[str, Any]]:
     """Rows with ``numbers`` and ``target`` from a jsonl file (e.g. a split) or a ``save_to_disk`` folder."""
-    from countdown_env.split_manifest import verify_split
+    from countdown_env.splits.manifest import verify_split
 
     path = Path(path)
     if not path.exists():

@@ -61,7 +61,7 @@ def validate_config(learner: str, config: dict[str, Any]) -> CheckedConfig:
     the checks built (:class:`CheckedConfig`)."""
     import inspect
 
-    from countdown_env.split_manifest import verify_split
+    from countdown_env.splits.manifest import verify_split
     from countdown_env.task import CountdownTask
 
     from ..core.registry import get_learner

@@ -36,7 +36,7 @@ from .run_record import check_resume, merged_record, run_record
 def load_data(data: dict[str, Any], task, work_dir: Path) -> tuple[list[dict], list[dict]]:
     """``(train_rows, eval_rows)`` (dicts with ``numbers``/``target``): split files, or a split of ``task``'s
     puzzles built now (``train_size``/``eval_size``; eval disjoint from train) and written to ``work_dir``."""
-    from countdown_env.split_folders import read_split_rows
+    from countdown_env.splits.folders import read_split_rows
 
     refuse_unknown("data key", data, DATA_KEYS)
     if "train_size" in data:

@@ -79,7 +79,7 @@ def to_overrides(options: dict[str, Any]) -> tuple[list[str], str | None]:
 def dataset_files(folder: str, train_split: str, test_split: str) -> dict[str, str]:
     """``{"train": FOLDER/train.jsonl, "eval": FOLDER/test.jsonl}`` of a split folder (``eval`` only when that file
     exists; a folder of the old naming has ``eval.jsonl`` for ``test``)."""
-    from countdown_env.split_folders import split_file
+    from countdown_env.splits.folders import split_file
 
     path = Path(folder)
     if not path.is_dir():

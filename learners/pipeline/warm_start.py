@@ -171,8 +171,8 @@ def sft_records(recipe: WarmStartRecipe, task, exclude) -> list[dict[str, Any]]:
 def group_puzzles(task, count: int, eval_set: str = EVAL_SET):
     """``count`` puzzles of the training distribution: the train split of ``eval_set``'s spec (disjoint from it)."""
     from countdown_env import Puzzle
-    from countdown_env.eval_sets import EVAL_SETS
     from countdown_env.splits import SplitSpec, build_split_records
+    from countdown_env.splits.eval_sets import EVAL_SETS
 
     spec = EVAL_SETS[eval_set]
     rows = build_split_records(SplitSpec(task=spec.task, train_size=count, eval_size=spec.eval_size), progress=False)
@@ -195,7 +195,7 @@ def build_warm_start(
     import tempfile
 
     from countdown_env.atomic import atomic_dir
-    from countdown_env.eval_sets import load_eval_set
+    from countdown_env.splits.eval_sets import load_eval_set
 
     out = Path(out)
     task = tiny_task()
@@ -321,7 +321,7 @@ def measure_warm_start(
     from transformers import AutoModelForCausalLM
 
     from countdown_env import Puzzle
-    from countdown_env.eval_sets import load_eval_set
+    from countdown_env.splits.eval_sets import load_eval_set
 
     from .data import model_task
     from .eval_models import model_sampler, resolve_backend

@@ -189,8 +189,8 @@ def run_compare(
 
 
 def _run_compare(settings: CompareSettings, out: Path, *, resume: bool, overwrite: bool, progress_bars) -> dict:
-    from countdown_env.eval_sets import load_eval_set
     from countdown_env.jsonl import write_jsonl
+    from countdown_env.splits.eval_sets import load_eval_set
 
     from ..data import model_task
     from ..models import resolve_model

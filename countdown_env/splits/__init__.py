@@ -18,15 +18,17 @@ from that task with its count and seed replaced. The same :class:`SplitSpec` giv
 A build is two steps: a cheap, serial *plan* (which generator indices each (split, count) stream keeps: puzzles are
 drawn without solution counts, duplicates and trivial ones skipped) and the expensive *rows* (solution, count,
 difficulty per kept index), which are independent of each other. So ``num_proc`` spreads the rows over a process
-pool, and :mod:`countdown_env.split_shards` computes every n-th row for one machine and merges the shards back in
+pool, and :mod:`countdown_env.splits.shards` computes every n-th row for one machine and merges the shards back in
 order. All give the bytes of a one-process build. ``counts=False`` skips the solution counts (no
 ``num_solutions``/``difficulty`` columns; up to :data:`MAX_N_NUMBERS_NO_COUNTS` numbers).
 
-The rest of a split's life is in modules of their own: :mod:`countdown_env.split_folders` writes a split folder
-(:func:`~countdown_env.split_folders.write_splits`, atomically, byte-identically) and reads it back
-(:func:`~countdown_env.split_folders.read_split_rows`); :mod:`countdown_env.split_manifest` is its integrity
-manifest (:func:`~countdown_env.split_manifest.verify_split`); :mod:`countdown_env.split_datasets` the Hugging Face
-side (features, ``Dataset``/``DatasetDict``, ``save_to_disk``); :mod:`countdown_env.jsonl` the jsonl files.
+The rest of a split's life is in modules of their own: :mod:`countdown_env.splits.folders` writes a split folder
+(:func:`~countdown_env.splits.folders.write_splits`, atomically, byte-identically) and reads it back
+(:func:`~countdown_env.splits.folders.read_split_rows`); :mod:`countdown_env.splits.manifest` is its integrity
+manifest (:func:`~countdown_env.splits.manifest.verify_split`); :mod:`countdown_env.splits.hf_datasets` the Hugging Face
+side (features, ``Dataset``/``DatasetDict``, ``save_to_disk``); :mod:`countdown_env.splits.shards` a build spread
+over machines; :mod:`countdown_env.splits.eval_sets` the fixed eval sets committed in ``datasets/``;
+:mod:`countdown_env.jsonl` the jsonl files.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from .puzzle import Puzzle, is_trivial
-from .task import CountdownTask, task_from
+from ..puzzle import Puzzle, is_trivial
+from ..task import CountdownTask, task_from
 
 SPLIT_COLUMNS = ("prompt", "numbers", "target", "n_numbers", "solution", "num_solutions", "difficulty")
 """Columns of every split row, in this order (without the last two when built with ``counts=False``)."""
@@ -216,7 +218,7 @@ def stream_task(task: CountdownTask, n: int, split: str) -> CountdownTask:
 
 
 def _row(record, rules: CountdownTask, counts: bool = True) -> dict[str, Any]:
-    from .expressions.verifier import verify
+    from ..expressions.verifier import verify
 
     puzzle = record.puzzle
     check = verify(
@@ -413,7 +415,7 @@ def check_num_proc(num_proc: Any) -> int:
 def puzzle_progress_bar(total: int, progress: bool | None):
     """A progress display over puzzles (:func:`countdown_env.progress.progress_bar`: ``None`` = a tqdm bar when
     stderr is a terminal, at any size, else plain lines for a long build), or ``None`` (``False``)."""
-    from .progress import NoBar, progress_bar
+    from ..progress import NoBar, progress_bar
 
     bar = progress_bar(total, "building puzzles", progress, unit="puzzle")
     return None if isinstance(bar, NoBar) else bar
