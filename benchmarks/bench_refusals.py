@@ -54,11 +54,11 @@ def raises(fn: Callable[[], object], error: type[BaseException]) -> Callable[[],
 
 
 def in_process_cases() -> list[tuple[str, Callable[[], object], float]]:
-    from countdown_env.cleaning import clean_row
     from countdown_env.expressions.answers import normalize_expression
     from countdown_env.expressions.expression import ExpressionError, canonical_form, parse_expression
     from countdown_env.expressions.verifier import verify, verify_completion
     from countdown_env.puzzle import Puzzle
+    from countdown_env.sft.cleaning import clean_row
     from countdown_env.solving.generator import UnsatisfiableSettings
     from countdown_env.task import PuzzleGenerator
     from tests.test_expression import nested_alternating  # the expressions of the test this target came from

@@ -14,10 +14,10 @@ import statistics
 import time
 
 from countdown_env.sft import build_sft_records
+from countdown_env.sft.traces import STYLES, make_trace
 from countdown_env.solving.distinct_solutions import count_solutions
 from countdown_env.splits import SplitSpec, build_split_records, stream_seed
 from countdown_env.task import PuzzleGenerator
-from countdown_env.traces import STYLES, make_trace
 
 ROWS = {3: 400, 4: 200, 5: 60, 6: 16}
 

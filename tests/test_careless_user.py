@@ -357,7 +357,7 @@ def test_a_hub_model_without_a_network_fails_before_loading_anything(network, tm
 def test_cleaning_handles_megabyte_rows_and_drops_rows_whose_digits_would_change():
     """The megabyte rows are cleaned correctly; their time (milliseconds: linear scans) is printed by
     benchmarks/bench_refusals.py."""
-    from countdown_env.cleaning import CHANGED_DIGITS, clean_row
+    from countdown_env.sft.cleaning import CHANGED_DIGITS, clean_row
 
     megabyte = "<think>" + "why " * 215_000 + "<answer>" * 20_000 + "</think>\n<answer>3 + 4</answer>"
     assert len(megabyte) > 1_000_000

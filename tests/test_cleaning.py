@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from countdown_env.cleaning import (
+from countdown_env.expressions.answers import has_valid_format
+from countdown_env.expressions.verifier import verify_completion
+from countdown_env.puzzle import Puzzle
+from countdown_env.sft.cleaning import (
     clean_file,
     clean_row,
     is_arithmetic,
@@ -15,9 +18,6 @@ from countdown_env.cleaning import (
     split_response,
     split_stated_result,
 )
-from countdown_env.expressions.answers import has_valid_format
-from countdown_env.expressions.verifier import verify_completion
-from countdown_env.puzzle import Puzzle
 
 FIXTURE = Path(__file__).parent / "fixtures" / "external_sft.jsonl"
 EXPECTED_DROPS = {
@@ -92,7 +92,7 @@ def test_hostile_rows_are_bad_rows_and_a_missing_field_is_an_error(tmp_path):
     good ones (it aborted the whole file); --response-field that no row has is refused (it dropped all and exited 0)."""
     import json
 
-    from countdown_env.cleaning import clean_file
+    from countdown_env.sft.cleaning import clean_file
 
     good = {"numbers": [3, 7, 11], "target": 32,
             "response": "<reasoning>3*7=21, 21+11=32</reasoning>\n<solution>3 * 7 + 11</solution>"}  # fmt: skip
@@ -111,8 +111,8 @@ def test_hostile_rows_are_bad_rows_and_a_missing_field_is_an_error(tmp_path):
 def test_ten_megabyte_inputs_cost_no_scan():
     """10 MB responses and expressions are refused or returned before any scan (2.1 s and 0.5 s before): the
     cleaner drops the row as too_long, and normalisation returns the text untouched (its × not rewritten)."""
-    from countdown_env.cleaning import TOO_LONG, clean_row
     from countdown_env.expressions.answers import normalize_expression
+    from countdown_env.sft.cleaning import TOO_LONG, clean_row
 
     huge = "<reasoning>" + "1 × 2 " * 2_000_000 + "</reasoning><solution>1</solution>"
     assert clean_row({"numbers": [1, 2], "target": 3, "response": huge})[1] == TOO_LONG
@@ -123,8 +123,8 @@ def test_ten_megabyte_inputs_cost_no_scan():
 @pytest.mark.parametrize("answer", ["25*3+7", "25*3+7 = 82", "25*3+7 = 83", "25*3+7 = banana", "25*3+7 = 82 = 82",
                                     "$25 * 3 + 7 = 82$", "25*3+7 =", "82 = 25*3+7"])  # fmt: skip
 def test_clean_sft_keeps_an_answer_exactly_when_verify_accepts_it(answer):
-    from countdown_env.cleaning import clean_row
     from countdown_env.expressions.verifier import verify
+    from countdown_env.sft.cleaning import clean_row
 
     puzzle = Puzzle([25, 3, 7], 82)
     row = {"numbers": [25, 3, 7], "target": 82, "response": f"<think>t</think><answer>{answer}</answer>"}
@@ -135,7 +135,7 @@ def test_clean_sft_keeps_an_answer_exactly_when_verify_accepts_it(answer):
 
 
 def test_a_non_utf8_line_is_one_bad_row(tmp_path):
-    from countdown_env.cleaning import clean_file
+    from countdown_env.sft.cleaning import clean_file
 
     good = json.dumps({"numbers": [3, 4], "target": 7, "response": "<think>a</think><answer>3 + 4</answer>"})
     data = tmp_path / "data.jsonl"

@@ -136,8 +136,8 @@ def test_reward_rubric_and_env_judge_the_same_text_of_a_conversation():
     import gymnasium as gym
 
     from countdown_env import Puzzle
-    from countdown_env.cleaning import response_text
     from countdown_env.rewards import RewardConfig, countdown_reward
+    from countdown_env.sft.cleaning import response_text
     from verifiers_ext.reply_scoring import correctness
 
     right, wrong = (

@@ -10,8 +10,8 @@ import pytest
 from countdown_env.expressions.answers import has_valid_format
 from countdown_env.expressions.verifier import verify_completion
 from countdown_env.puzzle import Puzzle
+from countdown_env.sft.traces import STYLES, TraceError, TraceStyle, make_trace, resolve_style
 from countdown_env.task import PuzzleGenerator
-from countdown_env.traces import STYLES, TraceError, TraceStyle, make_trace, resolve_style
 
 # "a op b = c" not inside a longer expression (the one-line check "Check: 16 * 3 - 3 = 45" is not a step).
 STEP = re.compile(r"(?<![-+*/(] )(?<![\d/])(\d+(?:/\d+)?) ([-+*/]) (\d+(?:/\d+)?) = (\d+(?:/\d+)?)")
@@ -57,7 +57,7 @@ def test_five_and_six_numbers():
 
 def test_dead_ends_are_real_dead_ends():
     """A 'Dead end.' paragraph's first combination cannot be part of any solution."""
-    from countdown_env.traces import _Search
+    from countdown_env.sft.traces import _Search
 
     seen = 0
     for i, puzzle in enumerate(_puzzles(3, 20, value_range=(1, 20), target_range=(10, 200))):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..traces import MIXED, STYLES
+from ..sft.traces import MIXED, STYLES
 from .options import (
     add_exclude_argument,
     add_range_arguments,

@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cleaning import clean_file
+    from ..sft.cleaning import clean_file
 
     report = clean_file(
         args.input,

@@ -5,6 +5,9 @@ Rows are conversational prompt/completion pairs (``prompt``: the system and user
 template's tags), which TRL's ``SFTTrainer`` trains on with the loss on the completion only. Every completion is
 checked with the verifier before it is kept. The defaults match the embedded tiny model's calibration (three
 numbers in 1..20, targets up to 200, short traces of about 150-400 characters; see the README's tiny-model section).
+
+Beside the builder: :mod:`countdown_env.sft.traces` (the solver-derived reasoning traces, one per style) and
+:mod:`countdown_env.sft.cleaning` (external SFT/preference data cleaned the way the contrastive shaping post did).
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ import random
 from collections.abc import Iterable
 from typing import Any
 
-from .puzzle import Puzzle
-from .splits import PuzzleKey, SplitSpec, distinct_draws, interleave, puzzle_key, puzzle_progress_bar
+from ..puzzle import Puzzle
+from ..splits import PuzzleKey, SplitSpec, distinct_draws, interleave, puzzle_key, puzzle_progress_bar
 from .traces import MIXED, STYLES, TraceStyle, make_trace, resolve_style
 
 TINY_VALUE_RANGE = (1, 20)
@@ -40,10 +43,10 @@ def build_sft_records(
     """``size`` distinct puzzles (shared evenly over ``n_numbers``, interleaved) with verified traces.
 
     ``style`` is a preset name (``"direct"``, ``"short"``, ``"search"``, ``"long"``), ``"mixed"`` (a preset
-    drawn per row) or a :class:`~countdown_env.traces.TraceStyle`. ``exclude`` keeps puzzles out by canonical
+    drawn per row) or a :class:`~countdown_env.sft.traces.TraceStyle`. ``exclude`` keeps puzzles out by canonical
     key (pass the eval puzzles). Deterministic in all arguments. No HF import.
     """
-    from .expressions.verifier import verify_completion
+    from ..expressions.verifier import verify_completion
 
     spec = SplitSpec(
         n_numbers=(n_numbers,) if isinstance(n_numbers, int) else tuple(n_numbers),
@@ -157,10 +160,10 @@ def write_sft_folder(
 
     from datasets import DatasetDict
 
-    from .atomic import atomic_dir
-    from .dataset_card import write_card
-    from .jsonl import write_jsonl
-    from .splits.hf_datasets import records_to_dataset
+    from ..atomic import atomic_dir
+    from ..dataset_card import write_card
+    from ..jsonl import write_jsonl
+    from ..splits.hf_datasets import records_to_dataset
 
     columns = list(records[0]) if records else list(SFT_COLUMNS)
     owned = (*SFT_FOLDER_FILES, *(extra_files or {}))
