@@ -1,4 +1,4 @@
-"""countdown_env.trl_env: CountdownEnvironment (reset/check/get_reward, puzzle stream) and two steps of learners
+"""countdown_env.envs.trl_env: CountdownEnvironment (reset/check/get_reward, puzzle stream) and two steps of learners
 with ``environment_factory`` on the tiny model (a scripted generator makes the tool calls: the tiny model would not).
 """
 
@@ -10,21 +10,23 @@ import sys
 
 import pytest
 
-from countdown_env.puzzle import Puzzle
-from countdown_env.solving.solver import solve
-from countdown_env.task import CountdownTask
-from countdown_env.trl_env import (
+from countdown_env.envs.trl_env import (
     CountdownEnvironment,
     PuzzleStream,
     record_final_answers,
     use_tool_chat_template,
 )
+from countdown_env.puzzle import Puzzle
+from countdown_env.solving.solver import solve
+from countdown_env.task import CountdownTask
 
 TASK = CountdownTask(n_numbers=3, value_range=(1, 20), target_range=(10, 100), template="compact", feedback="compact")
 
 
 def test_importable_without_torch():
-    code = "import sys, countdown_env.trl_env; print(any(m in sys.modules for m in ('torch', 'transformers', 'trl')))"
+    code = (
+        "import sys, countdown_env.envs.trl_env; print(any(m in sys.modules for m in ('torch', 'transformers', 'trl')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"

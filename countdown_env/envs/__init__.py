@@ -2,6 +2,8 @@
 
 - ``Countdown-v0`` (:class:`CountdownEnv`): text level, one step per puzzle.
 - ``CountdownTokens-v0`` (:class:`CountdownTokensEnv`): token level, one token id (or chunk) per step.
+- :mod:`.trl_env`: not a Gymnasium env: the per-rollout environment of TRL's ``GRPOTrainer(environment_factory=...)``
+  (a puzzle per rollout, a ``check`` tool, the reward).
 
 The env classes load on first access, so registering the ids imports neither.
 """

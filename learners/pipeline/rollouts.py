@@ -230,7 +230,7 @@ ROUTES = ("dataset", "env", "tools")
 - ``dataset``: TRL generates from the prompt dataset, the trainer scores with the env's scorer (the default);
 - ``env``: :class:`EnvRollouts` plays ``CountdownTokens-v0`` episodes (several turns with feedback when the task's
   ``max_turns > 1``), the reward is the episode's return;
-- ``tools``: ``environment_factory`` with :class:`countdown_env.trl_env.CountdownEnvironment` (the ``check`` tool
+- ``tools``: ``environment_factory`` with :class:`countdown_env.envs.trl_env.CountdownEnvironment` (the ``check`` tool
   during generation, ``get_reward`` from the verifier).
 """
 
@@ -247,7 +247,7 @@ def route_kwargs(route: str, task: CountdownTask, tokenizer, puzzles: Sequence[P
     if route == "tools":
         from trl.chat_template_utils import supports_tool_calling
 
-        from countdown_env.trl_env import CountdownEnvironment, record_final_answers, use_tool_chat_template
+        from countdown_env.envs.trl_env import CountdownEnvironment, record_final_answers, use_tool_chat_template
 
         if not supports_tool_calling(tokenizer):
             use_tool_chat_template(tokenizer)
