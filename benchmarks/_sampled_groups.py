@@ -51,9 +51,9 @@ def load_setting(prompts: int, model: str = "warm-start") -> Setting:
     from learners.pipeline.compare import train_split
     from learners.pipeline.compare.settings import EVAL_SET
     from learners.pipeline.data import model_task
-    from learners.pipeline.evaluate import prompt_token_ids
+    from learners.pipeline.evaluation.evaluate import prompt_token_ids
     from learners.pipeline.models import resolve_model
-    from learners.pipeline.tokenizer_io import load_tokenizer
+    from learners.pipeline.models.tokenizer_io import load_tokenizer
 
     model_dir = Path(resolve_model(model))
     task = model_task(model_dir)
@@ -192,7 +192,7 @@ def learner_trainer(
 
     from learners.core.registry import get_learner
     from learners.pipeline.data import prompt_dataset
-    from learners.pipeline.tiny import tiny_cpu_kwargs
+    from learners.pipeline.models.tiny import tiny_cpu_kwargs
 
     spec = get_learner(learner)
     _, trainer_class = spec.load()

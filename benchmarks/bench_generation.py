@@ -65,7 +65,7 @@ def prompts_for(name: str, count: int, tokenizer):
     if name in ("tiny", SMOLLM2):
         from countdown_env import Puzzle
         from countdown_env.task import CountdownTask
-        from learners.pipeline.evaluate import load_rows, prompt_token_ids
+        from learners.pipeline.evaluation.evaluate import load_rows, prompt_token_ids
 
         rows = load_rows(Path(__file__).resolve().parents[1] / "datasets" / "tiny_n3.jsonl", limit=count)
         return prompt_token_ids(tokenizer, CountdownTask(template="compact"), [Puzzle.from_dict(r) for r in rows])
@@ -110,8 +110,8 @@ def bench_model(name, device, args, work: Path) -> dict:
     from learners.sampling import HFSampler, Sampling, VLLMSampler
 
     if name in ("tiny", SMOLLM2):
-        from learners.pipeline.tokenizer_io import load_tokenizer
-        from learners.pipeline.warm_start import SHIPPED_DIR
+        from learners.pipeline.models.tokenizer_io import load_tokenizer
+        from learners.pipeline.models.warm_start import SHIPPED_DIR
 
         folder = SHIPPED_DIR if name == "tiny" else real_model_folder(name, args)
         tokenizer = load_tokenizer(folder)
@@ -148,8 +148,8 @@ def bench_grpo(use_vllm: bool, steps: int, work: Path, folder: Path, tokens: int
     from countdown_env import Puzzle
     from learners.core.registry import get_learner
     from learners.pipeline.data import prompt_dataset
-    from learners.pipeline.tiny import tiny_cpu_kwargs
-    from learners.pipeline.tokenizer_io import load_tokenizer
+    from learners.pipeline.models.tiny import tiny_cpu_kwargs
+    from learners.pipeline.models.tokenizer_io import load_tokenizer
 
     class StepTimes(TrainerCallback):
         def __init__(self):
@@ -255,7 +255,7 @@ def main() -> None:
             flush=True,
         )
     if args.grpo_steps and args.device == "cpu":
-        from learners.pipeline.warm_start import SHIPPED_DIR
+        from learners.pipeline.models.warm_start import SHIPPED_DIR
 
         folder = SHIPPED_DIR if args.grpo_model == "tiny" else real_model_folder(args.grpo_model, args)
         for use_vllm in (False, True):

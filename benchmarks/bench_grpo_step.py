@@ -40,9 +40,9 @@ def main() -> None:
     from learners.grpo import GRPOLearner, grpo_config
     from learners.pipeline.data import prompt_dataset
     from learners.pipeline.models import resolve_model
-    from learners.pipeline.run_driver import lora_config
-    from learners.pipeline.tiny import build_tiny_model, tiny_cpu_kwargs
-    from learners.pipeline.tokenizer_io import load_tokenizer
+    from learners.pipeline.models.tiny import build_tiny_model, tiny_cpu_kwargs
+    from learners.pipeline.models.tokenizer_io import load_tokenizer
+    from learners.pipeline.runs.driver import lora_config
 
     torch.manual_seed(0)
     tmp = tempfile.mkdtemp()

@@ -190,8 +190,8 @@ def cli_cases(work: Path) -> list[tuple[str, list[str], float]]:
 def _finished_run(work: Path) -> Path:
     """A grpo run folder of the cpu-tiny preset (its record and one complete checkpoint; no weights trained)."""
     from learners.core.checkpoints import write_checkpoint_manifest
-    from learners.pipeline.run_config import RESOLVED_CONFIG, load_config
-    from learners.pipeline.run_record import run_record
+    from learners.pipeline.runs.config import RESOLVED_CONFIG, load_config
+    from learners.pipeline.runs.record import run_record
 
     out = work / "grpo-run"
     checkpoint = out / "checkpoint-2"

@@ -49,7 +49,7 @@ def build_model(name: str, device: str, dtype: str):
     if name == "tiny":
         from transformers import AutoModelForCausalLM
 
-        from learners.pipeline.tiny import build_tiny_model
+        from learners.pipeline.models.tiny import build_tiny_model
 
         path = build_tiny_model(folder, seed=0)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
@@ -257,9 +257,9 @@ def bench_steps(steps: int) -> None:
     from countdown_env.task import CountdownTask
     from learners.core.registry import get_learner
     from learners.pipeline.data import prompt_dataset
-    from learners.pipeline.tiny import tiny_cpu_kwargs
-    from learners.pipeline.tokenizer_io import load_tokenizer
-    from learners.pipeline.warm_start import SHIPPED_DIR
+    from learners.pipeline.models.tiny import tiny_cpu_kwargs
+    from learners.pipeline.models.tokenizer_io import load_tokenizer
+    from learners.pipeline.models.warm_start import SHIPPED_DIR
 
     class StepTimes(TrainerCallback):
         def __init__(self):

@@ -69,7 +69,7 @@ GENERATE = """
 import time, torch
 from transformers import AutoModelForCausalLM
 from learners.pipeline.models import SHIPPED_DIR
-from learners.pipeline.tokenizer_io import load_tokenizer
+from learners.pipeline.models.tokenizer_io import load_tokenizer
 tokenizer = load_tokenizer(SHIPPED_DIR)
 model = AutoModelForCausalLM.from_pretrained(SHIPPED_DIR).eval()
 messages = [{"role": "user", "content": "Numbers: 3, 7, 11\\nTarget: 21"}]

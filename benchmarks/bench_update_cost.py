@@ -71,7 +71,7 @@ def build_trainer(method: str, model, args_common: dict, budget: float, out_dir:
     from countdown_env import Puzzle
     from learners.core.trainer import CountdownGRPOTrainer
     from learners.pipeline.data import prompt_dataset
-    from learners.pipeline.tiny import build_char_tokenizer
+    from learners.pipeline.models.tiny import build_char_tokenizer
     from learners.ps_ppo import PSPPOConfig, PSPPOTrainer
     from learners.s_grpo import SGRPOConfig, SGRPOTrainer
 

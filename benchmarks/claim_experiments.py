@@ -6,7 +6,7 @@ learner of one comparison folder, so that two variants of the same learner (E6's
 mask) can sit in two folders run with the same seeds, prompts and eval. This script only reads those folders and
 applies the pre-registered statistics and decision rules; it trains nothing.
 
-Statistics (``learners.pipeline.statistics``, the harness's own):
+Statistics (``learners.pipeline.evaluation.statistics``, the harness's own):
 
 - a contrast "A - B" at eval step s is the mean over seeds of each seed's mean per-puzzle difference of pass@k
   (``runs/LEARNER-sSEED/evals/step-s.jsonl``: the same 512 puzzles, aligned), with the Student t 95 % interval
@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 from countdown_env.atomic import write_text  # noqa: E402
 from learners.pipeline.compare.engagement import MECHANISMS, run_means  # noqa: E402
 from learners.pipeline.compare.results import read_rows  # noqa: E402
-from learners.pipeline.statistics import mean_ci, paired_bootstrap_diff, paired_seed_diff, puzzle_scores  # noqa: E402
+from learners.pipeline.evaluation.statistics import mean_ci, paired_bootstrap_diff, paired_seed_diff, puzzle_scores  # noqa: E402
 
 
 @dataclass(frozen=True)

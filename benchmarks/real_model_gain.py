@@ -23,7 +23,7 @@ def step_files(run: Path) -> dict[int, Path]:
 
 def gain(folder: Path, learner: str, k: int = 1) -> dict:
     """Per-seed and pooled gain of pass@k between step 0 and the last evaluated step of every finished run."""
-    from learners.pipeline.statistics import paired_bootstrap_diff, paired_seed_diff, puzzle_scores
+    from learners.pipeline.evaluation.statistics import paired_bootstrap_diff, paired_seed_diff, puzzle_scores
 
     first, last, per_seed = {}, {}, {}
     for run in sorted((folder / "runs").glob(f"{learner}-s*")):

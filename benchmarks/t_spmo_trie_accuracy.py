@@ -139,7 +139,7 @@ def summarise(rows: list[dict], seed: int) -> dict:
     """The protocol's statistics over a set of transition rows."""
     import numpy as np
 
-    from learners.pipeline.statistics import bootstrap_ci
+    from learners.pipeline.evaluation.statistics import bootstrap_ci
 
     if not rows:
         return dict(n=0)

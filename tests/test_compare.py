@@ -274,7 +274,7 @@ def test_seed_t_difference_includes_training_variance():
     """The headline Δ: mean of per-seed paired differences, Student t over seeds (scipy's quantile, 2 df here)."""
     from scipy.stats import t
 
-    from learners.pipeline.statistics import paired_seed_diff
+    from learners.pipeline.evaluation.statistics import paired_seed_diff
 
     learner = {0: np.array([1.0, 1.0, 0.0, 1.0]), 1: np.array([0.0, 0.0, 0.0, 1.0]), 2: np.array([1.0, 1.0, 1.0, 1.0])}
     base = {0: np.array([0.0, 1.0, 0.0, 1.0]), 1: np.array([0.0, 1.0, 0.0, 1.0]), 2: np.array([0.0, 1.0, 0.0, 1.0])}

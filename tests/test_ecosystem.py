@@ -130,7 +130,7 @@ def test_nums_alias_in_reward_puzzle_and_loaders(tmp_path):
 
 def test_nums_alias_in_eval_rows_and_trainer_inputs(tmp_path):
     from learners.core.trainer import puzzles_from_inputs
-    from learners.pipeline.evaluate import load_rows
+    from learners.pipeline.evaluation.evaluate import load_rows
     from verifiers_ext.reply_scoring import puzzle_from_info
 
     path = tmp_path / "hub.jsonl"
@@ -363,7 +363,7 @@ def test_eval_reports_difficulty_markdown_and_template(tiny_model_dir, tmp_path,
 
 # ------------------------------------------------------------------------------------------------ plots
 def test_plot_helpers():
-    from learners.pipeline.plotting import curves, sft_losses, smooth, y_limits
+    from learners.pipeline.runs.plotting import curves, sft_losses, smooth, y_limits
 
     assert smooth([1.0, 2.0, 3.0]) == [1.0, 2.0, 3.0]  # fewer than 5 points: unsmoothed
     # debiased EMA, weight 0.5: numerators 0.5*1, 0.25*1 + 0.5*3, ...; denominators 0.5, 0.75, 0.875
@@ -386,7 +386,7 @@ def test_plot_helpers():
 def test_training_png_panels(tmp_path):
     import matplotlib.image as mpimg
 
-    from learners.pipeline.plotting import plot_training
+    from learners.pipeline.runs.plotting import plot_training
 
     history = [{"step": s, "reward": s / 100, "countdown/accuracy": s / 200, "countdown/mean_completion_length": 50 + s,
                 "countdown/truncation_rate": 0.1} for s in range(1, 31)]  # fmt: skip
@@ -402,8 +402,8 @@ def test_training_png_says_what_it_shows(tmp_path):
     """Issue 36 item 10: reward and accuracy share a panel when they are the same numbers (binary reward) and get two
     when they differ; the eval panel's title gives the curve's puzzles and samples and names the headline evals
     drawn apart; the demo's SFT panel says whether the demo ran that SFT."""
-    from learners.pipeline.demo import headline_points, sft_title
-    from learners.pipeline.plotting import Headline, curves, eval_title, panels_of, plot_training
+    from learners.pipeline.runs.demo import headline_points, sft_title
+    from learners.pipeline.runs.plotting import Headline, curves, eval_title, panels_of, plot_training
 
     binary = [{"step": s, "reward": s % 3 / 4, "countdown/accuracy": s % 3 / 4} for s in range(1, 9)]
     shaped = [{"step": s, "reward": s % 3 / 4 + 0.1, "countdown/accuracy": s % 3 / 4} for s in range(1, 9)]

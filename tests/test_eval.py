@@ -11,7 +11,7 @@ import pytest
 
 @pytest.mark.parametrize("n,c,k", [(4, 0, 1), (4, 1, 1), (4, 2, 2), (5, 3, 4), (10, 1, 10), (8, 8, 3), (7, 2, 6)])
 def test_pass_at_k_matches_the_combinatorial_definition(n, c, k):
-    from learners.pipeline.statistics import pass_at_k
+    from learners.pipeline.evaluation.statistics import pass_at_k
 
     expected = 1 - math.comb(n - c, k) / math.comb(n, k)
     assert pass_at_k(n, c, k) == pytest.approx(expected, abs=1e-12)
@@ -22,7 +22,7 @@ def test_pass_at_k_matches_the_combinatorial_definition(n, c, k):
 
 
 def test_pass_at_k_rejects_bad_input():
-    from learners.pipeline.statistics import pass_at_k
+    from learners.pipeline.evaluation.statistics import pass_at_k
 
     for args in [(4, 5, 1), (4, -1, 1), (4, 1, 0), (4, 1, 5)]:
         with pytest.raises(ValueError):
@@ -30,7 +30,7 @@ def test_pass_at_k_rejects_bad_input():
 
 
 def test_bootstrap_ci_brackets_the_mean_and_is_seeded():
-    from learners.pipeline.statistics import bootstrap_ci
+    from learners.pipeline.evaluation.statistics import bootstrap_ci
 
     values = [0.0, 1.0] * 50
     low, high = bootstrap_ci(values, seed=3)
@@ -66,9 +66,9 @@ class ScriptedSampler:
 
 
 def test_evaluate_reports_exact_pass_at_k_per_n_numbers(tiny_tokenizer):
-    from learners.pipeline.eval_report import format_report
-    from learners.pipeline.evaluate import evaluate
-    from learners.pipeline.statistics import pass_at_k
+    from learners.pipeline.evaluation.evaluate import evaluate
+    from learners.pipeline.evaluation.report import format_report
+    from learners.pipeline.evaluation.statistics import pass_at_k
 
     rows = [
         {"numbers": [3, 7, 11], "target": 21},
@@ -94,7 +94,7 @@ def test_evaluate_reports_exact_pass_at_k_per_n_numbers(tiny_tokenizer):
 
 
 def test_evaluate_counts_truncated_answers_as_wrong(tiny_tokenizer):
-    from learners.pipeline.evaluate import evaluate
+    from learners.pipeline.evaluation.evaluate import evaluate
 
     class Truncating:
         name = "t"
@@ -110,7 +110,7 @@ def test_evaluate_counts_truncated_answers_as_wrong(tiny_tokenizer):
 
 
 def test_evaluate_rejects_greedy_with_several_samples(tiny_tokenizer):
-    from learners.pipeline.evaluate import evaluate
+    from learners.pipeline.evaluation.evaluate import evaluate
 
     with pytest.raises(ValueError, match="greedy"):
         evaluate(None, tiny_tokenizer, [{"numbers": [1, 2], "target": 3}], samples=4, temperature=0.0)
@@ -119,8 +119,8 @@ def test_evaluate_rejects_greedy_with_several_samples(tiny_tokenizer):
 @pytest.mark.slow
 def test_hf_backend_on_the_tiny_model_end_to_end(tiny_model_dir, tmp_path):
     from countdown_env.jsonl import write_jsonl
-    from learners.pipeline.eval_models import evaluate_model_dir
-    from learners.pipeline.eval_report import write_report
+    from learners.pipeline.evaluation.eval_models import evaluate_model_dir
+    from learners.pipeline.evaluation.report import write_report
 
     split = tmp_path / "eval.jsonl"
     write_jsonl([{"numbers": [3, 7, 11], "target": 21}, {"numbers": [2, 5, 9, 4], "target": 19}], split)
@@ -157,7 +157,7 @@ def write_header_only_safetensors(path, shapes: dict) -> None:
 def test_auto_backend_is_vllm_from_40_m_parameters_on_and_transformers_below(tiny_model_dir, tmp_path, monkeypatch):
     import importlib.util
 
-    from learners.pipeline.eval_models import parameter_count, resolve_backend
+    from learners.pipeline.evaluation.eval_models import parameter_count, resolve_backend
 
     real = tmp_path / "real"
     real.mkdir()
@@ -186,7 +186,7 @@ def test_evaluate_scores_with_the_task_tags(tiny_tokenizer, template, tags):
     same verdict as the task's reward); an answer in another template's tags does not count."""
     from countdown_env import Puzzle
     from countdown_env.task import CountdownTask
-    from learners.pipeline.evaluate import evaluate
+    from learners.pipeline.evaluation.evaluate import evaluate
 
     think, answer = tags
     other = "answer" if answer == "solution" else "solution"

@@ -9,7 +9,7 @@ import pytest
 
 from countdown_env.cli import main
 from learners.pipeline.compare import CompareSettings
-from learners.pipeline.run_driver import LORA_TARGETS, lora_config
+from learners.pipeline.runs.driver import LORA_TARGETS, lora_config
 
 
 def expected_lora_parameters(config: dict, rank: int) -> int:
@@ -27,7 +27,7 @@ def test_make_trainer_with_lora_trains_the_adapter_only(tiny_model_dir, tiny_tok
     from countdown_env import Puzzle
     from countdown_env.task import CountdownTask
     from learners.pipeline.data import prompt_dataset
-    from learners.pipeline.run_driver import make_trainer
+    from learners.pipeline.runs.driver import make_trainer
 
     task = CountdownTask(n_numbers=3)
     puzzles = [Puzzle([1, 2, 3], 6), Puzzle([4, 5, 6], 15)]

@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from learners.pipeline.run_checks import validate_config
-from learners.pipeline.run_config import load_config
+from learners.pipeline.runs.checks import validate_config
+from learners.pipeline.runs.config import load_config
 
 
 @pytest.mark.parametrize(

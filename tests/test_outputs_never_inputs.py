@@ -83,7 +83,7 @@ def test_eval_never_writes_its_report_over_the_split_or_the_model(tmp_path, caps
 
 
 def test_eval_report_path_check_accepts_its_own_reports(tmp_path):
-    from learners.pipeline.eval_report import check_report_path, is_eval_report
+    from learners.pipeline.evaluation.report import check_report_path, is_eval_report
 
     model = tmp_path / "model"
     shutil.copytree(SHIPPED, model)

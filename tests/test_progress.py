@@ -86,7 +86,7 @@ def test_compare_runs_print_step_lines_into_a_log(monkeypatch, capsys):
 def test_training_gets_a_line_callback_only_off_a_terminal(monkeypatch, capsys):
     from types import SimpleNamespace
 
-    from learners.pipeline.trainer_progress import line_progress
+    from learners.pipeline.runs.trainer_progress import line_progress
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     args = {}

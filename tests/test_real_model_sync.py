@@ -59,8 +59,8 @@ def colocated_trainer(model_dir, out, *, peft_config=None, **overrides):
     from countdown_env.task import CountdownTask
     from learners.core.registry import get_learner
     from learners.pipeline.data import prompt_dataset
-    from learners.pipeline.tiny import tiny_cpu_kwargs
-    from learners.pipeline.tokenizer_io import load_tokenizer
+    from learners.pipeline.models.tiny import tiny_cpu_kwargs
+    from learners.pipeline.models.tokenizer_io import load_tokenizer
     from tests.conftest import TOY_PUZZLES
 
     spec = get_learner("grpo")
@@ -121,7 +121,7 @@ def test_one_step_of_the_30_layer_model_keeps_the_colocated_engine_on_the_policy
 def test_lora_with_the_colocated_engine_syncs_the_merged_adapter(smollm2_truncated_dir, tmp_path):
     """A LoRA adapter trained with colocated vLLM: TRL merges it into the base weights for each sync; the engine must
     score like the adapted policy (not like the base model) after two steps."""
-    from learners.pipeline.run_driver import lora_config
+    from learners.pipeline.runs.driver import lora_config
 
     trainer = colocated_trainer(smollm2_truncated_dir, tmp_path / "run", peft_config=lora_config(4),
                                 learning_rate=1e-2)  # fmt: skip

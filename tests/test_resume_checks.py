@@ -90,7 +90,7 @@ def test_a_manifest_that_lists_no_weights_is_not_trusted(tmp_path):
 
 def test_a_damaged_final_folder_is_not_a_finished_run(tmp_path, capsys):
     from learners.pipeline.models import check_model
-    from learners.pipeline.run_folder import prepare_run_folder
+    from learners.pipeline.runs.folder import prepare_run_folder
 
     run = tmp_path / "run"
     checkpoint = _fake_save(run / "checkpoint-2", 2)

@@ -1,4 +1,5 @@
-"""learners.pipeline.rollouts: EnvRollouts (TRL rollout_func over CountdownTokens-v0); learners.sampling.HFSampler."""
+"""learners.pipeline.runs.rollouts: EnvRollouts (TRL rollout_func over CountdownTokens-v0);
+learners.sampling.HFSampler."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from countdown_env.puzzle import Puzzle
 from countdown_env.task import CountdownTask
 from countdown_env.trajectory import score_trajectories
-from learners.pipeline.rollouts import EnvRollouts, env_episode_reward
+from learners.pipeline.runs.rollouts import EnvRollouts, env_episode_reward
 from learners.sampling import HFSampler, Sample, Sampling
 
 TASK = CountdownTask(template="compact")
@@ -131,8 +132,8 @@ def test_two_grpo_steps_from_environment_episodes(tiny_model_dir, tmp_path):
 
     from learners.core.registry import get_learner
     from learners.pipeline.data import prompt_dataset
-    from learners.pipeline.tiny import tiny_cpu_kwargs
-    from learners.pipeline.tokenizer_io import load_tokenizer
+    from learners.pipeline.models.tiny import tiny_cpu_kwargs
+    from learners.pipeline.models.tokenizer_io import load_tokenizer
 
     spec = get_learner("grpo")
     args = spec.make_config(**tiny_cpu_kwargs(tmp_path / "out", max_completion_length=24))

@@ -97,7 +97,7 @@ def test_splits_take_hf_names_and_old_eval_folders_are_still_read(tmp_path, caps
     deprecation note, through read_split_rows and countdown eval's loader."""
     from countdown_env.splits import SPLIT_NAMES, stream_seed
     from countdown_env.splits.folders import read_split_rows
-    from learners.pipeline.evaluate import load_rows
+    from learners.pipeline.evaluation.evaluate import load_rows
 
     assert SPLIT_NAMES == ("train", "test") and stream_seed(3, 4, "test") == stream_seed(3, 4, "eval")
     spec = SplitSpec(n_numbers=(3,), train_size=4, eval_size=2, seed=2)

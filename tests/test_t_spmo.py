@@ -364,7 +364,7 @@ from transformers import AutoModelForCausalLM
 from countdown_env import Puzzle
 from learners.pipeline.data import prompt_dataset
 from learners.t_spmo import TSPMOConfig, TSPMOTrainer
-from learners.pipeline.tokenizer_io import load_tokenizer
+from learners.pipeline.models.tokenizer_io import load_tokenizer
 
 model_dir, out_dir, puzzles = sys.argv[1], sys.argv[2], eval(sys.argv[3])
 

@@ -10,7 +10,7 @@ import pytest
 def test_tokenizer_reloads_as_itself_and_round_trips(tiny_model_dir):
     from transformers import AutoProcessor, AutoTokenizer
 
-    from learners.pipeline.tiny import IM_END, ROUND_TRIP_TEXT, TAGS, check_round_trip
+    from learners.pipeline.models.tiny import IM_END, ROUND_TRIP_TEXT, TAGS, check_round_trip
 
     for loader in (AutoTokenizer, AutoProcessor):  # TRL loads processing classes with AutoProcessor
         tok = loader.from_pretrained(tiny_model_dir)
@@ -52,7 +52,7 @@ def test_model_size_and_generation_stop(tiny_model_dir, tiny_tokenizer):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from learners.pipeline.tiny import count_parameters
+    from learners.pipeline.models.tiny import count_parameters
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     assert 0.9e6 < count_parameters(model) < 1.2e6
@@ -67,7 +67,7 @@ def test_model_size_and_generation_stop(tiny_model_dir, tiny_tokenizer):
 def test_build_is_deterministic(tmp_path):
     from safetensors.torch import load_file
 
-    from learners.pipeline.tiny import build_tiny_model
+    from learners.pipeline.models.tiny import build_tiny_model
 
     a = build_tiny_model(tmp_path / "a", seed=1, hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
     b = build_tiny_model(tmp_path / "b", seed=1, hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
@@ -77,14 +77,14 @@ def test_build_is_deterministic(tmp_path):
 
 
 def test_bad_shape_is_a_clear_error(tmp_path):
-    from learners.pipeline.tiny import build_tiny_model
+    from learners.pipeline.models.tiny import build_tiny_model
 
     with pytest.raises(ValueError, match="divisible"):
         build_tiny_model(tmp_path, hidden_size=30, num_heads=4)
 
 
 def test_round_trip_check_catches_a_lossy_tokenizer():
-    from learners.pipeline.tiny import check_round_trip
+    from learners.pipeline.models.tiny import check_round_trip
 
     class Lossy:
         def encode(self, text, add_special_tokens=False):

@@ -35,7 +35,7 @@ def _overrides(model_dir, train, eval_, steps):
 
 
 def test_overrides_and_config_lookup(tmp_path):
-    from learners.pipeline.run_config import apply_overrides, find_config, load_config
+    from learners.pipeline.runs.config import apply_overrides, find_config, load_config
 
     config = load_config("cpu-tiny", ["trainer.max_steps=3", "eval.every=0", "task.n_numbers=[3, 4]"])
     assert config["trainer"]["max_steps"] == 3 and config["eval"]["every"] == 0
@@ -54,7 +54,7 @@ def test_overrides_and_config_lookup(tmp_path):
 
 
 def test_gpu_presets_follow_seed_000():
-    from learners.pipeline.run_config import load_config
+    from learners.pipeline.runs.config import load_config
 
     for name in ("qwen3-0.6b-vllm-server", "qwen3-0.6b-vllm-colocate"):
         t = load_config(name)["trainer"]
@@ -160,7 +160,7 @@ def test_clear_errors(tiny_model_dir, toy_puzzles, tmp_path, capsys):
 def test_demo_pipeline_quick(tmp_path):
     """The demo's --quick chain from a warm start rebuilt with the shrunk recipe (the shipped one is tested in
     test_warm_start): warm start, data, eval, RL with evals, eval, summary and plot."""
-    from learners.pipeline.demo import QUICK, run_demo
+    from learners.pipeline.runs.demo import QUICK, run_demo
 
     settings = {**QUICK, "max_new_tokens": 12}  # the --quick settings, shorter completions
     summary = run_demo(tmp_path / "demo", from_scratch=True, **settings)
@@ -195,7 +195,7 @@ def test_demo_train_refuses_bad_settings_before_any_work(argv, message, tmp_path
 
 
 def test_demo_rl_gain_is_paired_by_puzzle():
-    from learners.pipeline.demo import rl_gain
+    from learners.pipeline.runs.demo import rl_gain
 
     def report(correct, ci):
         return {"puzzles": [{"correct": c} for c in correct], "overall": {"pass@1_ci95": ci}}
@@ -349,7 +349,7 @@ def test_config_errors_need_no_trl_import(tmp_path):
 # ------------------------------------------------------------------------------------------------ TRL's spellings
 def _captured_run(monkeypatch, argv):
     """What ``countdown train ARGV`` would train: (learner, config, output folder), without training."""
-    import learners.pipeline.run_driver as run_driver
+    import learners.pipeline.runs.driver as run_driver
     from countdown_env.cli import main
 
     seen = []

@@ -38,8 +38,8 @@ def test_train_two_steps_per_route(route, tiny_model_dir, toy_puzzles, tmp_path)
 
 
 def test_unknown_route_is_refused(tmp_path):
-    from learners.pipeline.run_checks import validate_config
-    from learners.pipeline.run_config import load_config
+    from learners.pipeline.runs.checks import validate_config
+    from learners.pipeline.runs.config import load_config
 
     config = load_config("cpu-tiny", ["rollouts=mdp"])
     with pytest.raises(ValueError, match="rollouts must be one of"):

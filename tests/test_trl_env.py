@@ -137,8 +137,8 @@ def test_two_steps_with_environment_factory(learner, tiny_model_dir, tmp_path):
     from transformers import AutoModelForCausalLM
 
     from learners.core.registry import get_learner
-    from learners.pipeline.tiny import tiny_cpu_kwargs
-    from learners.pipeline.tokenizer_io import load_tokenizer
+    from learners.pipeline.models.tiny import tiny_cpu_kwargs
+    from learners.pipeline.models.tokenizer_io import load_tokenizer
 
     spec = get_learner(learner)
     args = spec.make_config(**tiny_cpu_kwargs(tmp_path / "out", max_completion_length=256, learning_rate=1e-4))

@@ -6,7 +6,7 @@ import json
 
 from countdown_env.puzzle import Puzzle
 from countdown_env.task import CountdownTask
-from learners.pipeline.turns_eval import evaluate_turns, format_turns
+from learners.pipeline.evaluation.turns import evaluate_turns, format_turns
 
 PUZZLES = [Puzzle([3, 7, 11], 21), Puzzle([2, 5, 9], 19)]
 

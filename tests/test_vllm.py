@@ -93,7 +93,7 @@ def test_vllm_sampler_is_greedy_at_temperature_zero(engine, tiny_model_dir, tiny
 
 def test_eval_with_vllm_scores_like_hf_on_the_same_completions(engine, tiny_tokenizer):
     """The vLLM backend goes through the same scorer: a report from its samples has the report's shape."""
-    from learners.pipeline.evaluate import evaluate, load_rows
+    from learners.pipeline.evaluation.evaluate import evaluate, load_rows
 
     rows = load_rows(TINY_N3, limit=8)
     report = evaluate(engine, tiny_tokenizer, rows, template="compact", samples=2, max_new_tokens=24, per_puzzle=True)
@@ -104,8 +104,8 @@ def test_eval_with_vllm_scores_like_hf_on_the_same_completions(engine, tiny_toke
 def test_env_rollouts_and_multi_turn_eval_through_vllm(engine, tiny_tokenizer):
     from countdown_env.puzzle import Puzzle
     from countdown_env.task import CountdownTask
-    from learners.pipeline.rollouts import EnvRollouts
-    from learners.pipeline.turns_eval import evaluate_turns
+    from learners.pipeline.evaluation.turns import evaluate_turns
+    from learners.pipeline.runs.rollouts import EnvRollouts
     from learners.sampling import Sampling
 
     task = CountdownTask(template="compact", feedback="compact", max_turns=2)
@@ -123,7 +123,7 @@ def test_env_rollouts_and_multi_turn_eval_through_vllm(engine, tiny_tokenizer):
 def test_countdown_eval_backend_vllm_on_the_warm_start(tmp_path):
     """``countdown eval --backend vllm`` end to end (its own engine) on the shipped warm start."""
     from countdown_env.cli import main
-    from learners.pipeline.warm_start import SHIPPED_DIR
+    from learners.pipeline.models.warm_start import SHIPPED_DIR
 
     out = tmp_path / "report.json"
     argv = ["eval", "--model", str(SHIPPED_DIR), "--split", str(TINY_N3), "--backend", "vllm", "--limit", "16"]
@@ -225,8 +225,8 @@ def _sync_run(tiny_model_dir, tmp_path, sync: str):
     from learners.core import vllm_sync
     from learners.core.registry import get_learner
     from learners.pipeline.data import prompt_dataset
-    from learners.pipeline.tiny import tiny_cpu_kwargs
-    from learners.pipeline.tokenizer_io import load_tokenizer
+    from learners.pipeline.models.tiny import tiny_cpu_kwargs
+    from learners.pipeline.models.tokenizer_io import load_tokenizer
     from tests.conftest import TOY_PUZZLES, parity_reward
 
     spec = get_learner("grpo")
@@ -332,8 +332,8 @@ def test_eval_and_env_rollouts_through_a_vllm_server(served, tiny_model_dir, tin
 
     from countdown_env.puzzle import Puzzle
     from countdown_env.task import CountdownTask
-    from learners.pipeline.evaluate import evaluate, load_rows
-    from learners.pipeline.rollouts import EnvRollouts
+    from learners.pipeline.evaluation.evaluate import evaluate, load_rows
+    from learners.pipeline.runs.rollouts import EnvRollouts
     from learners.sampling import Sampling, VLLMServerSampler
 
     server, _, name = served
@@ -517,7 +517,7 @@ def test_contrastive_trains_with_the_vllm_scorer(scorer, tmp_path):
     """``countdown train --learner contrastive`` on the vLLM preset, two steps from the warm start, scoring with
     vLLM: the policy's colocated engine (moving) or an engine of its own on the warm start (frozen)."""
     from countdown_env.cli import main
-    from learners.pipeline.warm_start import SHIPPED_DIR
+    from learners.pipeline.models.warm_start import SHIPPED_DIR
 
     out = tmp_path / "run"
     extra = ["model=warm-start", "trainer.max_completion_length=96", f"trainer.scorer={scorer}",

@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError, TypeError) as exc:
         print(f"countdown compare: error: {exc}", file=sys.stderr)
         return 2
-    from ..pipeline.processes import run_processes
+    from ..pipeline.runs.processes import run_processes
 
     if run_processes().is_main:  # under accelerate launch: one report, not one per process
         print((Path(args.out) / "summary.md").read_text())

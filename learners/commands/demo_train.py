@@ -1,5 +1,5 @@
 """``countdown demo-train`` (``make demo``): RL of the shipped warm start on a CPU in minutes, eval before and
-after (:mod:`learners.pipeline.demo`)."""
+after (:mod:`learners.pipeline.runs.demo`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..pipeline.demo import DEFAULTS, LEARNER, LR_SCHEDULERS, QUICK, run_demo
+from ..pipeline.runs.demo import DEFAULTS, LEARNER, LR_SCHEDULERS, QUICK, run_demo
 
 HELP = "the main job on CPU: RL from the shipped warm start, eval before/after"
 USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.threads)
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     summary = run_demo(
         args.out, learner=args.learner, seed=args.seed, from_scratch=args.from_scratch, progress=progress, **settings
     )
-    from ..pipeline.processes import run_processes
+    from ..pipeline.runs.processes import run_processes
 
     if run_processes().is_main:  # under accelerate launch: one report, not one per process
         print((Path(args.out) / "summary.md").read_text())

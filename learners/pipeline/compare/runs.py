@@ -19,7 +19,7 @@ from typing import Any
 from countdown_env.atomic import write_bytes, write_text
 
 from ...core.checkpoints import checkpoint_step, checkpoints, newest_complete_checkpoint
-from ..warm_start import SHIPPED_DIR
+from ..models.warm_start import SHIPPED_DIR
 from .counting import Tally, instrumented
 from .results import rows_to_csv
 from .run_progress import Progress
@@ -44,7 +44,7 @@ def default_warm_start(work_dir: str | Path) -> Path:
     """
     if has_shipped_warm_start():
         return SHIPPED_WARM_START
-    from ..tiny import build_tiny_model
+    from ..models.tiny import build_tiny_model
 
     init = Path(work_dir) / "init-model"
     message = (
@@ -59,12 +59,12 @@ def default_warm_start(work_dir: str | Path) -> Path:
 
 
 def evaluate_policy(model, tokenizer, rows, task, *, max_new_tokens: int, seed: int, batch_size: int, sampler=None):
-    """``learners.pipeline.evaluate`` of the live policy (per-puzzle results kept), leaving the training RNG and
-    the train/eval mode as they were; ``sampler``: the generator to use (default ``transformers`` on ``model``)."""
+    """``learners.pipeline.evaluation.evaluate`` of the live policy (per-puzzle results kept), leaving the training RNG
+    and the train/eval mode as they were; ``sampler``: the generator to use (default ``transformers`` on ``model``)."""
     import torch
 
     from ...sampling import HFSampler
-    from ..evaluate import evaluate
+    from ..evaluation.evaluate import evaluate
 
     was_training = model.training
     device = next(model.parameters()).device
@@ -145,7 +145,7 @@ def _make_callback(trainer, comparison: Comparison, run_state: RunState, learner
     from transformers import TrainerCallback
 
     from ...sampling.trainer_sampler import gathered_policy, lockstep_forward
-    from ..processes import run_processes
+    from ..runs.processes import run_processes
 
     settings, progress, tally = comparison.settings, comparison.progress, run_state.tally
     is_main = run_processes().is_main
@@ -232,8 +232,8 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
     from transformers import PrinterCallback
 
     from ..data import prompt_dataset
-    from ..processes import run_processes
-    from ..run_driver import lora_config, make_trainer, write_run_record
+    from ..runs.driver import lora_config, make_trainer, write_run_record
+    from ..runs.processes import run_processes
 
     settings, progress = comparison.settings, comparison.progress
     processes = run_processes()

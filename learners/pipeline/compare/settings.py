@@ -75,7 +75,7 @@ class CompareSettings:
     quick: bool = False
     eval_batch_size: int = 128
     keep_checkpoints: bool = False
-    rollouts: str = "dataset"  # learners.pipeline.rollouts.ROUTES: dataset, env (token-MDP episodes), tools
+    rollouts: str = "dataset"  # learners.pipeline.runs.rollouts.ROUTES: dataset, env (token-MDP episodes), tools
     lora_rank: int | None = None  # train a LoRA adapter of this rank (run_driver.lora_config), not every weight
 
     # fields that may change between a run and its --resume
@@ -102,7 +102,7 @@ class CompareSettings:
         if self.lora_rank is not None and self.lora_rank < 1:
             raise ValueError("--lora-rank must be >= 1")
         parse_overrides(self.overrides, self.learners)
-        from ..rollouts import ROUTES
+        from ..runs.rollouts import ROUTES
 
         if self.rollouts not in ROUTES:
             raise ValueError(f"--rollouts must be one of {list(ROUTES)}, got {self.rollouts!r}")
@@ -138,7 +138,7 @@ def parse_overrides(items: Sequence[str], learners: Sequence[str]) -> dict[str, 
     not part of this invocation); anything else is a ``ValueError``.
     """
     from ...core.registry import LEARNERS
-    from ..run_config import parse_override_value
+    from ..runs.config import parse_override_value
 
     out: dict[str, dict[str, Any]] = {}
     for item in items:
@@ -159,8 +159,8 @@ def learner_trainer_kwargs(settings: CompareSettings, learner: str, seed: int, o
     import torch
 
     from ...core.registry import get_learner
-    from ..processes import run_processes
-    from ..run_config import CPU_SETTINGS
+    from ..runs.config import CPU_SETTINGS
+    from ..runs.processes import run_processes
 
     spec = get_learner(learner)
     rows, processes = settings.prompts_per_step * settings.num_generations, run_processes().num_processes

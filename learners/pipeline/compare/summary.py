@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..statistics import bootstrap_ci, mean_ci, paired_bootstrap_diff, paired_seed_diff, puzzle_scores
+from ..evaluation.statistics import bootstrap_ci, mean_ci, paired_bootstrap_diff, paired_seed_diff, puzzle_scores
 from .engagement import engagement_markdown
 from .results import CUMULATIVE_COLUMNS
 from .runs import run_name

@@ -1,17 +1,17 @@
 """Which model a run or an eval loads: ``tiny``, the shipped warm start, an installed pretrained model
-(``smollm2-135m``, :mod:`learners.pipeline.pretrained`), a checkpoint folder or a Hub id, and the checks that refuse a
-model that cannot load in one line, before any work."""
+(``smollm2-135m``, :mod:`learners.pipeline.models.pretrained`), a checkpoint folder or a Hub id, and the checks that
+refuse a model that cannot load in one line, before any work."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-SHIPPED_DIR = Path(__file__).resolve().parent / "tiny_warm_start"
+SHIPPED_DIR = Path(__file__).resolve().parents[1] / "tiny_warm_start"
 """The shipped warm start: ``model.safetensors``, tokenizer files, ``countdown_task.json``, ``recipe.json``,
-``eval_report.json`` (:mod:`learners.pipeline.warm_start` builds and measures it)."""
+``eval_report.json`` (:mod:`learners.pipeline.models.warm_start` builds and measures it)."""
 
-SHIPPED_MULTI_STEP_DIR = Path(__file__).resolve().parent / "tiny_warm_start_multistep"
+SHIPPED_MULTI_STEP_DIR = Path(__file__).resolve().parents[1] / "tiny_warm_start_multistep"
 """The shipped multi-step warm start (``warm_start.MULTI_STEP_RECIPE``: traces with dead ends and backtracking,
 several paragraphs), the same files as :data:`SHIPPED_DIR`."""
 
@@ -85,7 +85,7 @@ def check_model(model: Any, *, allow_hub: bool = True) -> None:
             _json.loads((folder / "config.json").read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError):
             raise ValueError(f"model folder {name}: config.json is not valid JSON") from None
-        from ..core.checkpoints import MANIFEST, checkpoint_problem
+        from ...core.checkpoints import MANIFEST, checkpoint_problem
 
         if (folder / MANIFEST).is_file():  # a checkpoint or a run's final/: its files must match their manifest
             problem = checkpoint_problem(folder)

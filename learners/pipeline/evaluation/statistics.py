@@ -1,0 +1,123 @@
+r"""The project's one statistics module: pass@k, bootstrap and Student t intervals (eval, demo, compare).
+
+- :func:`pass_at_k`: for a puzzle with :math:`n` samples of which :math:`c` are correct, the unbiased estimator
+  (Chen et al. 2021, "Evaluating Large Language Models Trained on Code", arXiv:2107.03374)
+  :math:`\widehat{\text{pass@}k} = 1 - \binom{n-c}{k} / \binom{n}{k}`, as a running product (exact in floating point).
+- :func:`bootstrap_ci`: the percentile-bootstrap interval of a mean over puzzles (seeded).
+- :func:`mean_ci`: the Student t 95 % interval of a mean over seeds (exact quantiles, ``scipy.stats.t``).
+- :func:`paired_bootstrap_diff`: a learner's difference to a baseline, resampling puzzles within each seed (the
+  seeds held fixed: eval noise only).
+- :func:`paired_seed_diff`: the same difference as the mean of per-seed paired differences with a Student t
+  interval over seeds (training variance included: the headline figure when there are several seeds).
+- :func:`puzzle_scores`: the per-puzzle pass@k of an eval file (``evals/step-N.jsonl``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k for ``c`` correct out of ``n`` samples (``1 <= k <= n``)."""
+    if not (0 <= c <= n):
+        raise ValueError(f"need 0 <= c <= n, got n={n}, c={c}")
+    if not (1 <= k <= n):
+        raise ValueError(f"need 1 <= k <= n, got n={n}, k={k}")
+    if n - c < k:
+        return 1.0
+    # C(n-c, k) / C(n, k) = prod_{i=n-c+1}^{n} (1 - k / i)
+    return 1.0 - float(np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+def bootstrap_ci(values: Sequence[float], *, confidence: float = 0.95, resamples: int = 2000, seed: int = 0):
+    """Percentile-bootstrap CI of the mean of ``values`` (``(nan, nan)`` when empty, the value when single)."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.size == 0:
+        return (math.nan, math.nan)
+    if x.size == 1 or np.all(x == x[0]):
+        return (float(x[0]), float(x[0]))
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, x.size, size=(resamples, x.size))].mean(axis=1)
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    return (float(low), float(high))
+
+
+def mean_ci(values: Sequence[float]) -> tuple[float, float, float]:
+    """``(mean, low, high)``: the Student t 95 % interval of the mean of ``values`` (n >= 2; else NaN bounds)."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.size == 0:
+        return (math.nan, math.nan, math.nan)
+    mean = float(x.mean())
+    if x.size < 2:
+        return (mean, math.nan, math.nan)
+    from scipy.stats import t
+
+    half = float(t.ppf(0.975, x.size - 1)) * float(x.std(ddof=1)) / math.sqrt(x.size)
+    return (mean, mean - half, mean + half)
+
+
+def puzzle_scores(path: str | Path, k: int = 1) -> tuple[list[tuple[tuple[int, ...], int]], np.ndarray]:
+    """``(puzzles, scores)`` of an ``evals/step-N.jsonl``/``final_eval.jsonl``: per puzzle its unbiased pass@k."""
+    keys, scores = [], []
+    for line in Path(path).read_text().splitlines():
+        if not line.strip():
+            continue
+        item = json.loads(line)
+        keys.append((tuple(item["numbers"]), int(item["target"])))
+        correct = item["correct"]
+        scores.append(pass_at_k(len(correct), int(sum(correct)), k))
+    return keys, np.asarray(scores, dtype=np.float64)
+
+
+def paired_bootstrap_diff(
+    learner: Mapping[int, np.ndarray],
+    baseline: Mapping[int, np.ndarray],
+    *,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float, float, int]:
+    """``(difference, low, high, seeds)``: mean over the shared seeds of the mean per-puzzle difference
+    ``learner - baseline``, with a percentile-bootstrap CI that resamples puzzles with replacement within each
+    seed (paired: the same puzzle indices for both models). Arrays of one seed must be aligned by puzzle."""
+    seeds = sorted(set(learner) & set(baseline))
+    if not seeds:
+        return (math.nan, math.nan, math.nan, 0)
+    diffs = []
+    for s in seeds:
+        a, b = np.asarray(learner[s], dtype=np.float64), np.asarray(baseline[s], dtype=np.float64)
+        if a.shape != b.shape or a.ndim != 1 or a.size == 0:
+            raise ValueError(f"seed {s}: per-puzzle scores must be two equal-length vectors, got {a.shape}, {b.shape}")
+        diffs.append(a - b)
+    estimate = float(np.mean([d.mean() for d in diffs]))
+    rng = np.random.default_rng(seed)
+    boot = np.zeros(resamples)
+    for d in diffs:
+        boot += d[rng.integers(0, d.size, size=(resamples, d.size))].mean(axis=1)
+    boot /= len(diffs)
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(boot, [alpha, 1.0 - alpha])
+    return (estimate, float(low), float(high), len(seeds))
+
+
+def paired_seed_diff(
+    learner: Mapping[int, np.ndarray], baseline: Mapping[int, np.ndarray]
+) -> tuple[float, float, float, int]:
+    """``(difference, low, high, seeds)``: the mean over the shared seeds of each seed's mean per-puzzle difference
+    ``learner - baseline`` (same puzzles, aligned), with the Student t 95 % interval over seeds (:func:`mean_ci`;
+    NaN bounds with one seed). Unlike :func:`paired_bootstrap_diff`, the spread between seeds (training variance)
+    is inside the interval."""
+    seeds = sorted(set(learner) & set(baseline))
+    per_seed = []
+    for s in seeds:
+        a, b = np.asarray(learner[s], dtype=np.float64), np.asarray(baseline[s], dtype=np.float64)
+        if a.shape != b.shape or a.ndim != 1 or a.size == 0:
+            raise ValueError(f"seed {s}: per-puzzle scores must be two equal-length vectors, got {a.shape}, {b.shape}")
+        per_seed.append(float((a - b).mean()))
+    return (*mean_ci(per_seed), len(seeds))

@@ -1,0 +1,387 @@
+"""``countdown warm-start``: the shipped SFT warm start of the embedded tiny model, its recipe and its report.
+
+RL needs a policy that is right often enough to get reward and uncertain enough that groups of samples disagree:
+with binary rewards a group whose G samples are all right or all wrong has zero GRPO advantage. So the warm start
+is judged on four figures, all on the committed ``datasets/tiny_n3.jsonl`` (512 puzzles, 3 numbers on 1..20,
+targets 10..200) or its training distribution:
+
+* pass@1 at T = 0.8 (4 samples per puzzle; unbiased estimator, 95 % bootstrap CI over puzzles);
+* greedy accuracy (T = 0, one sample);
+* the policy entropy at T = 0.8, nats per generated token (teacher-forced over T = 0.8 samples);
+* the all-equal share: of 8-sample groups at T = 0.8 on puzzles of the training distribution (the train split of
+  tiny_n3's own spec, disjoint from it), the fraction whose 8 rewards agree.
+
+The recipe (:data:`RECIPE`) is the calibrated one (docs/warm_start.md has the table of recipes tried). The
+result ships inside the package (:data:`SHIPPED_DIR`: safetensors weights, the character tokenizer, the task it
+was trained on, ``recipe.json`` and ``eval_report.json``); :func:`load_warm_start` loads it offline in one call,
+and ``countdown warm-start --from-scratch`` rebuilds it with the recipe.
+
+A second one, for multi-step reasoning (:data:`MULTI_STEP_RECIPE`: the first SFT'd further on ``search`` traces
+with dead ends and backtracking, ~4.5 paragraphs and ~230 tokens per completion), ships in
+``models.SHIPPED_MULTI_STEP_DIR`` (model name ``warm-start-multistep``; ``countdown warm-start --multi-step``). Its
+report adds to the four figures the shape of the completions: paragraphs per completion and mean length.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import SHIPPED_DIR, WARM_START, resolve_model
+
+RECIPE_FILE = "recipe.json"
+REPORT_FILE = "eval_report.json"
+EVAL_SET = "tiny_n3"
+WARM_START_OUTPUTS = ("config.json", "generation_config.json", "model*.safetensors*", "tokenizer*.json",
+                      "special_tokens_map.json", "chat_template.jinja", "countdown_task.json", "training_args.bin",
+                      "README.md", "runs", RECIPE_FILE, REPORT_FILE, "sft_log_history.json")  # fmt: skip
+"""Every entry a warm-start build writes: ``--overwrite`` replaces a folder holding nothing else."""
+
+
+def tiny_task():
+    """The warm start's task: tiny_n3's puzzles (3 numbers on 1..20, targets 10..200) in the compact prompt."""
+    from countdown_env.task import CountdownTask
+
+    return CountdownTask(n_numbers=3, value_range=(1, 20), target_range=(10, 200), template="compact", seed=0)
+
+
+@dataclass(frozen=True)
+class WarmStartRecipe:
+    """Everything that determines the warm start: model size, SFT data and optimisation (fixed step counts).
+
+    ``init``: ``"tiny"`` SFTs a freshly initialised tiny model of the given size; ``"warm-start"`` (or a model
+    folder) SFTs that checkpoint further (the size fields are then unused)."""
+
+    hidden_size: int = 128
+    num_layers: int = 4
+    num_heads: int = 4
+    intermediate_size: int = 512
+    init: str = "tiny"
+    styles: dict[str, float] = field(default_factory=lambda: {"direct": 1.0})
+    sft_size: int = 20_000
+    steps: int = 1100
+    batch_size: int = 64
+    learning_rate: float = 1.5e-3
+    warmup_steps: int = 30
+    min_lr_rate: float = 0.1
+    save_dtype: str = "float32"
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> WarmStartRecipe:
+        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"unknown warm-start recipe keys {unknown}")
+        return cls(**data)
+
+
+RECIPE = WarmStartRecipe(learning_rate=2e-3)
+"""The calibrated recipe (docs/warm_start.md): the 1.07 M-parameter model, 1100 steps x 64 "direct" traces,
+peak lr 2e-3 with 30 warmup steps and cosine decay to 10 %."""
+
+MULTI_STEP_RECIPE = WarmStartRecipe(
+    init=WARM_START,
+    styles={"search": 1.0},
+    sft_size=16_000,
+    steps=500,
+    batch_size=32,
+    learning_rate=1e-3,
+    warmup_steps=20,
+)
+"""The multi-step warm start (docs/warm_start.md): the shipped :data:`RECIPE` model SFT'd further on 500 x 32
+``search`` traces (a restatement, 1-2 dead ends with near misses, a back-up half the time, a full check: ~4.5
+paragraphs, ~230 tokens); ``long`` traces (~390 tokens, up to ~600) overrun SFT's 512-token budget and this
+machine's time. From a fresh model such traces teach little arithmetic (the ``short`` row of the table)."""
+
+SMOLLM2_RECIPE = WarmStartRecipe(
+    init="smollm2-135m",
+    styles={"direct": 1.0},
+    sft_size=640,
+    steps=80,
+    batch_size=8,
+    learning_rate=1e-4,
+    warmup_steps=8,
+)
+"""The warm start of the real pretrained SmolLM2-135M-Instruct (``countdown models install smollm2-135m``;
+docs/warm_start.md): a full fine-tune on 80 x 8 ``direct`` traces (each of 640 puzzles seen once) in its own ChatML
+template with the compact prompt, peak lr 1e-4, 8 warmup steps, cosine to 10 %. Sized to the shared 2-core machine,
+where one step of 8 x ~120 tokens cost about a minute of wall time on one thread under load."""
+
+PRETRAINED_RECIPES: dict[str, WarmStartRecipe] = {"smollm2-135m": SMOLLM2_RECIPE}
+"""``countdown warm-start --from-scratch --base NAME``: the recipe of each installable pretrained model."""
+
+MULTI_STEP_MEASURE: dict[str, Any] = {"max_new_tokens": 384, "eval_limit": 256}
+""":func:`measure_warm_start` settings of the multi-step warm start (its traces run to ~340 tokens)."""
+
+
+# --------------------------------------------------------------------------------------------------- loading
+def load_warm_start(directory: str | Path | None = None, *, device: str = "cpu"):
+    """``(model, tokenizer, task)`` of the shipped warm start (or of ``directory``), offline, in fp32."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from ..data import model_task
+    from .tokenizer_io import load_tokenizer
+
+    folder = Path(directory) if directory is not None else SHIPPED_DIR
+    if not (folder / "config.json").is_file():
+        raise FileNotFoundError(f"no warm start at {folder} (build one: countdown warm-start --from-scratch)")
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).to(device)
+    return model, load_tokenizer(folder), model_task(folder) or tiny_task()
+
+
+# -------------------------------------------------------------------------------------------------- building
+def sft_records(recipe: WarmStartRecipe, task, exclude) -> list[dict[str, Any]]:
+    """Solver-derived traces of ``task``'s puzzles in the recipe's style mix, none of them in ``exclude``."""
+    import random
+
+    from countdown_env.sft import build_sft_records
+
+    total = sum(recipe.styles.values())
+    records: list[dict[str, Any]] = []
+    taken = list(exclude)
+    for i, (style, weight) in enumerate(recipe.styles.items()):
+        size = (
+            recipe.sft_size - len(records) if i == len(recipe.styles) - 1 else round(recipe.sft_size * weight / total)
+        )
+        rows = build_sft_records(
+            task.counts,
+            size,
+            seed=recipe.seed + 1 + 1000 * i,
+            style=style,
+            value_range=task.value_range,
+            target_range=task.target_range,
+            exclude=taken,
+            progress=False,
+        )
+        taken += [(tuple(sorted(r["numbers"])), r["target"]) for r in rows]
+        records += rows
+    if len(recipe.styles) > 1:
+        random.Random(recipe.seed).shuffle(records)
+    return records
+
+
+def group_puzzles(task, count: int, eval_set: str = EVAL_SET):
+    """``count`` puzzles of the training distribution: the train split of ``eval_set``'s spec (disjoint from it)."""
+    from countdown_env import Puzzle
+    from countdown_env.splits import SplitSpec, build_split_records
+    from countdown_env.splits.eval_sets import EVAL_SETS
+
+    spec = EVAL_SETS[eval_set]
+    rows = build_split_records(SplitSpec(task=spec.task, train_size=count, eval_size=spec.eval_size), progress=False)
+    return [Puzzle.from_dict(r) for r in rows["train"]]
+
+
+def build_warm_start(
+    out: str | Path,
+    recipe: WarmStartRecipe = RECIPE,
+    *,
+    measure: dict[str, Any] | None = None,
+    log=print,
+    overwrite: bool = False,
+    measure_after: bool = True,
+) -> Path:
+    """SFT the tiny model with ``recipe`` into ``out`` (built in a folder beside it and renamed in whole); measure and
+    report it (``measure``: keyword arguments of :func:`measure_warm_start`, e.g. a smaller ``eval_limit``; nothing
+    measured when ``measure_after`` is false). A non-empty ``out`` is refused at once unless ``overwrite`` (then
+    replaced whole)."""
+    import tempfile
+
+    from countdown_env.atomic import atomic_dir
+    from countdown_env.splits.eval_sets import load_eval_set
+
+    out = Path(out)
+    task = tiny_task()
+    # the output is claimed first: a non-empty --out without --overwrite fails before ~27 minutes of work
+    with (
+        tempfile.TemporaryDirectory() as scratch,
+        atomic_dir(out, overwrite=overwrite, owned=WARM_START_OUTPUTS) as model_dir,
+    ):
+        start = time.perf_counter()
+        exclude = [(tuple(sorted(r["numbers"])), r["target"]) for r in load_eval_set(EVAL_SET, as_dataset=False)]
+        exclude += [(tuple(sorted(p.numbers)), p.target) for p in group_puzzles(task, 64)]
+        records = sft_records(recipe, task, exclude)
+        log(f"{len(records)} SFT traces ({time.perf_counter() - start:.0f} s)")
+        _sft_and_measure(recipe, records, task, Path(scratch), model_dir, measure if measure_after else False, log)
+    return out
+
+
+def _sft_and_measure(recipe, records, task, scratch: Path, model_dir: Path, measure, log) -> None:
+    """The recipe's SFT of a fresh tiny model (built in ``scratch``) into ``model_dir``, its recipe and report."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from .sft_training import run_sft
+    from .tiny import build_tiny_model
+
+    if recipe.init != "tiny":
+        init = resolve_model(recipe.init)
+    else:
+        init = build_tiny_model(
+            scratch / "init",
+            seed=recipe.seed,
+            hidden_size=recipe.hidden_size,
+            num_layers=recipe.num_layers,
+            num_heads=recipe.num_heads,
+            intermediate_size=recipe.intermediate_size,
+        )
+    sft_start = time.perf_counter()
+    run_sft(
+        init,
+        records,
+        model_dir,
+        task=task,
+        max_steps=recipe.steps,
+        seed=recipe.seed,
+        per_device_train_batch_size=recipe.batch_size,
+        learning_rate=recipe.learning_rate,
+        warmup_steps=recipe.warmup_steps,
+        lr_scheduler_kwargs={"min_lr_rate": recipe.min_lr_rate},
+        logging_steps=max(1, recipe.steps // 20),
+        disable_tqdm=not sys.stderr.isatty(),
+    )
+    sft_minutes = (time.perf_counter() - sft_start) / 60
+    if recipe.save_dtype != "float32":
+        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+        model.to(getattr(torch, recipe.save_dtype)).save_pretrained(model_dir)
+    for leftover in ("training_args.bin",):
+        (model_dir / leftover).unlink(missing_ok=True)
+    (model_dir / RECIPE_FILE).write_text(json.dumps(recipe.to_dict(), indent=2) + "\n")
+    if measure is False:
+        return
+    report = measure_warm_start(model_dir, log=log, **(measure or {}))
+    report["sft_minutes"] = round(sft_minutes, 2)
+    (model_dir / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n")
+
+
+# ------------------------------------------------------------------------------------------------- measuring
+def paragraph_count(text: str) -> int:
+    """Paragraphs of a completion: its non-blank ``\\n\\n``-separated pieces (a ``direct`` trace has 2)."""
+    return sum(1 for piece in text.split("\n\n") if piece.strip())
+
+
+def policy_entropy(
+    model, tokenizer, task, puzzles, *, temperature: float, max_new_tokens: int, seed: int = 0, completions=None
+) -> float:
+    """Mean entropy (nats per generated token) of softmax(logits / T) along T-sampled completions, teacher-forced.
+    ``completions``: a list that receives the sampled completions' token ids."""
+    import torch
+
+    from ...sampling import HFSampler, Sampling
+    from ..evaluation.evaluate import prompt_token_ids
+
+    prompts = prompt_token_ids(tokenizer, task, puzzles)
+    samples = HFSampler(model, tokenizer, device="cpu").sample(
+        prompts, Sampling(temperature=temperature, seed=seed), max_new_tokens=max_new_tokens
+    )
+    total, count = 0.0, 0
+    for prompt, (sample,) in zip(prompts, samples, strict=True):
+        completion = sample.ids
+        if completions is not None:
+            completions.append(list(completion))
+        if not completion:
+            continue
+        ids = torch.tensor([prompt + completion])
+        with torch.no_grad():
+            logits = model(input_ids=ids).logits[0, len(prompt) - 1 : -1].float() / temperature
+        logp = torch.log_softmax(logits, dim=-1)
+        total += float(-(logp.exp() * logp).sum())
+        count += len(completion)
+    return total / max(count, 1)
+
+
+def measure_warm_start(
+    model_dir: str | Path,
+    *,
+    eval_limit: int | None = None,
+    groups: int = 64,
+    max_new_tokens: int = 256,
+    backend: str = "auto",
+    eval_set: str = EVAL_SET,
+    entropy_puzzles: int = 128,
+    log=print,
+) -> dict[str, Any]:
+    """The four figures of the module docstring for the checkpoint in ``model_dir`` (JSON-ready), and the shape of
+    its completions: paragraphs per completion (of the entropy samples, else of the T = 0.8 samples) and the mean
+    completion length in tokens (of the T = 0.8 samples).
+
+    ``backend``: the sampler of every figure but the entropy (``"hf"``, ``"vllm"``, one engine for all of them, or
+    ``"auto"``: :func:`learners.pipeline.evaluation.eval_models.resolve_backend`); ``eval_set``: a committed eval set
+    (its train split gives the group puzzles); ``entropy_puzzles``: puzzles of the entropy measurement
+    (``transformers``, teacher-forced; 0 skips it)."""
+    import numpy as np
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from countdown_env import Puzzle
+    from countdown_env.splits.eval_sets import load_eval_set
+
+    from ..data import model_task
+    from ..evaluation.eval_models import model_sampler, resolve_backend
+    from ..evaluation.evaluate import evaluate
+    from .tokenizer_io import load_tokenizer
+
+    start = time.perf_counter()
+    backend = resolve_backend(backend, model_dir)
+    tokenizer = load_tokenizer(model_dir)
+    task = model_task(model_dir) or tiny_task()
+    rows = load_eval_set(eval_set, as_dataset=False)
+    rows = rows[:eval_limit] if eval_limit else rows
+    sampler = model_sampler(model_dir, tokenizer, backend, batch_size=64)
+    try:
+        common = dict(task=task, max_new_tokens=max_new_tokens, seed=0)
+        sampled_report = evaluate(sampler, tokenizer, rows, samples=4, temperature=0.8, per_puzzle=True,
+                                  keep_completions=0 if entropy_puzzles else 4, **common)  # fmt: skip
+        sampled = sampled_report["overall"]
+        mean_length = float(np.mean([n for p in sampled_report["puzzles"] for n in p["lengths"]]))
+        greedy = evaluate(sampler, tokenizer, rows, samples=1, temperature=0.0, **common)["overall"]
+        log(f"pass@1 (T=0.8) {sampled['pass@1']:.3f} {sampled['pass@1_ci95']}, greedy {greedy['pass@1']:.3f}")
+        group_rows = [{"numbers": list(p.numbers), "target": p.target} for p in group_puzzles(task, groups, eval_set)]
+        grouped = evaluate(sampler, tokenizer, group_rows, samples=8, temperature=0.8, per_puzzle=True, **common)
+    finally:
+        getattr(sampler, "close", lambda: None)()
+    entropy = None
+    if entropy_puzzles:
+        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+        puzzles = [Puzzle.from_dict(r) for r in rows[:entropy_puzzles]]
+        completions: list[list[int]] = []
+        entropy = policy_entropy(
+            model, tokenizer, task, puzzles, temperature=0.8, max_new_tokens=max_new_tokens, completions=completions
+        )
+        texts = [tokenizer.decode(ids, skip_special_tokens=True) for ids in completions]
+    else:
+        texts = [text for p in sampled_report["puzzles"] for text in p["completions"]]
+    paragraphs = float(np.mean([paragraph_count(text) for text in texts]))
+    log(f"{paragraphs:.2f} paragraphs per completion, mean length {mean_length:.1f} tokens")
+    correct = np.array([sum(p["correct"]) for p in grouped["puzzles"]])
+    all_equal = float(np.mean((correct == 0) | (correct == 8)))
+    log(f"entropy {entropy} nats/token, all-equal share of 8-sample groups {all_equal:.3f}")
+    return {
+        "eval_set": eval_set,
+        "backend": backend,
+        "eval_puzzles": len(rows),
+        "pass@1": sampled["pass@1"],
+        "pass@1_ci95": sampled["pass@1_ci95"],
+        "pass@4": sampled.get("pass@4"),
+        "pass@4_ci95": sampled.get("pass@4_ci95"),
+        "format_rate": sampled["format_rate"],
+        "truncation_rate": sampled["truncation_rate"],
+        "greedy": greedy["pass@1"],
+        "greedy_ci95": greedy["pass@1_ci95"],
+        "entropy_nats_per_token": None if entropy is None else round(entropy, 4),
+        "group_puzzles": len(group_rows),
+        "all_equal_share": all_equal,
+        "train_distribution_pass@1": float(correct.mean() / 8),
+        "paragraphs_per_completion": round(paragraphs, 3),
+        "mean_completion_tokens": round(mean_length, 1),
+        "max_new_tokens": max_new_tokens,
+        "eval_minutes": round((time.perf_counter() - start) / 60, 2),
+        "task": task.to_dict(),
+    }

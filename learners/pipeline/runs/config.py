@@ -1,0 +1,173 @@
+"""Run configs: the YAML presets of ``countdown train`` and their ``--set`` overrides.
+
+A preset (``learners/pipeline/configs/*.yaml``; ``--config NAME`` finds the packaged ones) has these sections::
+
+    model: tiny                  # "tiny" (built offline, random init), "warm-start" (the shipped SFT'd tiny model),
+                                 # a checkpoint folder, or a Hub id (GPU)
+    task:                        # countdown_env.task.CountdownTask fields: puzzles, rules, template, reward
+      {n_numbers: 3, value_range: [1, 20], target_range: [10, 200], template: compact, format_bonus: 0.0}
+    data: {train_size: 2000, eval_size: 128}   # a split built from the task now (train/eval disjoint) ...
+    # ... or split files:   data: {train: path/to/train.jsonl, eval: path/to/test.jsonl}
+    eval: {every: 50, samples: 4, temperature: 0.8, max_new_tokens: 128, limit: 64}   # every: 0 = off
+    trainer: {learning_rate: 2e-5, max_steps: 200, ...}   # the learner's config (GRPOConfig fields + its own)
+    curriculum: {n_numbers: [3, 4], difficulty: [easy, medium, hard], threshold: 0.6, patience: 2}   # optional:
+      # train prompts from countdown_env.procedural.CountdownCurriculum, raised when train accuracy passes threshold
+    rollouts: dataset   # or env (CountdownTokens-v0 episodes through a rollout_func; several turns with feedback
+      # when task.max_turns > 1) or tools (environment_factory with the check tool); --rollouts X on the command line
+
+Command-line ``--set section.key=value`` overrides any entry (values parsed as YAML). Reading a config imports
+neither torch nor TRL; its checks are :mod:`learners.pipeline.runs.checks`.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from countdown_env.keys import refuse_unknown
+
+CONFIG_DIR = Path(__file__).parent.parent / "configs"
+CPU_SETTINGS = dict(use_cpu=True, bf16=False, fp16=False, gradient_checkpointing=False)
+"""Forced on a machine without a GPU."""
+
+
+def _yaml_loader():
+    """PyYAML's SafeLoader, but reading ``1e-3`` as a float (YAML 1.1 wants ``1.0e-3``; users write both)."""
+    import re
+
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?(?:\d[\d_]*)?(?:\.\d*)?[eE][-+]?\d+$|^[-+]?\d[\d_]*\.\d*$|^[-+]?\.\d+$"),
+        list("-+0123456789."),
+    )
+    return Loader
+
+
+MAX_CONFIG_VALUES = 100_000
+"""Most values a config may hold once its YAML aliases are expanded (a preset has about a hundred): a
+"billion laughs" file of nested aliases expands to 10^9 and ran out of memory after a minute."""
+
+MAX_CONFIG_DEPTH = 32
+"""Deepest nesting of a config's values (a preset nests 3 levels)."""
+
+
+def parse_yaml(text: str):
+    """YAML (a config file or a ``--set`` value) as Python values, bounded: refused in one line when its aliases
+    expand beyond :data:`MAX_CONFIG_VALUES` values or it nests deeper than :data:`MAX_CONFIG_DEPTH` levels."""
+    import yaml
+
+    try:
+        value = yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:
+        raise ValueError(f"the YAML nests more than {MAX_CONFIG_DEPTH} levels deep") from None
+    _check_bounded(value)
+    return value
+
+
+def _check_bounded(value) -> None:
+    """Walk ``value`` as its users will (each alias expanded), counting: stop at the first bound exceeded."""
+    stack, seen = [(value, 0)], 0
+    while stack:
+        item, depth = stack.pop()
+        seen += 1
+        if seen > MAX_CONFIG_VALUES:
+            raise ValueError(
+                f"the YAML holds more than {MAX_CONFIG_VALUES} values once its aliases (*name) are expanded: "
+                "refused (an alias bomb?)"
+            )
+        if depth > MAX_CONFIG_DEPTH:
+            raise ValueError(f"the YAML nests more than {MAX_CONFIG_DEPTH} levels deep")
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for pair in item.items() for child in pair)
+        elif isinstance(item, (list, tuple, set)):
+            stack.extend((child, depth + 1) for child in item)
+
+
+def find_config(name_or_path: str | Path) -> Path:
+    """A YAML path as given, or a packaged preset by name (``cpu-tiny`` -> ``learners/configs/cpu-tiny.yaml``)."""
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    for candidate in (CONFIG_DIR / path.name, CONFIG_DIR / f"{path.name}.yaml"):
+        if candidate.is_file():
+            return candidate
+    choices = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
+    raise FileNotFoundError(f"no config {str(name_or_path)!r}; give a YAML path or one of {choices}")
+
+
+SECTIONS = ("model", "tiny", "task", "data", "eval", "trainer", "curriculum", "rollouts")
+MOVED_SECTIONS = {"template": "task.template", "reward": "task (format_bonus, use_all_numbers, ...)"}
+
+
+def load_config(name_or_path: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
+    """Read a preset and apply ``section.key=value`` overrides; unknown sections are refused (with a "did you
+    mean"), a YAML syntax error is one line naming the file and line."""
+    path = find_config(name_or_path)
+    config = _parse_yaml_file(path) or {}
+    if not isinstance(config, dict):
+        raise ValueError(f"{path}: the YAML must be a mapping of sections")
+    config = apply_overrides(config, overrides or [])
+    for section in config:
+        if section in MOVED_SECTIONS:
+            raise ValueError(f"the {section!r} section moved into the task: use {MOVED_SECTIONS[section]}")
+    refuse_unknown("config section", set(config), SECTIONS)
+    return config
+
+
+def _parse_yaml_file(path: Path):
+    import yaml
+
+    try:
+        return parse_yaml(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ValueError(f"{where}: YAML syntax error: {problem}") from None
+    except ValueError as exc:  # beyond parse_yaml's bounds
+        raise ValueError(f"{path}: {exc}") from None
+
+
+RESOLVED_CONFIG = "resolved_config.json"
+"""Written into every run folder: the learner and the config as trained (preset, YAML and ``--set`` applied)."""
+
+DATA_KEYS = ("train", "eval", "train_size", "eval_size")
+EVAL_KEYS = ("every", "samples", "temperature", "max_new_tokens", "limit", "seed", "batch_size")
+
+
+def apply_overrides(config: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """``["trainer.max_steps=5", "model=out/sft"]`` -> nested assignment (values parsed as YAML)."""
+    config = copy.deepcopy(config)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"override {item!r} is not of the form section.key=value")
+        *parents, leaf = key.split(".")
+        node = config
+        for part in parents:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ValueError(f"override {item!r}: {part!r} is not a section")
+            node = child
+        node[leaf] = parse_override_value(key, raw)
+    return config
+
+
+def parse_override_value(key: str, raw: str):
+    """A ``--set key=value`` value parsed as YAML (:func:`parse_yaml`); a syntax error or a value beyond its bounds is
+    one line naming the key."""
+    import yaml
+
+    try:
+        return parse_yaml(raw)
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ValueError(f"--set {key}={raw}: not a YAML value ({problem})") from None
+    except ValueError as exc:  # beyond parse_yaml's bounds
+        raise ValueError(f"--set {key}: {exc}") from None

@@ -1,0 +1,329 @@
+"""``countdown demo-train`` (``make demo``): RL of the shipped warm start on a CPU in minutes, fixed step counts.
+
+1. the warm start: the SFT'd tiny model shipped in the package (:mod:`learners.pipeline.models.warm_start`), or rebuilt
+   with its recipe under ``--from-scratch`` (about 20 more minutes);
+2. a training split of the warm start's task (3 numbers on 1..20, targets 10..200), disjoint from the committed
+   eval set ``datasets/tiny_n3.jsonl``;
+3. evaluate the warm start on tiny_n3 (pass@1, pass@4 at T=0.8, 95 % CIs over puzzles);
+4. RL (``--learner``, default :data:`LEARNER`) from it with the ``cpu-tiny`` preset and the settings below
+   (500 steps x 4 prompts x 8 completions, lr 4e-5 decayed linearly to 0: the setting that lifted pass@1 by
+   +0.086 [+0.056, +0.117] without losing pass@4; docs/warm_start.md has the runs behind it), evaluating every
+   ``--eval-every`` steps on a part of tiny_n3;
+5. evaluate the final policy as in 3;
+6. write ``OUT/training.png`` and ``OUT/summary.md`` (before/after table with CIs, settings, timings).
+
+Step counts are fixed (not wall time) so that every machine computes the same thing (CPU training is still not
+bit-identical across machines). ``--quick`` shrinks everything to a smoke test of the pipeline (2 RL steps, 4 eval
+puzzles; about a minute on 2 cores, most of it imports and model loading: 52 s at load 14, 155 s reported under
+heavier load); its figures mean nothing.
+
+Under ``accelerate launch`` with N processes the RL stage is one N-process run (``--prompts-per-step`` stays the
+global batch), while the main process alone builds the data, evaluates and writes (the others wait):
+:mod:`learners.pipeline.runs.processes`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+LEARNER = "grpo"
+GROUP_SIZE = 8
+DEFAULTS: dict[str, Any] = dict(
+    train_size=4000,
+    rl_steps=500,
+    eval_every=250,
+    eval_limit=512,
+    curve_eval_limit=128,
+    samples=4,
+    max_new_tokens=192,
+    learning_rate=4e-5,
+    lr_scheduler="linear",
+    prompts_per_step=4,
+)
+QUICK: dict[str, Any] = dict(
+    train_size=16,
+    rl_steps=2,
+    eval_every=1,
+    eval_limit=4,
+    curve_eval_limit=4,
+    samples=2,
+    max_new_tokens=96,  # the warm start's answers need ~80 tokens
+    learning_rate=2e-5,
+    lr_scheduler="linear",
+    prompts_per_step=2,
+)
+LR_SCHEDULERS = ("constant", "linear", "cosine")
+QUICK_RECIPE = dict(sft_size=16, steps=2, batch_size=8)
+
+DEMO_OUTPUTS = ("warm-start", "data", "eval_before.json", "eval_after.json", "training.png", "summary.json",
+                "summary.md")  # fmt: skip
+"""Every entry a demo writes into ``--out`` (besides the learner's run folder, named after it)."""
+"""``--quick --from-scratch``: the warm-start recipe shrunk to a smoke test."""
+
+
+def _stage(name: str, timings: dict[str, float], quiet: bool = False):
+    class Stage:
+        def __enter__(self):
+            if not quiet:
+                print(f"== {name} ...", file=sys.stderr, flush=True)
+            self.start = time.perf_counter()
+
+        def __exit__(self, *exc):
+            timings[name] = time.perf_counter() - self.start
+            if not quiet:
+                print(f"== {name}: {timings[name]:.1f} s", file=sys.stderr, flush=True)
+
+    return Stage()
+
+
+def run_demo(
+    out: str | Path,
+    *,
+    learner: str = LEARNER,
+    seed: int = 0,
+    from_scratch: bool = False,
+    progress: bool | None = None,
+    **overrides: Any,
+) -> dict[str, Any]:
+    """Run the pipeline into ``out``; returns the summary (also written as ``summary.json``/``summary.md``). The
+    folder is held exclusively for the whole run (a second demo into it is refused at once); a rerun replaces the
+    files of the previous one."""
+    from countdown_env.atomic import check_output
+
+    from .processes import run_processes
+    from ..models.warm_start import SHIPPED_DIR
+
+    check_output(out, [] if from_scratch else [SHIPPED_DIR], overwrite=True, what="--out")  # its input: the warm start
+    with run_processes().claim(out):
+        return _run_demo(Path(out), learner, seed, from_scratch, progress, overrides)
+
+
+def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, overrides: dict) -> dict[str, Any]:
+    """:func:`run_demo` under its claim."""
+    from countdown_env.atomic import refuse_foreign, write_text
+    from countdown_env.jsonl import write_jsonl
+    from countdown_env.splits import SplitSpec, build_split_records
+    from countdown_env.splits.eval_sets import load_eval_set
+
+    from ...core.registry import LEARNERS
+    from ...sampling import HFSampler
+    from ..data import model_task
+    from ..evaluation.report import format_report, write_report
+    from ..evaluation.evaluate import evaluate
+    from .plotting import plot_training
+    from .processes import run_processes
+    from .config import load_config
+    from .driver import train
+    from ..models.sft_training import SFT_HISTORY_FILE
+    from ..models.tokenizer_io import load_tokenizer
+    from ..models.warm_start import EVAL_SET, RECIPE, SHIPPED_DIR, WarmStartRecipe, build_warm_start, tiny_task
+
+    settings = {**DEFAULTS, **overrides}
+    out = Path(out)
+    processes = run_processes()
+    rows_per_step = settings["prompts_per_step"] * GROUP_SIZE
+    if rows_per_step % processes.num_processes:
+        raise ValueError(f"{processes.num_processes} processes cannot share {rows_per_step} completions per step")
+    if processes.is_main:
+        # a rerun replaces the files of the previous demo; a folder holding anything else is not the demo's
+        refuse_foreign(out, (*DEMO_OUTPUTS, *LEARNERS), flag="--out")
+        out.mkdir(parents=True, exist_ok=True)
+    timings: dict[str, float] = {}
+    total_start = time.perf_counter()
+
+    def stage(name: str):
+        return _stage(name, timings, quiet=not processes.is_main)
+
+    def build_warm_start_here() -> Path:
+        quick = settings["rl_steps"] <= QUICK["rl_steps"]
+        recipe = WarmStartRecipe.from_dict({**RECIPE.to_dict(), **(QUICK_RECIPE if quick else {})})
+        measure = dict(eval_limit=settings["eval_limit"], groups=2, max_new_tokens=16) if quick else None
+        return build_warm_start(  # the demo's own sub-folder: a rerun replaces it
+            out / "warm-start", recipe, measure=measure, log=lambda m: print(m, file=sys.stderr), overwrite=True
+        )
+
+    with stage("warm start"):
+        if from_scratch:
+            warm = processes.decide(build_warm_start_here)  # built once, by the main process
+        else:
+            warm = SHIPPED_DIR
+            if not (warm / "config.json").is_file():
+                raise FileNotFoundError(f"no shipped warm start at {warm}: run with --from-scratch")
+        task = model_task(warm) or tiny_task()
+
+    def write_data() -> None:
+        exclude = [(tuple(r["numbers"]), r["target"]) for r in load_eval_set(EVAL_SET, as_dataset=False)]
+        spec = SplitSpec(task=task, train_size=settings["train_size"], eval_size=0, exclude=exclude)
+        write_jsonl(build_split_records(spec)["train"], out / "data" / "train.jsonl")
+        write_jsonl(eval_rows[: settings["curve_eval_limit"]], out / "data" / "test.jsonl")
+
+    with stage("data"):
+        eval_rows = load_eval_set(EVAL_SET, as_dataset=False)[: settings["eval_limit"]]
+        processes.decide(write_data)  # written by the main process before any process trains on them
+
+    eval_kwargs = dict(
+        task=task,
+        samples=settings["samples"],
+        temperature=0.8,
+        max_new_tokens=settings["max_new_tokens"],
+    )
+
+    def evaluate_dir(model_dir: Path, name: str) -> dict[str, Any]:
+        from transformers import AutoModelForCausalLM
+
+        tokenizer = load_tokenizer(model_dir)
+        model = AutoModelForCausalLM.from_pretrained(model_dir)
+        sampler = HFSampler(model, tokenizer, batch_size=64, device="cpu", progress=progress)
+        report = evaluate(sampler, tokenizer, eval_rows, keep_completions=2, per_puzzle=True, seed=0, **eval_kwargs)
+        report.update(model=str(model_dir), split=EVAL_SET)
+        write_report(report, out / f"eval_{name}.json")
+        print(f"-- {name}\n{format_report(report)}", file=sys.stderr, flush=True)
+        return report
+
+    with stage("eval before RL"):
+        before = evaluate_dir(warm, "before") if processes.is_main else None
+
+    with stage(f"{learner} RL"):
+        steps = settings["rl_steps"]
+        config = load_config(
+            "cpu-tiny",
+            [
+                f"model={warm}",
+                "task=" + json.dumps(task.to_dict()),
+                "data="
+                + json.dumps({"train": str(out / "data" / "train.jsonl"), "eval": str(out / "data" / "test.jsonl")}),
+                f"eval.every={settings['eval_every']}",
+                f"eval.samples={settings['samples']}",
+                f"eval.max_new_tokens={settings['max_new_tokens']}",
+                f"trainer.max_steps={steps}",
+                f"trainer.learning_rate={settings['learning_rate']}",
+                f"trainer.lr_scheduler_type={settings['lr_scheduler']}",
+                f"trainer.per_device_train_batch_size={rows_per_step // processes.num_processes}",
+                f"trainer.num_generations={GROUP_SIZE}",
+                f"trainer.max_completion_length={settings['max_new_tokens']}",
+                f"trainer.save_steps={max(steps, 1)}",
+                f"trainer.seed={seed}",
+                f"trainer.logging_steps={max(1, min(10, steps // 10))}",
+                f"trainer.disable_tqdm={str(progress is False).lower()}",
+            ],
+        )
+        rl = train(learner, config, out / learner, overwrite=True)  # the demo's own sub-folder: a rerun replaces it
+        if processes.is_main:
+            for checkpoint in (out / learner).glob("checkpoint-*"):
+                shutil.rmtree(checkpoint, ignore_errors=True)
+
+    if not processes.is_main:  # the main process evaluates and reports; every process returns its summary
+        return processes.share(None)
+    with stage("eval after RL"):
+        after = evaluate_dir(Path(rl["final"]), "after")
+
+    history = json.loads((out / learner / "log_history.json").read_text())
+    sft_history_file = warm / SFT_HISTORY_FILE
+    sft_history = json.loads(sft_history_file.read_text()) if sft_history_file.is_file() else None
+    title = f"tiny model: warm start, then {learner}"
+    plot = plot_training(
+        history, out / "training.png", title=title, sft_history=sft_history, sft_title=sft_title(from_scratch),
+        headline=headline_points(before, after, settings["rl_steps"]),
+    )  # fmt: skip
+    timings["total"] = time.perf_counter() - total_start
+    summary = {
+        "learner": learner,
+        "warm_start": str(warm),
+        "settings": settings,
+        "seconds": {k: round(v, 1) for k, v in timings.items()},
+        "before": before["overall"],
+        "after": after["overall"],
+        "gain": rl_gain(before, after),
+        "plot": str(plot),
+    }
+    write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    write_text(out / "summary.md", markdown_summary(summary, before, after))
+    return processes.share(summary)
+
+
+def sft_title(from_scratch: bool) -> str:
+    """The SFT panel's title: this demo's own SFT stage, or the shipped warm start's recorded one (not run now)."""
+    if from_scratch:
+        return "SFT stage of this run (--from-scratch): training loss"
+    return "the shipped warm start's SFT loss\n(recorded when it was built; not run by this demo)"
+
+
+def headline_points(before: dict[str, Any], after: dict[str, Any], steps: int) -> list:
+    """The before/after evals (the summary's figures, on more puzzles than the curve) as the plot's headline markers."""
+    from .plotting import Headline
+
+    points = []
+    for step, name, report in ((0, "before RL", before), (steps, "after RL", after)):
+        overall, k = report["overall"], report["samples"]
+        passk = (k, overall[f"pass@{k}"]) if k > 1 and f"pass@{k}" in overall else None
+        label = f"{name}, {overall['n_puzzles']} puzzles x {k}"
+        points.append(Headline(step, label, overall["pass@1"], tuple(overall["pass@1_ci95"]), passk))
+    return points
+
+
+def rl_gain(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The RL stage's pass@1 gain: after - before with a paired bootstrap CI over puzzles (the same puzzles, each
+    scored by its fraction of correct samples), and whether the two models' own 95 % CIs overlap."""
+    import numpy as np
+
+    from ..evaluation.statistics import paired_bootstrap_diff
+
+    def scores(report: dict[str, Any]) -> np.ndarray:
+        return np.array([np.mean(p["correct"]) for p in report["puzzles"]])
+
+    diff, low, high, _ = paired_bootstrap_diff({0: scores(after)}, {0: scores(before)})
+    overlap = after["overall"]["pass@1_ci95"][0] <= before["overall"]["pass@1_ci95"][1]
+    return {"pass@1": diff, "pass@1_ci95": [low, high], "cis_overlap": bool(overlap)}
+
+
+def markdown_summary(summary: dict[str, Any], before: dict[str, Any], after: dict[str, Any]) -> str:
+    """A short markdown report: before/after table, settings, timings, the plot."""
+    s = summary["settings"]
+    k = before["samples"]
+
+    def cell(stats: dict[str, Any], key: str) -> str:
+        if key not in stats:
+            return "-"
+        low, high = stats[f"{key}_ci95"]
+        return f"{stats[key]:.3f} [{low:.3f}, {high:.3f}]"
+
+    lines = [
+        f"# Countdown demo: the tiny model's warm start, then {summary['learner']}",
+        "",
+        f"Eval: {before['overall']['n_puzzles']} puzzles of datasets/tiny_n3.jsonl (3 numbers on 1-20, targets "
+        "10-200; disjoint from the warm start's SFT data and the RL training split), "
+        f"{k} samples each at T={before['temperature']}, up to {before['max_new_tokens']} new tokens; "
+        "95 % bootstrap CIs over puzzles.",
+        "",
+        f"| model | pass@1 | pass@{k} | format | truncated |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name, report in (("warm start", before), (f"warm start + {summary['learner']}", after)):
+        o = report["overall"]
+        lines.append(
+            f"| {name} | {cell(o, 'pass@1')} | {cell(o, f'pass@{k}')} | {o['format_rate']:.2f} | "
+            f"{o['truncation_rate']:.2f} |"
+        )
+    seconds = summary["seconds"]
+    gain = summary["gain"]
+    low, high = gain["pass@1_ci95"]
+    lines += [
+        "",
+        f"RL gain in pass@1: {gain['pass@1']:+.3f} [{low:+.3f}, {high:+.3f}] (paired bootstrap over puzzles); the "
+        f"two 95 % CIs {'overlap' if gain['cis_overlap'] else 'do not overlap'}.",
+        "",
+        f"{summary['learner']}: {s['rl_steps']} steps x {s['prompts_per_step']} prompts x {GROUP_SIZE} completions, "
+        f"lr {s['learning_rate']} ({s['lr_scheduler']} schedule; cpu-tiny preset), {s['max_new_tokens']} new tokens; "
+        f"warm start: {summary['warm_start']}.",
+        "",
+        "Wall time (s): " + ", ".join(f"{k_}: {v}" for k_, v in seconds.items()),
+        "",
+        "![reward and eval pass@1 against steps](training.png)",
+        "",
+    ]
+    return "\n".join(lines)

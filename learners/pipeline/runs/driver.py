@@ -1,0 +1,327 @@
+"""The one run driver: data, task, model, trainer and callbacks of a learner's run, its folder and its end.
+
+``countdown train``, ``countdown demo-train`` and ``countdown compare`` (one run per learner and seed) build their
+trainers with :func:`build_trainer`. Without a ``task`` section the task recorded with the model
+(``countdown_task.json``) is used, else ``CountdownTask()``; the base trainer records it in every checkpoint and
+:func:`train` in ``final/``, so that ``countdown eval`` and ``--resume`` prompt and score exactly as training did.
+On a machine without a GPU the CPU settings are forced (``use_cpu``, no bf16, no gradient checkpointing);
+``use_vllm`` runs there in ``vllm_mode: colocate`` with the CPU build of vLLM (``cpu-tiny-vllm.yaml``; the weight
+sync goes through :mod:`learners.core.vllm_sync`), while ``vllm_mode: server`` is refused in one line (TRL syncs a
+server's weights through NCCL, i.e. CUDA). :func:`train` writes ``OUTPUT/final`` (model + tokenizer + task),
+``OUTPUT/log_history.json``, ``OUTPUT/training.png``, ``OUTPUT/resolved_config.json`` and TRL's ``checkpoint-N``
+folders (each with a manifest of sha256s, :mod:`learners.core.checkpoints`); the folder's rules (``--resume``,
+``--overwrite``) are :mod:`learners.pipeline.runs.folder`. Under ``accelerate launch`` with several processes the
+main process alone claims and writes the folder, and every process starts from the checkpoint it chose
+(:mod:`learners.pipeline.runs.processes`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from countdown_env.keys import refuse_unknown
+
+from ..evaluation.callback import make_eval_callback
+from ..models import resolve_model
+from .checks import CheckedConfig, check_rollouts, validate_config
+from .config import CPU_SETTINGS, DATA_KEYS, RESOLVED_CONFIG
+from .record import check_resume, merged_record, run_record
+
+
+def load_data(data: dict[str, Any], task, work_dir: Path) -> tuple[list[dict], list[dict]]:
+    """``(train_rows, eval_rows)`` (dicts with ``numbers``/``target``): split files, or a split of ``task``'s
+    puzzles built now (``train_size``/``eval_size``; eval disjoint from train) and written to ``work_dir``."""
+    from countdown_env.splits.folders import read_split_rows
+
+    refuse_unknown("data key", data, DATA_KEYS)
+    if "train_size" in data:
+        if "train" in data or "eval" in data:
+            raise ValueError("give data.train/data.eval files or data.train_size/eval_size, not both")
+        from countdown_env.jsonl import write_jsonl
+        from countdown_env.splits import build_split_records
+
+        built = build_split_records(task_split_spec(task, data["train_size"], data.get("eval_size", 0)))
+        work_dir.mkdir(parents=True, exist_ok=True)
+        for name, rows in built.items():
+            write_jsonl(rows, work_dir / f"{name}.jsonl")
+        return built.get("train", []), built.get("test", [])
+    if "train" not in data:
+        raise ValueError("the config needs data.train (a jsonl split) or data.train_size (a split of the task)")
+    train_rows = read_split_rows(data["train"])  # checked against a manifest.json beside it, if any
+    eval_rows = read_split_rows(data["eval"]) if data.get("eval") else []
+    return train_rows, eval_rows
+
+
+def task_split_spec(task, train_size: int, eval_size: int):
+    """The :class:`~countdown_env.splits.SplitSpec` of ``task``'s puzzles with these sizes."""
+    from countdown_env.splits import SplitSpec
+
+    return SplitSpec(task=task, train_size=train_size, eval_size=eval_size)
+
+
+def rows_to_puzzles(rows: list[dict]):
+    from countdown_env import Puzzle
+
+    return [Puzzle.from_dict(r) for r in rows]
+
+
+def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path, checked: CheckedConfig | None = None):
+    """Everything up to ``trainer.train()`` of a ``countdown train`` config: model, tokenizer, task, data, callbacks
+    and the trainer (:func:`make_trainer`). ``checked``: the config's :func:`validate_config` result when the caller
+    has already checked it (the task is then built once per run)."""
+    from countdown_env.task import CountdownTask
+
+    from ..data import model_task, prompt_dataset
+    from .processes import run_processes
+    from ..models.tiny import build_tiny_model
+    from ..models.tokenizer_io import load_tokenizer
+    from .trainer_progress import line_progress
+
+    if checked is None:
+        checked = validate_config(learner, config)  # everything checkable without data or weights, before any work
+    out = Path(output_dir)
+    trainer_args = dict(config.get("trainer") or {}, output_dir=str(out))
+    curriculum = _curriculum(config)  # `curriculum:` section: levels raised on train accuracy (procedural.py)
+    if curriculum is not None:
+        trainer_args["shuffle_dataset"] = False  # no shuffle buffer reading ahead at the old level
+    learner_config(learner, trainer_args)  # the learner's own checks (TRL's too), before anything is written
+    processes = run_processes()  # the main process writes the init model and the data; every process reads them
+    model = resolve_model(config.get("model", "tiny"))
+    if model == "tiny":
+        if processes.is_main:
+            print(
+                "countdown train: warning: model 'tiny' is a RANDOMLY INITIALISED model (smoke tests); "
+                "train from an SFT'd checkpoint with --model warm-start or --model DIR",
+                file=sys.stderr,
+            )
+        init = out / "init-model"
+        model = processes.decide(
+            lambda: init if (init / "config.json").is_file() else build_tiny_model(init, **(config.get("tiny") or {}))
+        )
+    tokenizer = load_tokenizer(model)
+    task = checked.task if checked.task is not None else (model_task(model) or CountdownTask())
+    train_rows, eval_rows = processes.decide(lambda: load_data(config.get("data") or {}, task, out / "data"))
+    if not train_rows and curriculum is None:
+        raise ValueError("no training puzzles")
+
+    progress = line_progress(trainer_args, f"{learner} RL")  # plain lines instead of TRL's bar into a log
+    train_puzzles = rows_to_puzzles(train_rows)
+    eval_callback = make_eval_callback(eval_rows, config.get("eval") or {}, task, tokenizer)
+    trainer = make_trainer(
+        learner,
+        trainer_args,
+        model=model,
+        task=task,
+        tokenizer=tokenizer,
+        train_dataset=curriculum.train_dataset(task) if curriculum is not None else prompt_dataset(train_puzzles, task),
+        train_puzzles=train_puzzles,
+        rollouts=check_rollouts(config),
+        callbacks=[eval_callback, *progress] + ([curriculum.callback()] if curriculum is not None else []),
+    )
+    trainer.curriculum = curriculum
+    trainer.eval_callback = eval_callback
+    eval_callback.trainer = trainer
+    return trainer
+
+
+def make_trainer(
+    learner: str,
+    trainer_args: dict[str, Any],
+    *,
+    model: str | Path,
+    task,
+    tokenizer,
+    train_dataset,
+    train_puzzles,
+    rollouts: str = "dataset",
+    callbacks: Sequence[Any] = (),
+    wrap: Callable[[type], type] | None = None,
+    peft_config: Any = None,
+):
+    """The registered learner's trainer, as every run builds it (``train``, ``demo-train``, each run of
+    ``compare``): its config from the registry (``trainer_args`` over the learner's defaults; the CPU settings
+    forced on a machine without a GPU; ``report_to`` none unless given), the rollout route's arguments
+    (:func:`learners.pipeline.runs.rollouts.route_kwargs`), the task, ``wrap`` applied to the trainer class (compare's
+    counting subclass) and ``peft_config`` (a ``peft`` config, e.g. :func:`lora_config`: TRL wraps the model and
+    trains the adapter only)."""
+    from ...core.registry import get_learner
+    from .processes import sharding_problem
+    from .rollouts import route_kwargs
+
+    args = learner_config(learner, trainer_args)
+    _, trainer_class = get_learner(learner).load()
+    if wrap is not None:
+        trainer_class = wrap(trainer_class)
+    trainer = trainer_class(
+        model=str(model),
+        args=args,
+        train_dataset=train_dataset,
+        processing_class=tokenizer,
+        task=task,
+        callbacks=list(callbacks),
+        peft_config=peft_config,
+        **route_kwargs(rollouts, task, tokenizer, train_puzzles, args),
+    )
+    kind = str(trainer.accelerator.distributed_type)
+    problem = sharding_problem(os.environ, trainer.is_fsdp_enabled, trainer.is_deepspeed_enabled, kind)
+    if problem is not None and trainer.is_world_process_zero():
+        print(f"countdown: warning: {problem}", file=sys.stderr)
+    return trainer
+
+
+def learner_config(learner: str, trainer_args: dict[str, Any]):
+    """The registered learner's config object from ``trainer_args`` over its defaults (the CPU settings forced on a
+    machine without a GPU; ``report_to`` none unless given): every check of the learner's config class and TRL's
+    ``GRPOConfig`` runs here, one line on a bad value."""
+    import torch
+
+    from ...core.registry import get_learner
+
+    trainer_args = dict(trainer_args)
+    if not torch.cuda.is_available():
+        trainer_args.update(CPU_SETTINGS)
+    trainer_args.setdefault("report_to", "none")
+    return get_learner(learner).make_config(**trainer_args)
+
+
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
+
+
+def lora_config(rank: int):
+    """A LoRA adapter of rank ``rank`` on every attention projection (``LORA_TARGETS``), ``lora_alpha = 2 rank``, no
+    dropout (sampling and loss see the same policy): the setting of E5 in docs/experiments.md."""
+    if rank < 1:
+        raise ValueError(f"LoRA rank must be >= 1, got {rank}")
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=rank, lora_alpha=2 * rank, lora_dropout=0.0, target_modules=list(LORA_TARGETS), task_type="CAUSAL_LM"
+    )
+
+
+def write_run_record(out: Path, record: dict[str, Any]) -> Path:
+    """``out/resolved_config.json``: the learner and its config as run (preset, YAML and ``--set`` applied), so that
+    the run can be redone from its folder."""
+    from countdown_env.atomic import write_text
+
+    return write_text(out / RESOLVED_CONFIG, json.dumps(record, indent=2, default=str) + "\n")
+
+
+def _curriculum(config: dict[str, Any]):
+    """The :class:`~countdown_env.procedural.CountdownCurriculum` of the ``curriculum:`` section, or ``None``. With
+    one, training prompts come from the curriculum's level (``data`` gives the eval rows only)."""
+    section = config.get("curriculum")
+    if not section:
+        return None
+    from countdown_env.procedural import CountdownCurriculum
+
+    return CountdownCurriculum.from_dict(section)
+
+
+def run_inputs(config: dict[str, Any]) -> list[Path]:
+    """The paths a run reads: its model folder (``tiny`` and Hub ids read none) and its data files."""
+    model = resolve_model(config.get("model", "tiny"))
+    folder = Path(str(model)).expanduser()
+    paths = [folder] if model != "tiny" and folder.exists() else []
+    data = config.get("data") or {}
+    return paths + [Path(str(data[key])) for key in ("train", "eval") if data.get(key)]
+
+
+def train(
+    learner: str,
+    config: dict[str, Any],
+    output_dir: str | Path,
+    resume: str | bool | None = None,
+    *,
+    overwrite: bool = False,
+    inputs: Sequence[str | Path] = (),
+    allow_changes: bool = False,
+) -> dict:
+    """Train, save ``final/``, the log history and the PNG; return a small summary dict.
+
+    The run folder's rules (:mod:`learners.pipeline.runs.folder`): held exclusively for the whole run (under several
+    processes, by the main one: :mod:`learners.pipeline.runs.processes`); never one of the run's inputs (its model
+    folder, data files, or ``inputs`` such as the config file), nor inside or around one; a non-empty folder needs
+    ``resume`` (continue from the newest complete checkpoint, or the checkpoint ``resume`` names) or ``overwrite``
+    (start again); resuming a run that already reached ``max_steps`` trains nothing and returns its summary;
+    resuming with another learner, task or setting than the run's is refused unless ``allow_changes``
+    (:mod:`learners.pipeline.runs.record`)."""
+    from countdown_env.atomic import check_output
+
+    from .processes import run_processes
+    from .folder import prepare_run_folder
+
+    out = Path(output_dir)
+    checked = validate_config(learner, config)  # before the claim: a typo is one line, whatever the folder holds
+    check_output(out, [*run_inputs(config), *inputs], overwrite=True, what="--output-dir")
+    # under several processes the main one claims and prepares the folder; every rank starts where it decided
+    processes = run_processes((config.get("trainer") or {}).get("ddp_timeout"))
+    with processes.claim(out):
+        start = processes.decide(
+            lambda: prepare_run_folder(out, resume=resume, overwrite=overwrite, max_steps=checked.max_steps)
+        )
+        record = run_record(learner, config)
+        changes = processes.decide(lambda: check_resume(out, record, allow_changes=allow_changes)) if resume else {}
+        if start.finished is not None:
+            if processes.is_main:
+                print(f"countdown train: {out} already finished at step {start.finished['steps']}; nothing to do",
+                      file=sys.stderr)  # fmt: skip
+            return start.finished
+        return _train(learner, config, checked, out, start.checkpoint, changes)
+
+
+def _train(
+    learner: str, config: dict[str, Any], checked: CheckedConfig, out: Path, checkpoint: Path | None, changes=None
+) -> dict:
+    from countdown_env.atomic import write_text
+
+    from ...core.checkpoints import checkpoint_step, write_checkpoint_manifest
+    from .plotting import plot_training
+    from ..models.tiny import save_tokenizer
+
+    restore = checkpoint is not None and 0 < checked.max_steps <= checkpoint_step(checkpoint)
+    # a run killed after its last checkpoint: finish from that checkpoint without training (TRL would train a step
+    # more); its weights are the model, its trainer state the history
+    trainer = build_trainer(learner, {**config, "model": str(checkpoint)} if restore else config, out, checked)
+    if trainer.is_world_process_zero():
+        # the task as trained (the model's own when the config has none); a resume's allowed changes kept with it
+        record = {**run_record(learner, config), "task": trainer.task.to_dict()}
+        step = checkpoint_step(checkpoint) if checkpoint is not None else 0
+        write_run_record(out, merged_record(out, record, changes or {}, step))
+    try:
+        if restore:
+            from transformers import TrainerState
+
+            if trainer.is_world_process_zero():
+                print(f"countdown train: {checkpoint} is the last step; finishing the run from it", file=sys.stderr)
+            trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
+            trainer.eval_callback.finish_restored(trainer.state)
+        else:
+            if checkpoint is not None and trainer.is_world_process_zero():
+                print(f"countdown train: resuming from {checkpoint}", file=sys.stderr)
+            trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
+    finally:
+        trainer.release_generation_engine()  # a colocated vLLM engine's KV cache outlived the trainer otherwise
+    final = out / "final"
+    trainer.save_model(str(final))
+    summary: dict[str, Any] = {"learner": learner, "steps": trainer.state.global_step, "final": str(final)}
+    if trainer.is_world_process_zero():
+        save_tokenizer(trainer.processing_class, final)
+        trainer.task.save(final)
+        write_checkpoint_manifest(final)  # verified like a checkpoint's: by --resume, and by countdown eval
+        history = trainer.state.log_history
+        write_text(out / "log_history.json", json.dumps(history, indent=1) + "\n")
+        if getattr(trainer, "curriculum", None) is not None:
+            summary["curriculum"] = trainer.curriculum.to_dict()
+        summary["plot"] = str(plot_training(history, out / "training.png", title=f"{learner} on Countdown"))
+        evals = [e for e in history if "eval_pass@1" in e]
+        if evals:
+            summary["eval_pass@1_first"] = evals[0]["eval_pass@1"]
+            summary["eval_pass@1_last"] = evals[-1]["eval_pass@1"]
+        write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    return summary
