@@ -21,8 +21,9 @@ same shapes here, built on a :class:`~countdown_env.task.CountdownTask`:
 - :func:`score_answer` is the project's verifier under the entry's rules: 1.0 for a correct expression, else 0.0.
   An answer that still holds the template's answer tags is reduced to its last answer block first.
 - :class:`CountdownCurriculum`: number-count levels and difficulty levels (``easy``/``medium``/``hard`` from the
-  solution count, :data:`countdown_env.solving.generator.DIFFICULTY_THRESHOLDS`; ``any`` = no filter). A trainer
-  callback (:meth:`CountdownCurriculum.callback`) raises the level when the logged train accuracy reaches ``threshold``
+  solution count, :data:`countdown_env.solving.generator.DIFFICULTY_THRESHOLDS`; ``any`` = no filter). Each logged
+  train accuracy (:meth:`CountdownCurriculum.observe`, called by the trainer callback
+  ``learners.pipeline.runs.curriculum_callback.CurriculumCallback``) raises the level when it reaches ``threshold``
   ``patience`` times in a row: difficulty first, then the next number count from the easiest difficulty again.
   :meth:`CountdownCurriculum.train_dataset` is a ``datasets.IterableDataset`` whose prompts follow the current level
   as training reads them. ``countdown train`` builds one from a ``curriculum:`` YAML section.
@@ -32,6 +33,7 @@ Imports no torch/transformers/datasets at import time.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -360,27 +362,44 @@ class CountdownCurriculum:
 
         return IterableDataset.from_generator(generate, features=features)
 
+    # -- a training run's log ----------------------------------------------------------------------------------
+    def restore(self, log_history: Sequence[dict[str, Any]]) -> None:
+        """The levels of a resumed run: those of the last ``log_history`` entry that logged them (entries whose
+        number count is not one of :attr:`n_numbers` are skipped); nothing changes without one."""
+        for logged in reversed(log_history):
+            if "curriculum/n_numbers" in logged and logged["curriculum/n_numbers"] in self.n_numbers:
+                self.n_numbers_level = self.n_numbers.index(logged["curriculum/n_numbers"])
+                self.set_attr_level("difficulty", int(logged["curriculum/difficulty_level"]))
+                return
+
+    def observe(self, logs: dict[str, Any] | None, step: int, log_history: list[dict[str, Any]]) -> None:
+        """One logged line of a training run: its :attr:`metric` (if it has one) goes to :meth:`update`, and the
+        levels are added to the ``log_history`` entry of ``step`` (the last one, when it is that step's)."""
+        if not logs or self.metric not in logs:
+            return
+        self.update(logs[self.metric], step=step)
+        if log_history and log_history[-1].get("step") == step:
+            log_history[-1].update(self.levels())
+
     def callback(self):
-        """A ``transformers.TrainerCallback`` that feeds each logged :attr:`metric` to :meth:`update` and records the
-        levels in the log history (on resume, the levels come back from it)."""
+        """Deprecated (kept for one release): ``learners.pipeline.runs.curriculum_callback.CurriculumCallback(self)``
+        is the trainer callback; the training loop's side of the curriculum lives with the trainer, in ``learners``."""
+        warnings.warn(
+            "CountdownCurriculum.callback() is deprecated (kept for one release): use "
+            "learners.pipeline.runs.curriculum_callback.CurriculumCallback(curriculum)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         from transformers import TrainerCallback
 
         curriculum = self
 
         class CurriculumCallback(TrainerCallback):
             def on_train_begin(self, args, state, control, **kwargs):
-                for logged in reversed(state.log_history):
-                    if "curriculum/n_numbers" in logged and logged["curriculum/n_numbers"] in curriculum.n_numbers:
-                        curriculum.n_numbers_level = curriculum.n_numbers.index(logged["curriculum/n_numbers"])
-                        curriculum.set_attr_level("difficulty", int(logged["curriculum/difficulty_level"]))
-                        break
+                curriculum.restore(state.log_history)
 
             def on_log(self, args, state, control, logs=None, **kwargs):
-                if not logs or curriculum.metric not in logs:
-                    return
-                curriculum.update(logs[curriculum.metric], step=state.global_step)
-                if state.log_history and state.log_history[-1].get("step") == state.global_step:
-                    state.log_history[-1].update(curriculum.levels())
+                curriculum.observe(logs, state.global_step, state.log_history)
 
         return CurriculumCallback()
 

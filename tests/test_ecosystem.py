@@ -252,6 +252,32 @@ def test_curriculum_schedule():
             CountdownCurriculum.from_dict(bad)
 
 
+def test_curriculum_callback_restores_and_records_levels_through_the_curriculum():
+    """The callback in learners is the training loop's side only: a resumed run's levels come back from the log
+    history, each logged metric goes to the curriculum and its levels land in that step's log entry."""
+    from types import SimpleNamespace
+
+    from countdown_env.procedural import CountdownCurriculum
+    from learners.pipeline.runs.curriculum_callback import CurriculumCallback
+
+    c = CountdownCurriculum(n_numbers=(3, 4), difficulty=("easy", "hard"), threshold=0.5, metric="reward")
+    history = [
+        {"step": 1, "curriculum/n_numbers": 3, "curriculum/difficulty_level": 0},
+        {"step": 2, "curriculum/n_numbers": 3, "curriculum/difficulty_level": 1},
+        {"step": 3, "curriculum/n_numbers": 5, "curriculum/difficulty_level": 0},  # not a count of c: skipped
+        {"step": 4, "loss": 0.1},
+    ]
+    callback = CurriculumCallback(c)
+    callback.on_train_begin(None, SimpleNamespace(log_history=history), None)
+    assert (c.get_attr_value("n_numbers"), c.get_attr_value("difficulty")) == (3, "hard")
+    history.append({"step": 5, "reward": 0.9})
+    callback.on_log(None, SimpleNamespace(log_history=history, global_step=5), None, logs={"reward": 0.9})
+    assert history[-1] == {"step": 5, "reward": 0.9, "curriculum/n_numbers": 4, "curriculum/difficulty_level": 0}
+    assert c.history == [(5, 4, "easy")]
+    callback.on_log(None, SimpleNamespace(log_history=history, global_step=6), None, logs={"loss": 0.2})
+    assert c.history == [(5, 4, "easy")] and c.streak == 0  # a line without the metric changes nothing
+
+
 def test_curriculum_stream_follows_the_level():
     from countdown_env.procedural import CountdownCurriculum
     from countdown_env.task import CountdownTask

@@ -80,6 +80,7 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path, 
     from .processes import run_processes
     from ..models.tiny import build_tiny_model
     from ..models.tokenizer_io import load_tokenizer
+    from .curriculum_callback import CurriculumCallback
     from .trainer_progress import line_progress
 
     if checked is None:
@@ -121,7 +122,7 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path, 
         train_dataset=curriculum.train_dataset(task) if curriculum is not None else prompt_dataset(train_puzzles, task),
         train_puzzles=train_puzzles,
         rollouts=check_rollouts(config),
-        callbacks=[eval_callback, *progress] + ([curriculum.callback()] if curriculum is not None else []),
+        callbacks=[eval_callback, *progress] + ([CurriculumCallback(curriculum)] if curriculum is not None else []),
     )
     trainer.curriculum = curriculum
     trainer.eval_callback = eval_callback
