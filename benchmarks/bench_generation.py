@@ -111,7 +111,7 @@ def bench_model(name, device, args, work: Path) -> dict:
 
     if name in ("tiny", SMOLLM2):
         from learners.pipeline.models.tokenizer_io import load_tokenizer
-        from learners.pipeline.models.warm_start import SHIPPED_DIR
+        from learners.pipeline.runs.warm_start import SHIPPED_DIR
 
         folder = SHIPPED_DIR if name == "tiny" else real_model_folder(name, args)
         tokenizer = load_tokenizer(folder)
@@ -255,7 +255,7 @@ def main() -> None:
             flush=True,
         )
     if args.grpo_steps and args.device == "cpu":
-        from learners.pipeline.models.warm_start import SHIPPED_DIR
+        from learners.pipeline.runs.warm_start import SHIPPED_DIR
 
         folder = SHIPPED_DIR if args.grpo_model == "tiny" else real_model_folder(args.grpo_model, args)
         for use_vllm in (False, True):

@@ -259,7 +259,7 @@ def bench_steps(steps: int) -> None:
     from learners.pipeline.data import prompt_dataset
     from learners.pipeline.models.tiny import tiny_cpu_kwargs
     from learners.pipeline.models.tokenizer_io import load_tokenizer
-    from learners.pipeline.models.warm_start import SHIPPED_DIR
+    from learners.pipeline.runs.warm_start import SHIPPED_DIR
 
     class StepTimes(TrainerCallback):
         def __init__(self):

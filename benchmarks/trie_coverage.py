@@ -77,7 +77,7 @@ def _model(out: Path, sft_steps: int, sft_batch: int, seed: int) -> Path:
     sft_dir = out / f"sft-{sft_steps}x{sft_batch}"
     if not (sft_dir / "config.json").exists():
         from countdown_env.sft import build_sft_records
-        from learners.pipeline.models.sft_training import run_sft
+        from learners.pipeline.runs.sft_training import run_sft
 
         start = time.perf_counter()
         records = build_sft_records(3, 2000, seed=seed)

@@ -327,7 +327,7 @@ def test_accuracy_is_the_verifier_verdict_not_a_reward_threshold(tmp_path):
     from learners.pipeline.data import prompt_dataset
     from learners.pipeline.models.tiny import tiny_cpu_kwargs
     from learners.pipeline.models.tokenizer_io import load_tokenizer
-    from learners.pipeline.models.warm_start import SHIPPED_DIR
+    from learners.pipeline.runs.warm_start import SHIPPED_DIR
 
     task = CountdownTask(n_numbers=3, value_range=(1, 20), target_range=(10, 200), template="compact", seed=0)
     verdicts: list[bool] = []

@@ -1,4 +1,4 @@
-"""learners.pipeline.runs.rollouts: EnvRollouts (TRL rollout_func over CountdownTokens-v0);
+"""learners.pipeline.rollouts: EnvRollouts (TRL rollout_func over CountdownTokens-v0);
 learners.sampling.HFSampler."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 from countdown_env.puzzle import Puzzle
 from countdown_env.task import CountdownTask
 from countdown_env.trajectory import score_trajectories
-from learners.pipeline.runs.rollouts import EnvRollouts, env_episode_reward
+from learners.pipeline.rollouts import EnvRollouts, env_episode_reward
 from learners.sampling import HFSampler, Sample, Sampling
 
 TASK = CountdownTask(template="compact")

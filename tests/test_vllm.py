@@ -105,7 +105,7 @@ def test_env_rollouts_and_multi_turn_eval_through_vllm(engine, tiny_tokenizer):
     from countdown_env.puzzle import Puzzle
     from countdown_env.task import CountdownTask
     from learners.pipeline.evaluation.turns import evaluate_turns
-    from learners.pipeline.runs.rollouts import EnvRollouts
+    from learners.pipeline.rollouts import EnvRollouts
     from learners.sampling import Sampling
 
     task = CountdownTask(template="compact", feedback="compact", max_turns=2)
@@ -123,7 +123,7 @@ def test_env_rollouts_and_multi_turn_eval_through_vllm(engine, tiny_tokenizer):
 def test_countdown_eval_backend_vllm_on_the_warm_start(tmp_path):
     """``countdown eval --backend vllm`` end to end (its own engine) on the shipped warm start."""
     from countdown_env.cli import main
-    from learners.pipeline.models.warm_start import SHIPPED_DIR
+    from learners.pipeline.runs.warm_start import SHIPPED_DIR
 
     out = tmp_path / "report.json"
     argv = ["eval", "--model", str(SHIPPED_DIR), "--split", str(TINY_N3), "--backend", "vllm", "--limit", "16"]
@@ -333,7 +333,7 @@ def test_eval_and_env_rollouts_through_a_vllm_server(served, tiny_model_dir, tin
     from countdown_env.puzzle import Puzzle
     from countdown_env.task import CountdownTask
     from learners.pipeline.evaluation.evaluate import evaluate, load_rows
-    from learners.pipeline.runs.rollouts import EnvRollouts
+    from learners.pipeline.rollouts import EnvRollouts
     from learners.sampling import Sampling, VLLMServerSampler
 
     server, _, name = served
@@ -517,7 +517,7 @@ def test_contrastive_trains_with_the_vllm_scorer(scorer, tmp_path):
     """``countdown train --learner contrastive`` on the vLLM preset, two steps from the warm start, scoring with
     vLLM: the policy's colocated engine (moving) or an engine of its own on the warm start (frozen)."""
     from countdown_env.cli import main
-    from learners.pipeline.models.warm_start import SHIPPED_DIR
+    from learners.pipeline.runs.warm_start import SHIPPED_DIR
 
     out = tmp_path / "run"
     extra = ["model=warm-start", "trainer.max_completion_length=96", f"trainer.scorer={scorer}",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from learners.pipeline.models.warm_start import (
+from learners.pipeline.runs.warm_start import (
     RECIPE,
     RECIPE_FILE,
     REPORT_FILE,
@@ -34,7 +34,7 @@ def test_recorded_recipe_and_task_are_the_module_constants():
 
 def test_load_warm_start_offline_with_a_round_tripping_tokenizer():
     from learners.pipeline.models.tiny import ROUND_TRIP_TEXT, TAGS
-    from learners.pipeline.models.warm_start import load_warm_start
+    from learners.pipeline.runs.warm_start import load_warm_start
 
     model, tokenizer, task = load_warm_start()
     assert task == tiny_task()
@@ -61,7 +61,7 @@ def test_from_scratch_refuses_a_non_empty_out_at_once(tmp_path, capsys, monkeypa
     comes before any SFT work (building the traces would fail this test). With --overwrite the folder is still
     refused: it holds a file a warm start never writes."""
     from countdown_env.cli import main
-    from learners.pipeline.models import warm_start
+    from learners.pipeline.runs import warm_start
 
     def no_work(*args, **kwargs):
         raise AssertionError("SFT work started before the refusal")
@@ -79,7 +79,7 @@ def test_from_scratch_refuses_a_non_empty_out_at_once(tmp_path, capsys, monkeypa
 
 def test_shipped_multi_step_warm_start_loads_offline_and_records_its_recipe():
     from learners.pipeline.models import SHIPPED_MULTI_STEP_DIR, WARM_START_MULTI_STEP, check_model, resolve_model
-    from learners.pipeline.models.warm_start import MULTI_STEP_RECIPE, load_warm_start
+    from learners.pipeline.runs.warm_start import MULTI_STEP_RECIPE, load_warm_start
 
     assert resolve_model(WARM_START_MULTI_STEP) == resolve_model("warm-start-multistep") == SHIPPED_MULTI_STEP_DIR
     check_model("warm-start-multistep")

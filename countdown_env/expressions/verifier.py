@@ -72,7 +72,7 @@ TOO_LARGE = _ex.TOO_LARGE
 TOO_MANY_NUMBERS = _ex.TOO_MANY_NUMBERS
 EPISODE_ERROR = "episode_error"
 """Not a verdict of :func:`verify`: the reason a rollout records for an episode the environment failed on
-(``learners.pipeline.runs.rollouts``); it scores 0 and carries the error in ``message``."""
+(``learners.pipeline.rollouts``); it scores 0 and carries the error in ``message``."""
 
 REASONS: tuple[str, ...] = (
     OK,

@@ -1,5 +1,5 @@
 """``countdown warm-start``: the shipped SFT warm start's report, ``--measure`` a checkpoint the same way, or
-``--from-scratch`` rebuild it (:mod:`learners.pipeline.models.warm_start`); ``--multi-step`` does the same for the
+``--from-scratch`` rebuild it (:mod:`learners.pipeline.runs.warm_start`); ``--multi-step`` does the same for the
 multi-step warm start (``warm-start-multistep``)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from countdown_env.splits.eval_sets import EVAL_SETS
 
 from ..pipeline.evaluation.eval_models import BACKENDS
 from ..pipeline.models import SHIPPED_DIR, SHIPPED_MULTI_STEP_DIR, check_model
-from ..pipeline.models.warm_start import (
+from ..pipeline.runs.warm_start import (
     MULTI_STEP_MEASURE,
     MULTI_STEP_RECIPE,
     PRETRAINED_RECIPES,

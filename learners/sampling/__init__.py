@@ -1,7 +1,7 @@
 """One sampler protocol and its backends: ``transformers``, a ``vllm.LLM`` (own or colocated), a vLLM server.
 
 Every consumer of completions outside TRL's own generation draws them through :class:`Sampler`: ``countdown eval``
-(single- and multi-turn), the env rollouts (:class:`learners.pipeline.runs.rollouts.EnvRollouts`), T-SPMO's replay and
+(single- and multi-turn), the env rollouts (:class:`learners.pipeline.rollouts.EnvRollouts`), T-SPMO's replay and
 the warm-start measurement. See :mod:`learners.sampling.protocol` for the contract (ids cut at the first stop id and
 at the budget; log-probabilities of the distribution actually sampled).
 

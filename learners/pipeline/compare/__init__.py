@@ -74,8 +74,8 @@ from countdown_env.atomic import write_text
 
 from ..evaluation.statistics import mean_ci, paired_bootstrap_diff
 from ..models import resolve_model
-from ..models.warm_start import tiny_task
 from ..runs.record import config_changes
+from ..runs.warm_start import tiny_task
 from .curves import plot_curves
 from .engagement import engagement_csv, engagement_rows
 from .results import CSV_COLUMNS, CUMULATIVE_COLUMNS, read_rows, rows_to_csv

@@ -19,7 +19,7 @@ from typing import Any
 from countdown_env.atomic import write_bytes, write_text
 
 from ...core.checkpoints import checkpoint_step, checkpoints, newest_complete_checkpoint
-from ..models.warm_start import SHIPPED_DIR
+from ..runs.warm_start import SHIPPED_DIR
 from .counting import Tally, instrumented
 from .results import rows_to_csv
 from .run_progress import Progress

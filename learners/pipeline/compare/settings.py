@@ -75,7 +75,7 @@ class CompareSettings:
     quick: bool = False
     eval_batch_size: int = 128
     keep_checkpoints: bool = False
-    rollouts: str = "dataset"  # learners.pipeline.runs.rollouts.ROUTES: dataset, env (token-MDP episodes), tools
+    rollouts: str = "dataset"  # learners.pipeline.rollouts.ROUTES: dataset, env (token-MDP episodes), tools
     lora_rank: int | None = None  # train a LoRA adapter of this rank (run_driver.lora_config), not every weight
 
     # fields that may change between a run and its --resume
@@ -102,7 +102,7 @@ class CompareSettings:
         if self.lora_rank is not None and self.lora_rank < 1:
             raise ValueError("--lora-rank must be >= 1")
         parse_overrides(self.overrides, self.learners)
-        from ..runs.rollouts import ROUTES
+        from ..rollouts import ROUTES
 
         if self.rollouts not in ROUTES:
             raise ValueError(f"--rollouts must be one of {list(ROUTES)}, got {self.rollouts!r}")

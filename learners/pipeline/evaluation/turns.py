@@ -9,7 +9,7 @@ a correct, untruncated answer at a turn ``<= t``. Per puzzle the solved share of
 95 % CI is the same percentile bootstrap over puzzles as the single-turn report.
 
 Generation goes through a :class:`learners.sampling.Sampler` (``--backend hf`` or ``vllm``; one batched call per
-turn over the episodes still running) and :meth:`learners.pipeline.runs.rollouts.EnvRollouts.play`.
+turn over the episodes still running) and :meth:`learners.pipeline.rollouts.EnvRollouts.play`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def evaluate_turns(
     from countdown_env import Puzzle
 
     from ...sampling import Sampling
-    from ..runs.rollouts import EnvRollouts
+    from ..rollouts import EnvRollouts
     from .statistics import bootstrap_ci
 
     if samples < 1 or max_turns < 1:

@@ -9,7 +9,7 @@ from typing import Any
 
 SHIPPED_DIR = Path(__file__).resolve().parents[1] / "tiny_warm_start"
 """The shipped warm start: ``model.safetensors``, tokenizer files, ``countdown_task.json``, ``recipe.json``,
-``eval_report.json`` (:mod:`learners.pipeline.models.warm_start` builds and measures it)."""
+``eval_report.json`` (:mod:`learners.pipeline.runs.warm_start` builds and measures it)."""
 
 SHIPPED_MULTI_STEP_DIR = Path(__file__).resolve().parents[1] / "tiny_warm_start_multistep"
 """The shipped multi-step warm start (``warm_start.MULTI_STEP_RECIPE``: traces with dead ends and backtracking,

@@ -276,8 +276,8 @@ def check_data_values(data: dict[str, Any]) -> None:
 
 
 def check_rollouts(config: dict[str, Any]) -> str:
-    """The ``rollouts:`` route (``dataset`` by default; see :data:`learners.pipeline.runs.rollouts.ROUTES`)."""
-    from .rollouts import ROUTES
+    """The ``rollouts:`` route (``dataset`` by default; see :data:`learners.pipeline.rollouts.ROUTES`)."""
+    from ..rollouts import ROUTES
 
     route = config.get("rollouts") or "dataset"
     if route not in ROUTES:

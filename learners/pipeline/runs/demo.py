@@ -1,6 +1,6 @@
 """``countdown demo-train`` (``make demo``): RL of the shipped warm start on a CPU in minutes, fixed step counts.
 
-1. the warm start: the SFT'd tiny model shipped in the package (:mod:`learners.pipeline.models.warm_start`), or rebuilt
+1. the warm start: the SFT'd tiny model shipped in the package (:mod:`learners.pipeline.runs.warm_start`), or rebuilt
    with its recipe under ``--from-scratch`` (about 20 more minutes);
 2. a training split of the warm start's task (3 numbers on 1..20, targets 10..200), disjoint from the committed
    eval set ``datasets/tiny_n3.jsonl``;
@@ -96,7 +96,7 @@ def run_demo(
     from countdown_env.atomic import check_output
 
     from .processes import run_processes
-    from ..models.warm_start import SHIPPED_DIR
+    from .warm_start import SHIPPED_DIR
 
     check_output(out, [] if from_scratch else [SHIPPED_DIR], overwrite=True, what="--out")  # its input: the warm start
     with run_processes().claim(out):
@@ -113,15 +113,15 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
     from ...core.registry import LEARNERS
     from ...sampling import HFSampler
     from ..data import model_task
-    from ..evaluation.report import format_report, write_report
     from ..evaluation.evaluate import evaluate
-    from .plotting import plot_training
-    from .processes import run_processes
+    from ..evaluation.report import format_report, write_report
+    from ..models.tokenizer_io import load_tokenizer
     from .config import load_config
     from .driver import train
-    from ..models.sft_training import SFT_HISTORY_FILE
-    from ..models.tokenizer_io import load_tokenizer
-    from ..models.warm_start import EVAL_SET, RECIPE, SHIPPED_DIR, WarmStartRecipe, build_warm_start, tiny_task
+    from .plotting import plot_training
+    from .processes import run_processes
+    from .sft_training import SFT_HISTORY_FILE
+    from .warm_start import EVAL_SET, RECIPE, SHIPPED_DIR, WarmStartRecipe, build_warm_start, tiny_task
 
     settings = {**DEFAULTS, **overrides}
     out = Path(out)

@@ -77,10 +77,10 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path, 
     from countdown_env.task import CountdownTask
 
     from ..data import model_task, prompt_dataset
-    from .processes import run_processes
     from ..models.tiny import build_tiny_model
     from ..models.tokenizer_io import load_tokenizer
     from .curriculum_callback import CurriculumCallback
+    from .processes import run_processes
     from .trainer_progress import line_progress
 
     if checked is None:
@@ -147,12 +147,12 @@ def make_trainer(
     """The registered learner's trainer, as every run builds it (``train``, ``demo-train``, each run of
     ``compare``): its config from the registry (``trainer_args`` over the learner's defaults; the CPU settings
     forced on a machine without a GPU; ``report_to`` none unless given), the rollout route's arguments
-    (:func:`learners.pipeline.runs.rollouts.route_kwargs`), the task, ``wrap`` applied to the trainer class (compare's
+    (:func:`learners.pipeline.rollouts.route_kwargs`), the task, ``wrap`` applied to the trainer class (compare's
     counting subclass) and ``peft_config`` (a ``peft`` config, e.g. :func:`lora_config`: TRL wraps the model and
     trains the adapter only)."""
     from ...core.registry import get_learner
+    from ..rollouts import route_kwargs
     from .processes import sharding_problem
-    from .rollouts import route_kwargs
 
     args = learner_config(learner, trainer_args)
     _, trainer_class = get_learner(learner).load()
@@ -254,8 +254,8 @@ def train(
     (:mod:`learners.pipeline.runs.record`)."""
     from countdown_env.atomic import check_output
 
-    from .processes import run_processes
     from .folder import prepare_run_folder
+    from .processes import run_processes
 
     out = Path(output_dir)
     checked = validate_config(learner, config)  # before the claim: a typo is one line, whatever the folder holds
@@ -282,8 +282,8 @@ def _train(
     from countdown_env.atomic import write_text
 
     from ...core.checkpoints import checkpoint_step, write_checkpoint_manifest
-    from .plotting import plot_training
     from ..models.tiny import save_tokenizer
+    from .plotting import plot_training
 
     restore = checkpoint is not None and 0 < checked.max_steps <= checkpoint_step(checkpoint)
     # a run killed after its last checkpoint: finish from that checkpoint without training (TRL would train a step

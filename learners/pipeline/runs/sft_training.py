@@ -105,9 +105,9 @@ def run_sft(
     from countdown_env.atomic import write_text
 
     from ..data import as_task
-    from ..runs.trainer_progress import line_progress
-    from .tiny import save_tokenizer
-    from .tokenizer_io import load_tokenizer
+    from ..models.tiny import save_tokenizer
+    from ..models.tokenizer_io import load_tokenizer
+    from .trainer_progress import line_progress
 
     out = Path(output_dir)
     task = as_task("compact" if task is None else task)

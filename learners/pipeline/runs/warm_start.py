@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import SHIPPED_DIR, WARM_START, resolve_model
+from ..models import SHIPPED_DIR, WARM_START, resolve_model
 
 RECIPE_FILE = "recipe.json"
 REPORT_FILE = "eval_report.json"
@@ -128,7 +128,7 @@ def load_warm_start(directory: str | Path | None = None, *, device: str = "cpu")
     from transformers import AutoModelForCausalLM
 
     from ..data import model_task
-    from .tokenizer_io import load_tokenizer
+    from ..models.tokenizer_io import load_tokenizer
 
     folder = Path(directory) if directory is not None else SHIPPED_DIR
     if not (folder / "config.json").is_file():
@@ -218,8 +218,8 @@ def _sft_and_measure(recipe, records, task, scratch: Path, model_dir: Path, meas
     import torch
     from transformers import AutoModelForCausalLM
 
+    from ..models.tiny import build_tiny_model
     from .sft_training import run_sft
-    from .tiny import build_tiny_model
 
     if recipe.init != "tiny":
         init = resolve_model(recipe.init)
@@ -326,7 +326,7 @@ def measure_warm_start(
     from ..data import model_task
     from ..evaluation.eval_models import model_sampler, resolve_backend
     from ..evaluation.evaluate import evaluate
-    from .tokenizer_io import load_tokenizer
+    from ..models.tokenizer_io import load_tokenizer
 
     start = time.perf_counter()
     backend = resolve_backend(backend, model_dir)
