@@ -57,7 +57,16 @@ def moved_module(old: str, new: str) -> None:
     """Make module ``old`` (a deprecated path, kept one release) the module ``new``: warn once, at the first import
     of ``old``, with a :class:`DeprecationWarning`, and put ``new`` in ``sys.modules`` under ``old``, so both names
     are one module object (one set of module-level state) and later imports of ``old`` neither reload nor warn.
-    Called as ``moved_module(__name__, "new.path")`` by the module left at the old path."""
+    Called as ``moved_module(__name__, "new.path")`` by the module left at the old path; run as a script
+    (``python -m old.path``), it runs the new module as the script."""
+    if old == "__main__":  # `python -m <old path>`: run the new module as the script, after the same warning
+        spec = sys._getframe(1).f_globals.get("__spec__")
+        old = spec.name if spec is not None else old
+        warnings.warn(f"{old} moved to {new}; the old path goes in the next release", DeprecationWarning, stacklevel=2)
+        import runpy
+
+        runpy.run_module(new, run_name="__main__", alter_sys=True)
+        return
     module = importlib.import_module(new)
     frame, level = sys._getframe(1), 2
     while frame is not None and frame.f_globals.get("__name__") == old:

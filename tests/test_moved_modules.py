@@ -96,3 +96,10 @@ def relative_imports(path: Path, name: str) -> set[str]:
             out.add(source)
             out.update(f"{source}.{alias.name}" for alias in node.names)
     return out
+
+
+def test_an_old_path_run_as_a_script_warns_and_runs_the_new_module():
+    out = run_python("-W", "always::DeprecationWarning", "-m", "countdown_env.eval_sets", "--help")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "countdown_env.eval_sets moved to countdown_env.splits.eval_sets" in out.stderr
+    assert out.stdout.startswith("usage: python -m countdown_env.splits.eval_sets")
