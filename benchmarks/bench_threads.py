@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 SETTINGS = {"torch": ["--threads", "torch"], "project": []}
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY")
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 
 
 def countdown_command() -> list[str]:
@@ -44,14 +44,20 @@ def countdown_command() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "countdown_env.cli"]
 
 
-def run_demo(setting: str, demo_args: list[str], work: Path) -> dict:
-    """One ``countdown demo-train`` in a fresh process; its wall seconds, stage timings and the load before it."""
+def run_demo(setting: str, demo_args: list[str], work: Path, timeout: float | None) -> dict:
+    """One ``countdown demo-train`` in a fresh process; its wall seconds, stage timings and the load before it (a run
+    stopped at ``timeout`` seconds is recorded as ``stopped``, its wall a lower bound)."""
     env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
     out = work / f"demo-{setting}-{time.monotonic_ns()}"
     cmd = [*countdown_command(), "demo-train", "--out", str(out), "--no-progress", *demo_args, *SETTINGS[setting]]
     load = os.getloadavg()[0]
     started = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        wall = time.perf_counter() - started
+        return {"setting": setting, "wall_s": round(wall, 1), "load_before": round(load, 2), "stopped": True,
+                "stages_s": {}}  # fmt: skip
     wall = time.perf_counter() - started
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -63,6 +69,8 @@ GENERATION_SETTINGS = {  # name -> environment of the measuring process
     "1 thread": {"OMP_NUM_THREADS": "1"},
     "all cores, spinning waits": {},
     "all cores, sleeping waits": {"OMP_WAIT_POLICY": "PASSIVE"},
+    "all cores, spin 10k then sleep": {"GOMP_SPINCOUNT": "10000"},
+    "all cores, spin 30k then sleep": {"GOMP_SPINCOUNT": "30000"},
 }
 
 GENERATE = """
@@ -114,11 +122,18 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="runs of each setting per condition")
     parser.add_argument("--conditions", nargs="+", choices=("quiet", "loaded"), default=["quiet", "loaded"])
     parser.add_argument("--burners", type=int, default=1, help="busy-loop processes beside the loaded runs")
+    parser.add_argument("--timeout", type=float, help="stop a demo run after this many seconds (recorded as stopped)")
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
     parser.add_argument("--generation", action="store_true", help="tokens/s of generate per thread setting instead")
     args, demo_args = parser.parse_known_args()  # anything else goes to demo-train (e.g. --rl-steps 100)
     if args.generation:
-        measure_generation(args.repeats)
+        for condition in args.conditions:
+            burners = start_burners(args.burners) if condition == "loaded" else []
+            try:
+                print(f"{condition}" + (f" beside {args.burners} burner(s)" if burners else ""), flush=True)
+                measure_generation(args.repeats)
+            finally:
+                stop(burners)
         return
     if args.quick:
         demo_args = ["--quick", *demo_args]
@@ -135,10 +150,11 @@ def main() -> None:
                 for repeat in range(args.repeats):
                     order = list(SETTINGS) if repeat % 2 == 0 else list(reversed(SETTINGS))
                     for setting in order:
-                        run = {"condition": condition, **run_demo(setting, demo_args, Path(tmp))}
+                        run = {"condition": condition, **run_demo(setting, demo_args, Path(tmp), args.timeout)}
                         runs.append(run)
                         stages = ", ".join(f"{k} {v}" for k, v in run["stages_s"].items())
-                        print(f"{condition:6} {setting:7} wall {run['wall_s']:7.1f} s  load before "
+                        stopped = " (stopped: a lower bound)" if run.get("stopped") else ""
+                        print(f"{condition:6} {setting:7} wall {run['wall_s']:7.1f} s{stopped}  load before "
                               f"{run['load_before']:5.2f}  stages: {stages}", flush=True)  # fmt: skip
             finally:
                 stop(burners)
@@ -146,13 +162,19 @@ def main() -> None:
     for condition in args.conditions:
         walls = {s: [r["wall_s"] for r in runs if r["condition"] == condition and r["setting"] == s] for s in SETTINGS}
         mean = {s: sum(v) / len(v) for s, v in walls.items()}
+        stopped = {s: any(r.get("stopped") for r in runs if r["condition"] == condition and r["setting"] == s)
+                   for s in SETTINGS}  # fmt: skip
+        bound = {s: ">= " if stopped[s] else "" for s in SETTINGS}
+        ratio = "unknown" if stopped["project"] else f"{bound['torch']}{mean['torch'] / mean['project']:.2f}x"
         burner_note = f" beside {args.burners} burner(s)" if condition == "loaded" else ""
-        print(f"{condition}{burner_note}: torch {mean['torch']:.1f} s, project {mean['project']:.1f} s, "
-              f"torch / project = {mean['torch'] / mean['project']:.2f}x")  # fmt: skip
+        print(f"{condition}{burner_note}: torch {bound['torch']}{mean['torch']:.1f} s, project "
+              f"{bound['project']}{mean['project']:.1f} s, torch / project = {ratio}")  # fmt: skip
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         record = {"demo_args": demo_args, "cores": cores, "burners": args.burners, "runs": runs}
-        args.json.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        partial = args.json.with_name(f".{args.json.name}.{os.getpid()}.tmp")
+        partial.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        os.replace(partial, args.json)  # whole or not at all
 
 
 if __name__ == "__main__":
