@@ -20,7 +20,8 @@ the ratio ``torch / project`` per condition (above 1: the project's rule is fast
 
 ``--generation`` measures the mechanism instead, in seconds: tokens/s of HF ``generate`` with the shipped warm
 start (32 rows x 96 new tokens), each setting in a fresh process, side by side: 1 thread, every core with OpenMP's
-default (spinning) waits, every core with sleeping waits (``OMP_WAIT_POLICY=PASSIVE``, the project's default).
+default (spinning) waits, every core with sleeping waits (``OMP_WAIT_POLICY=PASSIVE``, the project's default),
+every core spinning 10 000 or 30 000 iterations before sleeping (``GOMP_SPINCOUNT``), under each of ``--conditions``.
 """
 
 from __future__ import annotations
@@ -160,21 +161,19 @@ def main() -> None:
                 stop(burners)
     print()
     for condition in args.conditions:
-        walls = {s: [r["wall_s"] for r in runs if r["condition"] == condition and r["setting"] == s] for s in SETTINGS}
-        mean = {s: sum(v) / len(v) for s, v in walls.items()}
-        stopped = {s: any(r.get("stopped") for r in runs if r["condition"] == condition and r["setting"] == s)
-                   for s in SETTINGS}  # fmt: skip
+        cells = {s: [r for r in runs if r["condition"] == condition and r["setting"] == s] for s in SETTINGS}
+        mean = {s: sum(r["wall_s"] for r in cell) / len(cell) for s, cell in cells.items()}
+        stopped = {s: any(r.get("stopped") for r in cell) for s, cell in cells.items()}
         bound = {s: ">= " if stopped[s] else "" for s in SETTINGS}
         ratio = "unknown" if stopped["project"] else f"{bound['torch']}{mean['torch'] / mean['project']:.2f}x"
         burner_note = f" beside {args.burners} burner(s)" if condition == "loaded" else ""
         print(f"{condition}{burner_note}: torch {bound['torch']}{mean['torch']:.1f} s, project "
               f"{bound['project']}{mean['project']:.1f} s, torch / project = {ratio}")  # fmt: skip
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
+        from countdown_env.atomic import write_text
+
         record = {"demo_args": demo_args, "cores": cores, "burners": args.burners, "runs": runs}
-        partial = args.json.with_name(f".{args.json.name}.{os.getpid()}.tmp")
-        partial.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-        os.replace(partial, args.json)  # whole or not at all
+        write_text(args.json, json.dumps(record, indent=1) + "\n")
 
 
 if __name__ == "__main__":

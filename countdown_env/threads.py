@@ -6,11 +6,12 @@ threads spin while they wait for work. Two processes on two cores then fight ove
 others load the spinning threads take the CPU from the thread that holds the work: generating with the tiny model
 at load ~9 on 2 cores, 2 spinning threads made 73-161 tokens/s where 1 thread made 1 092-1 597 and 2 threads that
 sleep while waiting (``OMP_WAIT_POLICY=PASSIVE``) 2 488-2 992 (one run each, side by side, 2026-12-03).
-Sleeping waits have a price where nothing else wants the cores: a wake-up per parallel region (the full ``make demo``
-on 2 cores, one run each: 604 s spinning against 772 s sleeping, and 957 s against 1 787 s on a machine whose
-hypervisor took up to a third of the CPU; beside one burner spinning took >= 3000 s against 1 314 s sleeping). The rule
-keeps them because that loss is bounded and the other is not; ``--threads torch`` is the faster choice on a machine
-that one process has to itself (``benchmarks/bench_threads.py``, README "Scaling out").
+Sleeping waits have a price where nothing else wants the cores, most likely a wake-up per parallel region (the full
+``make demo`` on 2 cores, one run each: 604 s spinning against 772 s sleeping, and 957 s against 1 787 s on a machine
+whose hypervisor took up to a third of the CPU; beside one burner spinning took >= 3000 s against 1 314 s sleeping).
+The rule keeps them: the idle loss was a fifth to nearly half, the loss of spinning beside one burner >= 3x;
+``--threads torch`` is the faster choice on a machine that one process has to itself (``benchmarks/bench_threads.py``,
+README "Scaling out").
 
 The rule (:func:`plan_threads`), applied by :func:`configure_threads` before torch creates its thread pools:
 
