@@ -67,3 +67,41 @@ def test_compare_lora_run_records_and_saves_the_adapter(tiny_model_dir, tmp_path
     assert adapter["r"] == 2 and set(adapter["target_modules"]) == set(LORA_TARGETS)
     assert not (checkpoint / "model.safetensors").exists()  # the adapter only, not the whole model
     assert "LoRA adapter of rank 2" in (out / "summary.md").read_text()
+
+
+def test_compare_trains_an_all_linear_adapter_on_a_train_file(tiny_model_dir, tmp_path):
+    import random
+
+    from learners.pipeline.runs.driver import LORA_ALL_LINEAR
+
+    pool = [{"numbers": [a, b, c], "target": a + b + c} for a, b, c in ((3, 5, 7), (2, 9, 11), (4, 6, 13), (1, 8, 17))]
+    train_file = tmp_path / "band.jsonl"
+    train_file.write_text("".join(json.dumps(row) + "\n" for row in pool))
+    out = tmp_path / "cmp"
+    argv = ["compare", "--quick", "--seeds", "3", "--model", str(tiny_model_dir), "--out", str(out),
+            "--learners", "grpo", "--lora-rank", "2", "--lora-targets", "all-linear", "--train-file",
+            str(train_file), "--train-size", "3", "--keep-checkpoints"]  # fmt: skip
+    assert main(argv) == 0
+    shuffled = list(pool)
+    random.Random(3).shuffle(shuffled)
+    used = [json.loads(line) for line in (out / "data" / "train-s3.jsonl").read_text().splitlines()]
+    assert used == shuffled[:3]
+    settings = CompareSettings(**json.loads((out / "compare.json").read_text()))
+    assert f"--lora-targets all-linear --train-file {train_file}" in settings.command()
+    checkpoint = sorted((out / "runs" / "grpo-s3").glob("checkpoint-*"))[-1]
+    adapter = json.loads((checkpoint / "adapter_config.json").read_text())
+    assert set(adapter["target_modules"]) == set(LORA_ALL_LINEAR)
+
+
+def test_compare_refuses_a_train_file_holding_an_eval_puzzle(tiny_model_dir, tmp_path, capsys):
+    from countdown_env.splits.eval_sets import load_eval_set
+
+    held_out = load_eval_set("tiny_n3", as_dataset=False)[5]
+    train_file = tmp_path / "band.jsonl"
+    rows = [{"numbers": [3, 5, 7], "target": 15}, {"numbers": held_out["numbers"][::-1], "target": held_out["target"]}]
+    train_file.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    argv = ["compare", "--quick", "--seeds", "0", "--model", str(tiny_model_dir), "--out", str(tmp_path / "cmp"),
+            "--learners", "grpo", "--train-file", str(train_file)]  # fmt: skip
+    assert main(argv) != 0
+    err = capsys.readouterr().err
+    assert "line 2" in err and "eval puzzle" in err

@@ -53,7 +53,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--lora-rank",
         type=int,
-        help="train a LoRA adapter of this rank on the attention projections (alpha 2 x rank) instead of every weight",
+        help="train a LoRA adapter of this rank (alpha 2 x rank) on --lora-targets instead of every weight",
+    )
+    parser.add_argument(
+        "--lora-targets",
+        choices=("attention", "all-linear"),
+        default="attention",
+        help="--lora-rank's layers: the attention projections, or every linear layer",
+    )
+    parser.add_argument(
+        "--train-file",
+        help="JSONL of training puzzles (numbers, target) to draw each seed's --train-size from (shuffled per seed) "
+        "instead of generating them; none may be an eval puzzle",
     )
     parser.add_argument(
         "--vllm",
@@ -81,6 +92,8 @@ def settings_from_args(args: argparse.Namespace) -> CompareSettings:
         keep_checkpoints=bool(args.keep_checkpoints),
         rollouts=getattr(args, "rollouts", "dataset"),
         lora_rank=getattr(args, "lora_rank", None),
+        lora_targets=getattr(args, "lora_targets", "attention"),
+        train_file=getattr(args, "train_file", None),
         **sizes,
     )
 

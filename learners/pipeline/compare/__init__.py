@@ -171,6 +171,30 @@ def train_split(task, size: int, seed: int, exclude) -> list:
     return [Puzzle.from_dict(r) for r in rows]
 
 
+def train_file_puzzles(path: str | Path, size: int, seed: int, exclude) -> list:
+    """Up to ``size`` puzzles of the JSONL ``path`` (``numbers``/``target`` rows), in an order shuffled with ``seed``;
+    a puzzle of ``exclude`` (the eval set) in the file is refused by line, as is a file with no puzzle."""
+    import random
+
+    from countdown_env import Puzzle
+    from countdown_env.jsonl import iter_jsonl
+
+    held_out = {(tuple(sorted(numbers)), target) for numbers, target in exclude}
+    puzzles = []
+    for line, row in enumerate(iter_jsonl(path), 1):
+        try:
+            puzzle = Puzzle.from_dict(row)
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise ValueError(f"--train-file {path} line {line}: not a puzzle ({exc})") from None
+        if (tuple(sorted(puzzle.numbers)), puzzle.target) in held_out:
+            raise ValueError(f"--train-file {path} line {line}: {puzzle.numbers} -> {puzzle.target} is an eval puzzle")
+        puzzles.append(puzzle)
+    if not puzzles:
+        raise ValueError(f"--train-file {path}: no puzzles")
+    random.Random(seed).shuffle(puzzles)
+    return puzzles[:size]
+
+
 def run_compare(
     settings: CompareSettings,
     out: str | Path,
@@ -216,7 +240,10 @@ def _run_compare(settings: CompareSettings, out: Path, *, resume: bool, overwrit
     train_cache: dict[int, list] = {}
 
     def build_train_rows(seed: int):
-        puzzles = train_split(task, settings.train_size, seed, exclude)
+        if settings.train_file:
+            puzzles = train_file_puzzles(settings.train_file, settings.train_size, seed, exclude)
+        else:
+            puzzles = train_split(task, settings.train_size, seed, exclude)
         if not puzzles:
             raise ValueError("no training puzzles")
         path = out / "data" / f"train-s{seed}.jsonl"

@@ -259,12 +259,13 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
         train_puzzles=train_puzzles,
         rollouts=settings.rollouts,
         wrap=instrumented,
-        peft_config=lora_config(settings.lora_rank) if settings.lora_rank else None,
+        peft_config=lora_config(settings.lora_rank, settings.lora_targets) if settings.lora_rank else None,
     )
     # the model as the user named it ("warm-start" for the shipped one): no absolute path of this machine in the record
     model_name = settings.model or "warm-start"
     record = {"learner": learner, "model": model_name, "task": comparison.task.to_dict(),
-              "rollouts": settings.rollouts, "lora_rank": settings.lora_rank, "trainer": trainer_args}  # fmt: skip
+              "rollouts": settings.rollouts, "lora_rank": settings.lora_rank, "lora_targets": settings.lora_targets,
+              "trainer": trainer_args}  # fmt: skip
     if processes.is_main:
         write_run_record(run_dir, record)
     trainer.compare_tally = run_state.tally

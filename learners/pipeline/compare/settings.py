@@ -76,7 +76,9 @@ class CompareSettings:
     eval_batch_size: int = 128
     keep_checkpoints: bool = False
     rollouts: str = "dataset"  # learners.pipeline.rollouts.ROUTES: dataset, env (token-MDP episodes), tools
-    lora_rank: int | None = None  # train a LoRA adapter of this rank (run_driver.lora_config), not every weight
+    lora_rank: int | None = None  # train a LoRA adapter of this rank (runs.driver.lora_config), not every weight
+    lora_targets: str = "attention"  # runs.driver.LORA_TARGET_SETS: attention or all-linear
+    train_file: str | None = None  # JSONL of training puzzles (numbers/target) instead of a generated split
 
     # fields that may change between a run and its --resume
     RESUMABLE = ("learners", "seeds", "eval_batch_size", "keep_checkpoints")
@@ -101,6 +103,12 @@ class CompareSettings:
             raise ValueError("--eval-limit must be >= 1")
         if self.lora_rank is not None and self.lora_rank < 1:
             raise ValueError("--lora-rank must be >= 1")
+        from ..runs.driver import LORA_TARGET_SETS
+
+        if self.lora_targets not in LORA_TARGET_SETS:
+            raise ValueError(f"--lora-targets must be one of {sorted(LORA_TARGET_SETS)}, got {self.lora_targets!r}")
+        if self.train_file is not None and not Path(self.train_file).is_file():
+            raise ValueError(f"--train-file {self.train_file}: no such file")
         parse_overrides(self.overrides, self.learners)
         from ..rollouts import ROUTES
 
@@ -128,6 +136,10 @@ class CompareSettings:
             parts += ["--rollouts", self.rollouts]
         if self.lora_rank is not None:
             parts += ["--lora-rank", str(self.lora_rank)]
+            if self.lora_targets != "attention":
+                parts += ["--lora-targets", self.lora_targets]
+        if self.train_file is not None:
+            parts += ["--train-file", self.train_file]
         return shlex.join(parts)
 
 

@@ -155,7 +155,7 @@ def summary_markdown(
         f"seed; shared trainer settings {json.dumps(shared)}"
         + (f"; overrides {settings.overrides}" if settings.overrides else "")
         + (
-            f"; a LoRA adapter of rank {settings.lora_rank} (attention projections) trained, not every weight"
+            f"; a LoRA adapter of rank {settings.lora_rank} ({settings.lora_targets}) trained, not every weight"
             if settings.lora_rank
             else ""
         )

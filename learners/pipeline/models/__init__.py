@@ -45,15 +45,19 @@ WARM_START_MULTI_STEP = "warm-start-multistep"
 def resolve_model(model: Any) -> Any:
     """``"warm-start"`` / ``"warm-start-multistep"`` → the shipped warm start's folder; the name of an installable
     pretrained model (``"smollm2-135m"``) → its installed folder (one line naming the install command when it is
-    missing or damaged); anything else unchanged."""
+    missing or damaged); the name of a shipped adapter (``"smollm2-135m-warm-start"``) → the cached folder of it
+    merged onto its installed base (:mod:`.adapters`); anything else unchanged."""
     if model == WARM_START:
         return SHIPPED_DIR
     if model == WARM_START_MULTI_STEP:
         return SHIPPED_MULTI_STEP_DIR
+    from .adapters import ADAPTERS, merged_model
     from .pretrained import MODELS, installed_model
 
     if isinstance(model, str) and model in MODELS:
         return installed_model(model)
+    if isinstance(model, str) and model in ADAPTERS:
+        return merged_model(model)
     return model
 
 

@@ -191,18 +191,27 @@ def learner_config(learner: str, trainer_args: dict[str, Any]):
 
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
+"""``lora_targets="attention"``: every attention projection (the setting of E5 in docs/experiments.md)."""
+
+LORA_ALL_LINEAR = (*LORA_TARGETS, "gate_proj", "up_proj", "down_proj")
+"""``lora_targets="all-linear"``: every linear layer of a llama/Qwen block (the SmolLM2 warm start's adapter, R2)."""
+
+LORA_TARGET_SETS = {"attention": LORA_TARGETS, "all-linear": LORA_ALL_LINEAR}
 
 
-def lora_config(rank: int):
-    """A LoRA adapter of rank ``rank`` on every attention projection (``LORA_TARGETS``), ``lora_alpha = 2 rank``, no
-    dropout (sampling and loss see the same policy): the setting of E5 in docs/experiments.md."""
+def lora_config(rank: int, targets: str | tuple[str, ...] = "attention", alpha: int | None = None):
+    """A LoRA adapter of rank ``rank`` on ``targets`` (a name of :data:`LORA_TARGET_SETS` or module names),
+    ``lora_alpha = alpha`` (default ``2 rank``), no dropout (sampling and loss see the same policy)."""
     if rank < 1:
         raise ValueError(f"LoRA rank must be >= 1, got {rank}")
+    if isinstance(targets, str):
+        if targets not in LORA_TARGET_SETS:
+            raise ValueError(f"LoRA targets must be one of {sorted(LORA_TARGET_SETS)}, got {targets!r}")
+        targets = LORA_TARGET_SETS[targets]
     from peft import LoraConfig
 
-    return LoraConfig(
-        r=rank, lora_alpha=2 * rank, lora_dropout=0.0, target_modules=list(LORA_TARGETS), task_type="CAUSAL_LM"
-    )
+    return LoraConfig(r=rank, lora_alpha=alpha or 2 * rank, lora_dropout=0.0, target_modules=list(targets),
+                      task_type="CAUSAL_LM")  # fmt: skip
 
 
 def write_run_record(out: Path, record: dict[str, Any]) -> Path:

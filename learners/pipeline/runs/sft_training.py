@@ -88,6 +88,7 @@ def run_sft(
     max_steps: int = 600,
     seed: int = 0,
     callbacks: list | None = None,
+    peft_config: Any = None,
     **sft_args: Any,
 ) -> Path:
     """Fine-tune the checkpoint folder ``model`` on ``records``; save the result (+ tokenizer) to ``output_dir``.
@@ -95,7 +96,9 @@ def run_sft(
     ``task`` (a :class:`~countdown_env.task.CountdownTask` or a template name; default: the compact template) sets
     the prompts and is recorded in ``output_dir`` (``countdown_task.json``) for ``countdown train``/``eval``.
 
-    ``sft_args`` override :data:`DEFAULT_SFT_ARGS` (any ``trl.SFTConfig`` field). Returns ``output_dir``.
+    ``sft_args`` override :data:`DEFAULT_SFT_ARGS` (any ``trl.SFTConfig`` field). ``peft_config`` (a
+    ``peft.LoraConfig``) trains an adapter instead of every weight; ``output_dir`` then holds the adapter
+    (``adapter_config.json``, ``adapter_model.safetensors``), not a whole model. Returns ``output_dir``.
     """
     import torch
     from datasets import Dataset
@@ -130,6 +133,7 @@ def run_sft(
         train_dataset=Dataset.from_list(rows),
         processing_class=tokenizer,
         callbacks=callbacks,
+        peft_config=peft_config,
     )
     trainer.train()
     trainer.save_model(str(out))
