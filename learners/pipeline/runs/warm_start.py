@@ -413,3 +413,63 @@ def measure_warm_start(
         "eval_minutes": round((time.perf_counter() - start) / 60, 2),
         "task": task.to_dict(),
     }
+
+
+# --------------------------------------------------------------------------------------------------- shipping
+SLICE_FILE = "greedy_slice.json"
+SLICE_PUZZLES = 32
+SHIPPED_ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "countdown_task.json", RECIPE_FILE,
+                         REPORT_FILE, "sft_log_history.json")  # fmt: skip
+"""What ships of a LoRA warm start's build folder (the tokenizer is its base model's)."""
+
+
+def greedy_slice(model_dir: str | Path, count: int = SLICE_PUZZLES, max_new_tokens: int = 128) -> dict[str, Any]:
+    """Greedy answers of ``model_dir`` (``transformers``, deterministic) on the first ``count`` puzzles of the warm
+    start's eval set: ``{"puzzles": count, "correct": [bool, ...], "pass@1": ...}``; the shipped adapter's test
+    re-scores the same slice and compares."""
+    from countdown_env.splits.eval_sets import load_eval_set
+
+    from ..evaluation.eval_models import model_sampler
+    from ..evaluation.evaluate import evaluate
+    from ..models.tokenizer_io import load_tokenizer
+
+    tokenizer = load_tokenizer(model_dir)
+    task = _model_task(model_dir)
+    rows = load_eval_set(EVAL_SET, as_dataset=False)[:count]
+    sampler = model_sampler(model_dir, tokenizer, "hf", batch_size=count)
+    report = evaluate(sampler, tokenizer, rows, task=task, samples=1, temperature=0.0, max_new_tokens=max_new_tokens,
+                      per_puzzle=True)  # fmt: skip
+    correct = [bool(p["correct"][0]) for p in report["puzzles"]]
+    return {"eval_set": EVAL_SET, "puzzles": count, "max_new_tokens": max_new_tokens, "backend": "hf",
+            "correct": correct, "pass@1": sum(correct) / count}  # fmt: skip
+
+
+def _model_task(model_dir):
+    from ..data import model_task
+
+    return model_task(model_dir) or tiny_task()
+
+
+def ship_warm_start(build_dir: str | Path, dest: str | Path, *, base: str) -> Path:
+    """Copy a LoRA warm start's build (``countdown warm-start --from-scratch --base NAME``) into the package folder
+    ``dest``: its :data:`SHIPPED_ADAPTER_FILES`, the greedy slice of it merged onto ``base`` (:data:`SLICE_FILE`),
+    and a sha256 manifest written last; ``dest`` is replaced whole."""
+    import shutil
+    import tempfile
+
+    from countdown_env.atomic import atomic_dir, write_text
+
+    from ...core.checkpoints import write_checkpoint_manifest
+    from ..models.adapters import merge_adapter
+
+    build_dir = Path(build_dir)
+    missing = [name for name in SHIPPED_ADAPTER_FILES if not (build_dir / name).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{build_dir} lacks {missing}: not a measured LoRA warm-start build")
+    with tempfile.TemporaryDirectory() as scratch, atomic_dir(dest, overwrite=True) as out:
+        for name in SHIPPED_ADAPTER_FILES:
+            shutil.copyfile(build_dir / name, out / name)
+        merged = merge_adapter(out, Path(scratch) / "merged", base=base)
+        write_text(out / SLICE_FILE, json.dumps(greedy_slice(merged), indent=1) + "\n")
+        write_checkpoint_manifest(out)
+    return Path(dest)

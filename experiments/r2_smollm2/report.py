@@ -1,0 +1,152 @@
+"""R2's curves and verdict, read from its ``countdown compare`` folders (PROTOCOL.md beside this file).
+
+``curves`` draws, per run, the per-step training figures TRL logs (training reward, KL to the start, token entropy,
+mean completion length, the share of completions cut at the budget, the share of mixed groups kept by dynamic
+sampling) and the eval pass@1 at its steps, into one ``curves.png``::
+
+    python experiments/r2_smollm2/report.py curves experiments/r2_smollm2/lr_probe/lr-* \\
+        --out experiments/r2_smollm2/lr_probe/curves.png
+
+``probe`` applies the registered learning-rate rule to the probe's runs and prints the choice with its figures::
+
+    python experiments/r2_smollm2/report.py probe experiments/r2_smollm2/lr_probe/lr-*
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+PANELS = (
+    ("reward", "training reward (mean of the step's completions)"),
+    ("kl", "KL to the start (TRL's k3 estimate)"),
+    ("entropy", "token entropy (nats)"),
+    ("completions/mean_length", "mean completion length (tokens)"),
+    ("completions/clipped_ratio", "share cut at the token budget"),
+    ("countdown/dynamic_sampling_kept_frac", "share of mixed groups (kept)"),
+)
+
+
+def run_dirs(folder: Path) -> list[Path]:
+    """The run folders (``runs/LEARNER-sSEED``) of one compare folder."""
+    return sorted(p for p in (folder / "runs").iterdir() if p.is_dir()) if (folder / "runs").is_dir() else []
+
+
+def step_series(log_history: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
+    """``(steps, values)`` of ``key`` in a TRL log history (training entries only, finite values)."""
+    steps, values = [], []
+    for entry in log_history:
+        value = entry.get(key)
+        if value is None or "step" not in entry or not math.isfinite(float(value)):
+            continue
+        steps.append(int(entry["step"]))
+        values.append(float(value))
+    return steps, values
+
+
+def eval_points(run: Path) -> tuple[list[int], list[float]]:
+    """``(steps, pass@1)`` of a run's per-puzzle evals (``evals/step-N.jsonl``): the mean over puzzles of each
+    puzzle's share of correct samples."""
+    points = []
+    for path in (run / "evals").glob("step-*.jsonl"):
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        scores = [sum(r["correct"]) / len(r["correct"]) for r in rows]
+        points.append((int(path.stem.split("-")[1]), sum(scores) / len(scores)))
+    points.sort()
+    return [s for s, _ in points], [v for _, v in points]
+
+
+def window_mean(log_history: list[dict[str, Any]], key: str, first: int, last: int) -> float:
+    """Mean of ``key`` over the logged steps ``first..last`` (nan when none)."""
+    steps, values = step_series(log_history, key)
+    chosen = [v for s, v in zip(steps, values, strict=True) if first <= s <= last]
+    return sum(chosen) / len(chosen) if chosen else math.nan
+
+
+def plot(runs: dict[str, Path], out: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from countdown_env.atomic import write_bytes
+
+    fig, axes = plt.subplots(2, 4, figsize=(18, 8), dpi=100)
+    panels = [*PANELS, ("eval", "eval pass@1 (T = 0.8)")]
+    for (key, title), axis in zip(panels, axes.flat, strict=False):
+        for label, run in runs.items():
+            history = json.loads((run / "log_history.json").read_text()) if (run / "log_history.json").is_file() else []
+            steps, values = eval_points(run) if key == "eval" else step_series(history, key)
+            axis.plot(steps, values, marker="o" if key == "eval" else None, markersize=4, label=label)
+        axis.set_title(title, fontsize=10)
+        axis.set_xlabel("step")
+        axis.grid(alpha=0.3)
+    axes.flat[0].legend(fontsize=8)
+    axes.flat[-1].axis("off")
+    fig.tight_layout()
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return write_bytes(out, buffer.getvalue())
+
+
+def labelled_runs(folders: list[Path]) -> dict[str, Path]:
+    return {f"{folder.name}/{run.name}": run for folder in folders for run in run_dirs(folder)}
+
+
+def probe_choice(runs: dict[str, float], histories: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The registered rule (PROTOCOL.md): the lr with the higher mean training reward over steps 11-30, unless its
+    format rate over steps 21-30 is below 0.9 or its mean KL there exceeds 0.1; then the other; none if both fail.
+    ``runs``: {label: lr}; ``histories``: {label: log history}."""
+    figures = {}
+    for label, lr in runs.items():
+        history = histories[label]
+        figures[label] = {
+            "lr": lr,
+            "reward_11_30": window_mean(history, "reward", 11, 30),
+            "format_21_30": window_mean(history, "rewards/format_ok/mean", 21, 30),
+            "kl_21_30": window_mean(history, "kl", 21, 30),
+        }
+
+    def passes(f: dict[str, Any]) -> bool:
+        format_ok = math.isnan(f["format_21_30"]) or f["format_21_30"] >= 0.9
+        kl_ok = math.isnan(f["kl_21_30"]) or f["kl_21_30"] <= 0.1
+        return format_ok and kl_ok
+
+    ranked = sorted(figures, key=lambda k: figures[k]["reward_11_30"], reverse=True)
+    chosen = next((label for label in ranked if passes(figures[label])), None)
+    return {"figures": figures, "chosen": chosen, "lr": figures[chosen]["lr"] if chosen else None}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    curves = sub.add_parser("curves")
+    curves.add_argument("folders", nargs="+", type=Path)
+    curves.add_argument("--out", type=Path, required=True)
+    probe = sub.add_parser("probe")
+    probe.add_argument("folders", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+    runs = labelled_runs(args.folders)
+    if not runs:
+        parser.error("no run folders (FOLDER/runs/LEARNER-sSEED) found")
+    if args.command == "curves":
+        print(plot(runs, args.out))
+        return 0
+    lrs, histories = {}, {}
+    for label, run in runs.items():
+        record = json.loads((run / "resolved_config.json").read_text())
+        lrs[label] = float(record["trainer"]["learning_rate"])
+        histories[label] = json.loads((run / "log_history.json").read_text())
+    print(json.dumps(probe_choice(lrs, histories), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
