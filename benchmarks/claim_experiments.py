@@ -23,8 +23,12 @@ takes for granted, measured at this scale (``benchmarks/results/preconditions/*/
 ``precondition_*.py`` scripts, and figures of the experiment's own runs: the share of step-0 eval completions cut at
 the token budget, the baseline's gain over its step 0, the mechanisms' engagement). A precondition *holds* when its
 interval lies on the claim's side of its threshold, *fails* when it lies entirely on the other side and is
-*undecided* otherwise. The claim's verdict is the registered rule's, unless a precondition fails: then it is
-*untestable at this scale* with the measured figure. Every contrast also carries its minimum detectable effect,
+*undecided* otherwise. The claim's verdict is the registered rule's, unless a precondition fails, or one the rule
+cannot do without (``must_hold``: E4b's "grpo learns") is not shown to hold: then it is *untestable at this scale*
+with the measured figure and the precondition's own status (an undecided one reads *undecided*, never *fails*).
+E4's and E4b's equivalence margin is set beside the baseline's own gain over its step 0 and the power of the rule
+(its t interval inside the margin when the true difference is 0, at the realised SD of the per-seed differences).
+Every contrast also carries its minimum detectable effect,
 (t_0.975 + t_0.80) x SE over seeds (80 % power).
 
 Outputs, beside the comparison folders: ``verdict.md`` (the tables and the rule applied, word for word),
@@ -52,7 +56,14 @@ sys.path.insert(0, str(ROOT))
 from countdown_env.atomic import write_text  # noqa: E402
 from learners.pipeline.compare.engagement import MECHANISMS, run_means  # noqa: E402
 from learners.pipeline.compare.results import read_rows  # noqa: E402
-from learners.pipeline.evaluation.statistics import mean_ci, paired_bootstrap_diff, paired_seed_diff, puzzle_scores  # noqa: E402
+from learners.pipeline.evaluation.statistics import (  # noqa: E402
+    equivalence_power,
+    mean_ci,
+    minimum_detectable_effect,
+    paired_bootstrap_diff,
+    paired_seed_diff,
+    puzzle_scores,
+)
 
 
 @dataclass(frozen=True)
@@ -139,18 +150,6 @@ def contrast(base: Path, exp: Experiment, c: Contrast) -> dict:
                 ci_b=ci_b, mde=mde)  # fmt: skip
 
 
-def minimum_detectable_effect(per_seed: list[float]) -> float:
-    """(t_0.975 + t_0.80) x SE over seeds: the true difference a two-sided 5 % t test over these seeds detects with
-    80 % power (the spread of the per-seed differences taken as known)."""
-    from scipy.stats import t
-
-    n = len(per_seed)
-    if n < 2:
-        return math.nan
-    se = float(np.std(per_seed, ddof=1)) / math.sqrt(n)
-    return float((t.ppf(0.975, n - 1) + t.ppf(0.80, n - 1)) * se)
-
-
 def own_gain(base: Path, arm: Arm, step: int, k: int = 1) -> tuple[float, float, float]:
     """An arm's pass@k at ``step`` minus its own step 0, paired per puzzle, t over its finished seeds."""
     seeds = finished_seeds(base, arm)
@@ -220,8 +219,10 @@ class Precondition:
     """``read(root, base, exp, result)`` measures it: (value, low, high), or None when not measured (``root`` holds
     the experiment folders, ``base`` is this experiment's, ``result`` its analysis so far). It *holds* when [low, high]
     lies strictly on the claim's side of ``threshold`` (above it, or below it with ``above=False``), *fails* when it
-    lies entirely on the other side, and is *undecided* otherwise; with ``must_hold`` it fails whenever it does not
-    hold (E4b's "grpo learns": an interval that reaches 0 leaves an equivalence test without power)."""
+    lies entirely on the other side, and is *undecided* otherwise. ``must_hold``: the registered rule cannot be read
+    unless it holds (E4b's "grpo learns": an equivalence test between two arms that may both stand still says
+    nothing), so the claim is *untestable at this scale* when it is undecided too; its status still reads
+    *undecided* (learning not shown is not learning shown absent)."""
 
     figure: str
     read: Callable[[Path, Path, Experiment, dict], tuple[float, float, float] | None]
@@ -231,7 +232,7 @@ class Precondition:
 
 
 def precondition_status(p: Precondition, root: Path, base: Path, exp: Experiment, result: dict) -> dict:
-    out = dict(figure=p.figure, threshold=p.threshold, above=p.above)
+    out = dict(figure=p.figure, threshold=p.threshold, above=p.above, must_hold=p.must_hold)
     figures = p.read(root, base, exp, result)
     if figures is None or any(math.isnan(v) for v in figures):
         return dict(out, status="not measured")
@@ -240,8 +241,6 @@ def precondition_status(p: Precondition, root: Path, base: Path, exp: Experiment
         status = "holds" if low > p.threshold else "fails" if high < p.threshold else "undecided"
     else:
         status = "holds" if high < p.threshold else "fails" if low > p.threshold else "undecided"
-    if p.must_hold and status == "undecided":
-        status = "fails"
     return dict(out, value=value, low=low, high=high, status=status)
 
 
@@ -256,16 +255,23 @@ def precondition_figure(c: dict) -> str:
 
 def precondition_words(c: dict) -> str:
     side = ">" if c["above"] else "<"
+    needed = " (the rule needs it to hold)" if c.get("must_hold") and c["status"] != "holds" else ""
     if c["status"] == "not measured":
-        return f"{c['figure']}: not measured (needs {side} {c['threshold']:g})"
-    return f"{c['figure']} {precondition_figure(c)} (needs {side} {c['threshold']:g}): {c['status']}"
+        return f"{c['figure']}: not measured (needs {side} {c['threshold']:g}){needed}"
+    return f"{c['figure']} {precondition_figure(c)} (needs {side} {c['threshold']:g}): {c['status']}{needed}"
+
+
+def blocks_the_rule(c: dict) -> bool:
+    """A precondition that makes the claim untestable: it fails, or the rule needs it and it does not hold."""
+    return c["status"] == "fails" or (bool(c.get("must_hold")) and c["status"] != "holds")
 
 
 def claim_verdict(result: dict) -> dict:
-    """The claim's verdict: *untestable at this scale* with the failed preconditions' figures, else the registered
-    rule's verdict (``result["registered"]``), undecided preconditions named beside it."""
+    """The claim's verdict: *untestable at this scale* with the blocking preconditions' figures (failed, or needed
+    by the rule and not shown to hold), else the registered rule's verdict (``result["registered"]``), undecided
+    preconditions named beside it."""
     checks = result.get("preconditions", [])
-    failed = [c for c in checks if c["status"] == "fails"]
+    failed = [c for c in checks if blocks_the_rule(c)]
     if failed:
         verdict = "untestable at this scale: " + "; ".join(precondition_words(c) for c in failed)
     else:
@@ -392,6 +398,30 @@ EQUIVALENCE_MARGIN = 0.03
 FORWARD_RATIO_MAX = 0.5
 
 
+def margin_lines(result: dict, contrasts: list[dict]) -> list[str]:
+    """The equivalence margin against what it guards: the baseline's own gain over its step 0 (an arm that learns
+    nothing sits that far below it), and per contrast the power of the rule, P(t interval within ±margin) at a true
+    difference of 0 and the realised SD of the per-seed differences."""
+    lines = []
+    own = result.get("own_gains", {}).get("grpo")
+    if own:
+        gain, low, high = own["ci"]
+        ratio = f"{EQUIVALENCE_MARGIN / gain:.1f}x" if gain > 0 else "more than"
+        lines.append(
+            f"- The margin ±{EQUIVALENCE_MARGIN} against grpo's own pass@1 gain over step 0 at step {own['step']}: "
+            f"{fmt_ci(gain, low, high)} (the margin is {ratio} that gain): an arm that learned nothing at all would sit "
+            f"{gain:+.3f} from grpo and {'still' if abs(gain) < EQUIVALENCE_MARGIN else 'not'} fit inside the margin."
+        )
+    for c in contrasts:
+        values = list(c["per_seed"].values())
+        sd, n = float(np.std(values, ddof=1)), len(values)
+        lines.append(
+            f"- Power to hold, {c['label']}: {equivalence_power(EQUIVALENCE_MARGIN, sd, n):.2f} (the t interval "
+            f"within ±{EQUIVALENCE_MARGIN} when the true Δ is 0, per-seed SD {sd:.3f}, {n} seeds)."
+        )
+    return lines
+
+
 def why_not_above(c: dict) -> str:
     """Why a contrast's interval is not above 0, in words ("" when it is)."""
     if c["low"] > 0:
@@ -413,6 +443,7 @@ def decide_e4(result: dict) -> list[str]:
         f"{len(c['seeds'])} seeds: {'within' if within else 'not within'} ±{EQUIVALENCE_MARGIN}.",
         f"- forward-token ratio: {r['ratio']:.3f} [{r['low']:.3f}, {r['high']:.3f}]: "
         f"{'≤' if cheap else '>'} {FORWARD_RATIO_MAX}.",
+        *margin_lines(result, [c]),
         f"**Verdict: {verdict}.**",
     ]
 
@@ -517,7 +548,9 @@ def decide_probe(probe: dict) -> list[str]:
     lines = [
         "",
         "Rule (E3b probe): *hacking reproduced* if the probe's paragraphs per row and truncation both rise (each "
-        "interval above 0, t over seeds). E3b's fade and long-horizon moving-scorer rules: not run.",
+        "interval above 0, t over seeds). E3b's fade and long-horizon moving-scorer rules: untestable at this scale "
+        "(not run: about 3 more core-hours past the compute budget, and with no early gain at step 30 there is no "
+        "gain to fade).",
     ]
     if not probe.get("seeds"):
         return [*lines, "**Probe: not run.**"]
@@ -591,7 +624,9 @@ def decide_e4b(result: dict) -> list[str]:
         reading = "holds at B/L ≈ 0.25 but not at 0.5 (non-monotone)"
     verdict = "reproduced" if low and high else "not reproduced"
     result["registered"] = f"{verdict} (dose-response: {reading})"
-    return [*lines, f"Dose-response: PS-PPO {reading}.", f"**Verdict: {verdict}.**"]
+    arms = [by_arm[key] for key in ("optimized_64", "optimized_128", "uniform_64") if key in by_arm]
+    margins = margin_lines(result, arms)
+    return [*lines, *margins, f"Dose-response: PS-PPO {reading}.", f"**Verdict: {verdict}.**"]
 
 
 def e5_arms() -> dict[str, Arm]:
@@ -655,6 +690,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         cost_ratios=[("ps_ppo", "grpo")],
         engaged={"ps_ppo": "ps_ppo/cutoff_kept_frac"},
         decide=decide_e4,
+        own_gains=("grpo", "ps_ppo"),
         preconditions=[
             nothing_cut_at_step_0(),
             outcome_readable_early_on_e4b(),
@@ -900,8 +936,9 @@ def precondition_lines(result: dict) -> list[str]:
     lines = ["## Preconditions and the claim's verdict", ""]
     if checks:
         lines += ["Rule (docs/experiments.md, preconditions): a precondition holds when its interval lies on the "
-                  "claim's side of the threshold, fails when it lies on the other side; a failed one makes the claim "
-                  "*untestable at this scale*.", "",
+                  "claim's side of the threshold, fails when it lies on the other side, is undecided otherwise; a "
+                  "failed one, or one the rule needs (grpo learns) that does not hold, makes the claim *untestable at "
+                  "this scale*.", "",
                   "| precondition | figure [95 %] | threshold | status |", "| --- | --- | --- | --- |"]  # fmt: skip
         for c in checks:
             side = ">" if c["above"] else "<"

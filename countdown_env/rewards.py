@@ -11,6 +11,13 @@ least two of the numbers. A formatted non-answer earns nothing: the bare target 
 expression (``reused_number``, ``unused_number``, ...), one given number alone, no answer block. A correct answer
 (1.0) always beats a close one (< w < 1).
 
+Format score (``format_score = f``, default 0: off; ``0 <= f < 1``): a wrong answer that sits in an answer block
+earns ``f`` instead of 0 (or its partial credit, when that is larger); a completion with no complete answer block
+earns 0. This is TinyZero's reward (``format_score=0.1`` in ``verl/utils/reward_score/countdown.py`` of
+https://github.com/Jiayi-Pan/TinyZero: 1 correct, 0.1 an answer that is wrong, misuses the numbers or does not
+evaluate, 0 no answer), which unlike ``format_bonus`` is not added to a correct answer. TinyZero reads the answer
+only on the completion's last line; here the last complete answer block anywhere counts.
+
 :func:`countdown_reward` and the callables from :func:`make_reward_function` follow TRL's reward-function
 signature, ``f(prompts, completions, **columns) -> list[float]``: they read the dataset columns ``numbers`` (or
 ``nums``, TinyZero's and the common Hub Countdown sets' name) and ``target`` (one entry per completion, as TRL
@@ -50,6 +57,7 @@ class RewardConfig:
     use_all_numbers: bool = False
     integer_intermediates: bool = False
     partial_credit: float = 0.0
+    format_score: float = 0.0
 
     def __post_init__(self) -> None:
         if isinstance(self.format_bonus, bool) or not isinstance(self.format_bonus, (int, float)):
@@ -59,6 +67,9 @@ class RewardConfig:
         credit = self.partial_credit
         if isinstance(credit, bool) or not isinstance(credit, (int, float)) or not 0.0 <= credit < 1.0:
             raise ValueError(f"partial_credit must be a number in [0, 1) (a correct answer earns 1), got {credit!r}")
+        score = self.format_score
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= score < 1.0:
+            raise ValueError(f"format_score must be a number in [0, 1) (a correct answer earns 1), got {score!r}")
 
 
 DEFAULT_CONFIG = RewardConfig()
@@ -85,7 +96,11 @@ def score_completion(completion: Any, puzzle: Puzzle, config: RewardConfig | Non
         integer_intermediates=config.integer_intermediates,
     )
     format_ok = has_valid_format(text, reasoning_tag=config.reasoning_tag, answer_tag=config.answer_tag)
-    answer_reward = 1.0 if verification.correct else config.partial_credit * closeness(verification, puzzle)
+    if verification.correct:
+        answer_reward = 1.0
+    else:
+        answered = float(config.format_score) if answer is not None else 0.0
+        answer_reward = max(config.partial_credit * closeness(verification, puzzle), answered)
     reward = answer_reward + (float(config.format_bonus) if format_ok else 0.0)
     return ScoredCompletion(reward=reward, verification=verification, format_ok=format_ok)
 

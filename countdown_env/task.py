@@ -12,9 +12,10 @@ A task is four things, written once and serialisable (``to_dict`` / ``from_dict`
   (every intermediate a positive integer). They reach the generator, the prompt's rule sentence and the verifier
   alike, so a puzzle is always asked and graded under the rules it was generated for;
 - the prompt template (``"default"``, ``"tinyzero"``, ``"compact"``; :data:`countdown_env.prompts.TEMPLATES`);
-- reward settings: the answer/reasoning tags come from the template, plus ``format_bonus`` and ``partial_credit``:
-  ``reward = 1[correct] + format_bonus * 1[format ok]``, a wrong real attempt earning ``partial_credit *
-  closeness`` instead of 0 (:func:`countdown_env.rewards.score_completion`);
+- reward settings: the answer/reasoning tags come from the template, plus ``format_bonus``, ``partial_credit`` and
+  ``format_score``: ``reward = 1[correct] + format_bonus * 1[format ok]``, a wrong real attempt earning
+  ``partial_credit * closeness`` instead of 0, a wrong answer in an answer block at least ``format_score``
+  (TinyZero's 0.1) (:func:`countdown_env.rewards.score_completion`);
 - turns: ``max_turns`` answers per episode (default 1: the first answer ends it). A wrong or malformed answer
   before the last turn is answered with a feedback message built from the verifier's verdict in the
   ``feedback`` template (:mod:`countdown_env.feedback`: the value reached, the numbers misused, why it could not
@@ -166,6 +167,10 @@ class CountdownTask:
     """Reward setting: a wrong answer that is a real attempt earns ``partial_credit * closeness`` of its value to the
     target (:func:`countdown_env.rewards.closeness`; 0 = off, below 1 so a correct answer always wins). Last, as
     ``allow_trivial``, so that positional construction is unchanged; tasks saved before it load with 0."""
+    format_score: float = 0.0
+    """Reward setting: a wrong answer inside an answer block earns ``format_score`` (TinyZero's reward: 1 correct, 0.1
+    well-formed wrong, 0 no answer; :mod:`countdown_env.rewards`), not added to a correct one (unlike
+    ``format_bonus``). 0 = off; below 1. Last, so that positional construction is unchanged; older tasks load with 0."""
 
     def __post_init__(self) -> None:
         from .solving.solver import MAX_COUNT_NUMBERS, MAX_SOLVE_NUMBERS, check_operators
@@ -203,9 +208,12 @@ class CountdownTask:
         if not isinstance(self.template, str):
             raise ValueError(f"template must be a template name, got {type(self.template).__name__}")
         get_template(self.template)  # one-line ValueError naming the known templates
-        RewardConfig(format_bonus=self.format_bonus, partial_credit=self.partial_credit)  # one-line ValueErrors
+        RewardConfig(  # one-line ValueErrors
+            format_bonus=self.format_bonus, partial_credit=self.partial_credit, format_score=self.format_score
+        )
         set_field(self, "format_bonus", float(self.format_bonus))
         set_field(self, "partial_credit", float(self.partial_credit))
+        set_field(self, "format_score", float(self.format_score))
         max_turns = _integral(self.max_turns)
         if not _is_int(max_turns) or not 1 <= max_turns <= MAX_TURNS:
             raise ValueError(f"max_turns must be an integer in [1, {MAX_TURNS}], got {self.max_turns!r}")
@@ -297,6 +305,7 @@ class CountdownTask:
             use_all_numbers=self.use_all_numbers,
             integer_intermediates=self.integer_intermediates,
             partial_credit=self.partial_credit,
+            format_score=self.format_score,
         )
 
     def score(self, completion: Any, puzzle: Puzzle) -> ScoredCompletion:

@@ -336,3 +336,29 @@ def test_e1_corrected_reading_counts_a_cell_voided_by_another_strategy(claims, t
     # a failed check of the lowest strategy (or of optimized) still voids the cell
     assert not claims.cell_valid_corrected(cell(0, 16, "uniform", failed="uniform"))
     assert not claims.cell_valid_corrected(cell(0, 16, "uniform", failed="optimized"))
+
+
+def test_an_undecided_precondition_the_rule_needs_reads_undecided_and_makes_the_claim_untestable(claims, tmp_path):
+    needed = claims.Precondition("grpo's gain", lambda *a: (0.013, -0.005, 0.031), 0.0, must_hold=True)
+    check = claims.precondition_status(needed, tmp_path, tmp_path, None, {})
+    assert check["status"] == "undecided"  # learning not shown is not "fails"
+    verdict = claims.claim_verdict({"preconditions": [check], "registered": "reproduced"})["verdict"]
+    assert verdict.startswith("untestable at this scale: grpo's gain 0.013 [-0.005, 0.031] (needs > 0): undecided")
+    assert "fails" not in verdict
+    optional = claims.Precondition("P1", lambda *a: (0.3, 0.2, 0.4), 0.285)  # undecided, not needed by the rule
+    check = claims.precondition_status(optional, tmp_path, tmp_path, None, {})
+    verdict = claims.claim_verdict({"preconditions": [check], "registered": "reproduced"})["verdict"]
+    assert verdict.startswith("reproduced (preconditions not settled: P1 0.3 [0.2, 0.4]")
+
+
+def test_e4b_states_the_margin_against_grpos_own_gain_and_the_power_to_hold(claims, tmp_path):
+    base = plant_e4b(tmp_path, {"optimized_64": 0, "optimized_128": 0, "uniform_64": 0}, grpo_gain=False)
+    lines = "\n".join(claims.analyse(claims.EXPERIMENTS["e4b"], base)["verdict"])
+    # grpo's step 60 equals its step 0 in every seed: a gain of 0, which the ±0.03 margin holds
+    assert "grpo's own pass@1 gain over step 0 at step 60: +0.000" in lines and "still fit inside the margin" in lines
+    assert lines.count("Power to hold") == 3 and "per-seed SD 0.000, 6 seeds" in lines
+    learned = plant_e4b(tmp_path / "learned", {"optimized_64": 0, "optimized_128": 0, "uniform_64": 0})
+    lines = "\n".join(claims.analyse(claims.EXPERIMENTS["e4b"], learned)["verdict"])
+    gain = sum(1 + s % 2 + 2 for s in SEEDS) / 16 / 6  # planted: 3 or 4 of 16 first samples at step 60, 0 at step 0
+    assert f"+{gain:.3f}" in lines and f"the margin is {0.03 / gain:.1f}x that gain" in lines
+    assert "not fit inside the margin" in lines

@@ -16,7 +16,14 @@ from countdown_env.splits.eval_sets import EVAL_SET_SIZE, EVAL_SETS, STORED_COLU
 
 DATASETS = Path(__file__).resolve().parent.parent / "datasets"
 # Rows rebuilt in the fast test: counting solutions of 6 numbers takes ~0.5 s a puzzle.
-PREFIX = {"countdown_n3": 12, "countdown_n4": 12, "countdown_n5": 4, "countdown_n6": 2, "tiny_n3": 12}
+PREFIX = {
+    "countdown_n3": 12,
+    "countdown_n4": 12,
+    "countdown_n5": 4,
+    "countdown_n6": 2,
+    "tiny_n3": 12,
+    "tinyzero_3to4": 12,
+}
 
 
 def test_not_a_python_package():
@@ -43,10 +50,10 @@ def test_rows_are_valid(name):
         row = json.loads(line)
         assert tuple(row) == STORED_COLUMNS
         puzzle = Puzzle(row["numbers"], row["target"])
-        assert puzzle.n_numbers == row["n_numbers"] == spec.n_numbers[0]
+        assert puzzle.n_numbers == row["n_numbers"] and row["n_numbers"] in spec.n_numbers
         assert spec.value_range[0] <= min(puzzle.numbers) and max(puzzle.numbers) <= spec.value_range[1]
         assert spec.target_range[0] <= puzzle.target <= spec.target_range[1]
-        assert verify(row["solution"], puzzle).correct
+        assert verify(row["solution"], puzzle, use_all_numbers=spec.task.use_all_numbers).correct
         keys.add(puzzle.key)
     assert len(keys) == EVAL_SET_SIZE
 
@@ -71,6 +78,19 @@ QUICK_TO_REBUILD = sorted(name for name, spec in EVAL_SETS.items() if max(spec.n
 @pytest.mark.parametrize("name", QUICK_TO_REBUILD)
 def test_full_rebuild_is_byte_identical(name):
     assert eval_set_bytes(name) == (DATASETS / f"{name}.jsonl").read_bytes()
+
+
+def test_the_tinyzero_set_follows_tinyzeros_rules():
+    """3 and 4 numbers in 1..99 (both counts present), every number used exactly once by the reference solution
+    (checked here as TinyZero's ``validate_equation`` does: the solution's numbers, sorted, are the given ones)."""
+    import re
+
+    rows = [json.loads(line) for line in (DATASETS / "tinyzero_3to4.jsonl").read_text().splitlines()]
+    assert {r["n_numbers"] for r in rows} == {3, 4}
+    assert all(1 <= n <= 99 for r in rows for n in r["numbers"])
+    assert all(sorted(int(n) for n in re.findall(r"\d+", r["solution"])) == sorted(r["numbers"]) for r in rows)
+    prompt = load_eval_set("tinyzero_3to4", directory=DATASETS, as_dataset=False)[0]["prompt"][-1]["content"]
+    assert "exactly once" in prompt and "<answer>" in prompt  # the set's own rules and template by default
 
 
 def test_loader_adds_prompts():

@@ -7,6 +7,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 _spec = importlib.util.spec_from_file_location(
@@ -53,3 +54,29 @@ def test_evals_of_different_puzzles_are_refused(tmp_path):
     path.write_text(path.read_text().replace('"target": 10', '"target": 99'))
     with pytest.raises(ValueError, match="different puzzles"):
         gain(tmp_path, "grpo")
+
+
+def test_a_shared_step_0_draw_is_resampled_jointly_and_cut_completions_are_counted(tmp_path):
+    # three seeds on one step-0 draw (as R1's colocated engines, all seeded 0); each seed's end differs
+    starts = [0, 1, 0, 2, 1, 0, 0, 3]
+    ends = ([1, 1, 0, 2, 2, 0, 1, 3], [0, 2, 1, 2, 1, 1, 0, 4], [0, 1, 0, 3, 1, 0, 0, 2])
+    for seed, end in enumerate(ends):
+        write_run(tmp_path, seed, 12, starts, end)
+    run = tmp_path / "runs" / "grpo-s0" / "evals" / "step-12.jsonl"
+    rows = [json.loads(line) for line in run.read_text().splitlines()]
+    rows[0]["lengths"], rows[1]["lengths"] = [128, 50, 128, 60], [10, 20, 30, 40]
+    for row in rows[2:]:
+        row["lengths"] = [5, 5, 5, 5]
+    run.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (tmp_path / "compare.json").write_text(json.dumps({"max_new_tokens": 128}))
+    result = gain(tmp_path, "grpo")
+    # the joint bootstrap is the bootstrap of the per-puzzle mean over seeds of (end - start), computed here
+    per_puzzle = np.mean([(np.array(e) - np.array(starts)) / 4 for e in ends], axis=0)
+    means = per_puzzle[np.random.default_rng(5).integers(0, 8, size=(20000, 8))].mean(axis=1)
+    low, high = np.quantile(means, [0.025, 0.975])
+    boot = result["gain_puzzle_bootstrap"]
+    assert boot["mean"] == pytest.approx(per_puzzle.mean())
+    assert boot["low"] == pytest.approx(low, abs=0.02) and boot["high"] == pytest.approx(high, abs=0.02)
+    assert result["seeds"][0]["cut_end"] == {"cut": 2, "completions": 32}
+    assert result["seeds"][1]["cut_end"] is None  # its evals carry no lengths
+    assert "2 of 32 (6.2%)" in markdown(result, None)

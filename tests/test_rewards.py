@@ -254,3 +254,43 @@ def test_partial_credit_setting_reaches_every_scorer_and_is_checked():
     for bad in (1.0, -0.1, float("nan"), True, "0.5"):
         with pytest.raises(ValueError, match="partial_credit must be a number in"):
             CountdownTask(partial_credit=bad)
+
+
+def test_format_score_is_tinyzeros_reward_one_correct_a_tenth_for_an_answer_zero_without():
+    """TinyZero's ``compute_score(format_score=0.1)``: 1 correct, 0.1 for any wrong answer it could extract (wrong
+    value, numbers misused, not an expression), 0 with no answer; unlike ``format_bonus`` nothing is added to 1."""
+    tz = RewardConfig(format_score=0.1, use_all_numbers=True, answer_tag="answer", reasoning_tag="think")
+    cases = {
+        "<think>x</think><answer>(25 - 3) * 7</answer>": 1.0,
+        "no tags at all: (25 - 3) * 7": 0.0,
+        "<think>x</think><answer>25 * 7</answer>": 0.1,  # leaves 3 unused: misuses the numbers
+        "<think>x</think><answer>25 + 3 + 7</answer>": 0.1,  # every number once, wrong value
+        "<think>x</think><answer>twenty five</answer>": 0.1,  # not an expression
+        "<answer>(25 - 3) * 7": 0.0,  # an unclosed block is no answer
+    }
+    for text, reward in cases.items():
+        assert score_completion(text, P, tz).reward == pytest.approx(reward), text
+    # with partial credit too, a wrong real attempt earns the larger of the two
+    both = RewardConfig(format_score=0.1, partial_credit=0.5)
+    near = "<reasoning>x</reasoning><solution>25 * 3 + 7 * 11</solution>"  # 152 of 154: partial 0.5 * (1 - 2/154)
+    assert score_completion(near, Puzzle([25, 3, 7, 11], 154), both).reward == pytest.approx(0.5 * (1 - 2 / 154))
+    far = "<reasoning>x</reasoning><solution>25 - 3 - 7 - 11</solution>"  # 4 of 154: partial 0.013 < 0.1
+    assert score_completion(far, Puzzle([25, 3, 7, 11], 154), both).reward == pytest.approx(0.1)
+    for bad in (-0.1, 1.0, True, "0.1"):
+        with pytest.raises(ValueError, match="format_score"):
+            RewardConfig(format_score=bad)
+
+
+def test_the_tinyzero_task_preset_scores_as_tinyzero_and_round_trips():
+    from countdown_env.task import CountdownTask
+    from countdown_env.task_presets import task_preset
+
+    task = task_preset("tinyzero-3to4")
+    assert (task.value_range, task.counts, task.use_all_numbers, task.format_score) == ((1, 99), (3, 4), True, 0.1)
+    puzzle = Puzzle([25, 3, 7], 154)
+    assert task.score("<think>x</think><answer>(25 - 3) * 7</answer>", puzzle).reward == 1.0
+    assert task.score("<think>x</think><answer>25 * 7 - 3</answer>", puzzle).reward == pytest.approx(0.1)
+    assert CountdownTask.from_dict(task.to_dict()) == task
+    assert CountdownTask.from_dict({k: v for k, v in task.to_dict().items() if k != "format_score"}).format_score == 0
+    with pytest.raises(ValueError, match="unknown task preset 'tinyzero'; choose one of"):
+        task_preset("tinyzero")

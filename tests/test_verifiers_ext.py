@@ -346,7 +346,7 @@ def test_v1_config_takes_every_task_field_but_the_reward_and_turn_ones():
     from verifiers_ext.taskset import CountdownTasksetConfig
 
     options = set(CountdownTasksetConfig.model_fields) - {"id", "task", "system_prompt", "num_tasks", "start"}
-    left_out = {"format_bonus", "partial_credit", "max_turns", "turn_discount", "feedback"}
+    left_out = {"format_bonus", "partial_credit", "format_score", "max_turns", "turn_discount", "feedback"}
     assert options == set(CountdownTask().to_dict()) - left_out
     assert CountdownTasksetConfig(id="countdown").countdown_task() == CountdownTask()
     given = {"n_numbers": 3, "value_range": (1, 20), "seed": 4, "allow_trivial": True, "template": "compact"}

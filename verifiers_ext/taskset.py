@@ -79,9 +79,12 @@ class CountdownTaskRow(vf.Task[CountdownData]):
         return format_score(trace.last_reply, self.data.reward_config)
 
 
-TASK_FIELDS_LEFT_OUT = frozenset({"format_bonus", "partial_credit", "max_turns", "turn_discount", "feedback"})
+TASK_FIELDS_LEFT_OUT = frozenset(
+    {"format_bonus", "partial_credit", "format_score", "max_turns", "turn_discount", "feedback"}
+)
 """Task fields the taskset does not take: its reward is ``correct_answer`` alone (the format is a metric, so no
-``format_bonus``; no ``partial_credit``) and it is single-turn (no ``max_turns``, ``turn_discount``, ``feedback``)."""
+``format_bonus``; no ``partial_credit`` or ``format_score``) and it is single-turn (no ``max_turns``,
+``turn_discount``, ``feedback``)."""
 
 TASK_OPTIONS = tuple(f.name for f in fields(task_definition.CountdownTask) if f.name not in TASK_FIELDS_LEFT_OUT)
 """The task fields that are config options: all but :data:`TASK_FIELDS_LEFT_OUT`, so a new task field is one too."""

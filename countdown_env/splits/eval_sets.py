@@ -16,6 +16,7 @@ from typing import Any
 from ..jsonl import jsonl_line, read_jsonl, write_jsonl
 from ..prompts import chat_messages
 from ..puzzle import Puzzle
+from ..task_presets import task_preset
 from . import SplitSpec, build_split_records
 
 EVAL_SET_SIZE = 512
@@ -28,9 +29,12 @@ EVAL_SETS: dict[str, SplitSpec] = {
     "tiny_n3": SplitSpec(
         n_numbers=(3,), train_size=0, eval_size=EVAL_SET_SIZE, seed=0, value_range=(1, 20), target_range=(10, 200)
     ),
+    "tinyzero_3to4": SplitSpec(train_size=0, eval_size=EVAL_SET_SIZE, task=task_preset("tinyzero-3to4")),
 }
 """Name -> spec. ``countdown_nK``: K numbers in 1..100, targets 10..1000 (the generator's defaults);
-``tiny_n3``: the embedded tiny model's calibration (3 numbers in 1..20, targets 10..200)."""
+``tiny_n3``: the embedded tiny model's calibration (3 numbers in 1..20, targets 10..200); ``tinyzero_3to4``: the
+``tinyzero-3to4`` task preset (:mod:`countdown_env.task_presets`: 3-4 numbers in 1..99, each used exactly once,
+TinyZero's prompt and reward), comparable with TinyZero-style published results."""
 
 STORED_COLUMNS = ("numbers", "target", "n_numbers", "solution", "num_solutions", "difficulty")
 
@@ -58,13 +62,20 @@ def load_eval_set(
     name: str,
     *,
     directory: str | os.PathLike | None = None,
-    template: str = "default",
-    use_all_numbers: bool = False,
+    template: str | None = None,
+    use_all_numbers: bool | None = None,
     as_dataset: bool = True,
 ):
     """A committed eval set as a ``datasets.Dataset`` with a ``prompt`` column added (chat messages for
     ``template``); ``as_dataset=False`` gives the rows as a list of dicts (no ``datasets`` import). ``name`` is a
-    key of :data:`EVAL_SETS` or a jsonl path (rows with ``numbers`` or ``nums``, and ``target``)."""
+    key of :data:`EVAL_SETS` or a jsonl path (rows with ``numbers`` or ``nums``, and ``target``). ``template`` and
+    ``use_all_numbers`` default to the set's own task (``tinyzero_3to4``: ``tinyzero``, every number exactly once;
+    the others and a path: ``default``, at most once)."""
+    spec = EVAL_SETS.get(str(name))
+    if template is None:
+        template = spec.task.template if spec is not None else "default"
+    if use_all_numbers is None:
+        use_all_numbers = spec.task.use_all_numbers if spec is not None else False
     path = Path(name) if str(name).endswith(".jsonl") else Path(directory or DATASETS_DIR) / f"{name}.jsonl"
     if not path.is_file():
         raise FileNotFoundError(

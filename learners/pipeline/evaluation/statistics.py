@@ -6,9 +6,16 @@ r"""The project's one statistics module: pass@k, bootstrap and Student t interva
 - :func:`bootstrap_ci`: the percentile-bootstrap interval of a mean over puzzles (seeded).
 - :func:`mean_ci`: the Student t 95 % interval of a mean over seeds (exact quantiles, ``scipy.stats.t``).
 - :func:`paired_bootstrap_diff`: a learner's difference to a baseline, resampling puzzles within each seed (the
-  seeds held fixed: eval noise only).
+  seeds held fixed: eval noise only); ``joint=True`` draws one set of puzzle indices per resample for every seed,
+  as it must when the seeds share a draw (R1's one step-0 eval, the baseline of every seed's gain): resampled
+  independently, that shared draw's noise would average out over the seeds although it is counted once.
 - :func:`paired_seed_diff`: the same difference as the mean of per-seed paired differences with a Student t
   interval over seeds (training variance included: the headline figure when there are several seeds).
+- :func:`minimum_detectable_effect`: the true difference a two-sided 5 % t test over the seeds detects with 80 %
+  power, (t_0.975 + t_0.80) x SE over seeds, the seeds' spread taken as known.
+- :func:`equivalence_power`: the probability that the Student t 95 % interval over n seeds lies within ±margin when
+  the true difference is 0 and the seeds' SD is the realised one (the power of an equivalence rule such as E4's
+  "within ±0.03"): exact, integrating the normal mean over the chi-square law of the sample SD.
 - :func:`puzzle_scores`: the per-puzzle pass@k of an eval file (``evals/step-N.jsonl``).
 """
 
@@ -62,6 +69,41 @@ def mean_ci(values: Sequence[float]) -> tuple[float, float, float]:
     return (mean, mean - half, mean + half)
 
 
+def minimum_detectable_effect(per_seed: Sequence[float]) -> float:
+    """(t_0.975 + t_0.80) x SE over seeds: the true difference a two-sided 5 % t test over these seeds detects with
+    80 % power (the spread of the per-seed differences taken as known); NaN with fewer than 2 seeds."""
+    from scipy.stats import t
+
+    n = len(per_seed)
+    if n < 2:
+        return math.nan
+    se = float(np.std(np.asarray(per_seed, dtype=np.float64), ddof=1)) / math.sqrt(n)
+    return float((t.ppf(0.975, n - 1) + t.ppf(0.80, n - 1)) * se)
+
+
+def equivalence_power(margin: float, sd: float, n: int) -> float:
+    """P(the t 95 % interval over ``n`` seeds lies within ±``margin``) when the per-seed differences are normal with
+    mean 0 and standard deviation ``sd``. With x̄ ~ N(0, sd²/n) and S² ~ sd² χ²_{n-1}/(n-1) independent, the
+    interval x̄ ± c S/√n (c = t_0.975,n-1) lies inside when |x̄| < margin - c S/√n, so the power is
+    E_S[max(0, 2 Φ((margin - c S/√n) √n / sd) - 1)], integrated over the chi-square law of S."""
+    if margin <= 0 or n < 2:
+        raise ValueError(f"need margin > 0 and n >= 2, got margin={margin}, n={n}")
+    if not sd > 0:
+        return 1.0  # no spread: every interval is the point 0
+    from scipy.integrate import quad
+    from scipy.stats import chi2, norm, t
+
+    df, c = n - 1, float(t.ppf(0.975, n - 1))
+    # S < margin √n / c is needed for a non-empty region: q = (n-1) S²/sd² below that bound
+    q_max = df * (margin * math.sqrt(n) / (c * sd)) ** 2
+
+    def inside(q: float) -> float:
+        half = margin - c * sd * math.sqrt(q / df) / math.sqrt(n)
+        return (2.0 * norm.cdf(half * math.sqrt(n) / sd) - 1.0) * chi2.pdf(q, df)
+
+    return float(min(1.0, quad(inside, 0.0, q_max, limit=200)[0]))
+
+
 def puzzle_scores(path: str | Path, k: int = 1) -> tuple[list[tuple[tuple[int, ...], int]], np.ndarray]:
     """``(puzzles, scores)`` of an ``evals/step-N.jsonl``/``final_eval.jsonl``: per puzzle its unbiased pass@k."""
     keys, scores = [], []
@@ -82,10 +124,15 @@ def paired_bootstrap_diff(
     resamples: int = 2000,
     confidence: float = 0.95,
     seed: int = 0,
+    joint: bool = False,
 ) -> tuple[float, float, float, int]:
     """``(difference, low, high, seeds)``: mean over the shared seeds of the mean per-puzzle difference
     ``learner - baseline``, with a percentile-bootstrap CI that resamples puzzles with replacement within each
-    seed (paired: the same puzzle indices for both models). Arrays of one seed must be aligned by puzzle."""
+    seed (paired: the same puzzle indices for both models). Arrays of one seed must be aligned by puzzle.
+
+    ``joint=True``: every seed evaluated the same puzzles in the same order, and one draw of puzzle indices per
+    resample serves every seed (so a draw the seeds share, such as one step-0 eval copied into each, keeps its
+    full weight); the seeds' arrays must then all have one length."""
     seeds = sorted(set(learner) & set(baseline))
     if not seeds:
         return (math.nan, math.nan, math.nan, 0)
@@ -97,10 +144,16 @@ def paired_bootstrap_diff(
         diffs.append(a - b)
     estimate = float(np.mean([d.mean() for d in diffs]))
     rng = np.random.default_rng(seed)
-    boot = np.zeros(resamples)
-    for d in diffs:
-        boot += d[rng.integers(0, d.size, size=(resamples, d.size))].mean(axis=1)
-    boot /= len(diffs)
+    if joint:
+        if len({d.size for d in diffs}) != 1:
+            raise ValueError(f"a joint bootstrap needs every seed on the same puzzles, got {[d.size for d in diffs]}")
+        per_puzzle = np.mean(diffs, axis=0)  # resampling index i for every seed = resampling this mean's entry i
+        boot = per_puzzle[rng.integers(0, per_puzzle.size, size=(resamples, per_puzzle.size))].mean(axis=1)
+    else:
+        boot = np.zeros(resamples)
+        for d in diffs:
+            boot += d[rng.integers(0, d.size, size=(resamples, d.size))].mean(axis=1)
+        boot /= len(diffs)
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(boot, [alpha, 1.0 - alpha])
     return (estimate, float(low), float(high), len(seeds))
