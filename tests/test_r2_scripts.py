@@ -31,7 +31,7 @@ def test_the_band_keeps_puzzles_solved_sometimes_but_not_always():
 
 
 def _history(reward: float, kl: float, format_rate: float, steps: int = 30) -> list[dict]:
-    return [{"step": s, "reward": reward, "kl": kl, "rewards/format_ok/mean": format_rate} for s in range(1, steps + 1)]
+    return [{"step": s, "reward": reward, "kl": kl, "countdown/format_rate": format_rate} for s in range(1, steps + 1)]
 
 
 @pytest.mark.parametrize(
@@ -58,3 +58,14 @@ def test_the_probe_rule_chooses_nothing_when_both_fail_and_windows_are_by_step()
     history = [{"step": s, "reward": 1.0 if s <= 10 else 0.0} for s in range(1, 31)]
     assert report.window_mean(history, "reward", 11, 30) == 0.0
     assert math.isnan(report.window_mean(history, "kl", 11, 30))
+
+
+def test_the_probe_windows_scale_with_its_length():
+    report = _load("report")
+    # 20 steps (amendment 1): reward over 7-20, format and KL over 14-20; the early reward of a, the late KL of b
+    a = [{"step": s, "reward": 0.9 if s <= 6 else 0.1, "kl": 0.0} for s in range(1, 21)]
+    b = [{"step": s, "reward": 0.2, "kl": 0.5 if s >= 14 else 0.0} for s in range(1, 21)]
+    choice = report.probe_choice({"a": 1e-4, "b": 2e-4}, {"a": a, "b": b}, steps=20)
+    assert choice["figures"]["a"]["windows"] == {"reward": [7, 20], "format_and_kl": [14, 20]}
+    assert choice["figures"]["a"]["reward"] == pytest.approx(0.1) and choice["figures"]["b"]["kl"] == 0.5
+    assert choice["chosen"] == "a"  # b has the higher reward in the window but fails the KL check

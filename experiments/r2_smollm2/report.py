@@ -100,26 +100,32 @@ def labelled_runs(folders: list[Path]) -> dict[str, Path]:
     return {f"{folder.name}/{run.name}": run for folder in folders for run in run_dirs(folder)}
 
 
-def probe_choice(runs: dict[str, float], histories: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """The registered rule (PROTOCOL.md): the lr with the higher mean training reward over steps 11-30, unless its
-    format rate over steps 21-30 is below 0.9 or its mean KL there exceeds 0.1; then the other; none if both fail.
-    ``runs``: {label: lr}; ``histories``: {label: log history}."""
+FORMAT_KEY = "countdown/format_rate"
+
+
+def probe_choice(runs: dict[str, float], histories: dict[str, list[dict[str, Any]]], steps: int = 30) -> dict[str, Any]:
+    """The registered rule (PROTOCOL.md and its amendment 1): the lr with the higher mean training reward over the
+    last two thirds of the probe's ``steps`` (11-30 of 30), unless its format rate over the last third (21-30) is
+    below 0.9 or its mean KL there exceeds 0.1; then the other; none if both fail. ``runs``: {label: lr};
+    ``histories``: {label: log history}."""
+    reward_from, check_from = steps // 3 + 1, 2 * steps // 3 + 1
     figures = {}
     for label, lr in runs.items():
         history = histories[label]
         figures[label] = {
             "lr": lr,
-            "reward_11_30": window_mean(history, "reward", 11, 30),
-            "format_21_30": window_mean(history, "rewards/format_ok/mean", 21, 30),
-            "kl_21_30": window_mean(history, "kl", 21, 30),
+            "reward": window_mean(history, "reward", reward_from, steps),
+            "format": window_mean(history, FORMAT_KEY, check_from, steps),
+            "kl": window_mean(history, "kl", check_from, steps),
+            "windows": {"reward": [reward_from, steps], "format_and_kl": [check_from, steps]},
         }
 
     def passes(f: dict[str, Any]) -> bool:
-        format_ok = math.isnan(f["format_21_30"]) or f["format_21_30"] >= 0.9
-        kl_ok = math.isnan(f["kl_21_30"]) or f["kl_21_30"] <= 0.1
+        format_ok = math.isnan(f["format"]) or f["format"] >= 0.9
+        kl_ok = math.isnan(f["kl"]) or f["kl"] <= 0.1
         return format_ok and kl_ok
 
-    ranked = sorted(figures, key=lambda k: figures[k]["reward_11_30"], reverse=True)
+    ranked = sorted(figures, key=lambda k: figures[k]["reward"], reverse=True)
     chosen = next((label for label in ranked if passes(figures[label])), None)
     return {"figures": figures, "chosen": chosen, "lr": figures[chosen]["lr"] if chosen else None}
 
@@ -132,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     curves.add_argument("--out", type=Path, required=True)
     probe = sub.add_parser("probe")
     probe.add_argument("folders", nargs="+", type=Path)
+    probe.add_argument("--steps", type=int, default=30, help="the probe's steps (PROTOCOL.md, amendment 1: 20)")
     args = parser.parse_args(argv)
     runs = labelled_runs(args.folders)
     if not runs:
@@ -144,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         record = json.loads((run / "resolved_config.json").read_text())
         lrs[label] = float(record["trainer"]["learning_rate"])
         histories[label] = json.loads((run / "log_history.json").read_text())
-    print(json.dumps(probe_choice(lrs, histories), indent=2))
+    print(json.dumps(probe_choice(lrs, histories, args.steps), indent=2))
     return 0
 
 
