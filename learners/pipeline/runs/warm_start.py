@@ -469,6 +469,9 @@ def ship_warm_start(build_dir: str | Path, dest: str | Path, *, base: str) -> Pa
     with tempfile.TemporaryDirectory() as scratch, atomic_dir(dest, overwrite=True) as out:
         for name in SHIPPED_ADAPTER_FILES:
             shutil.copyfile(build_dir / name, out / name)
+        config = json.loads((out / "adapter_config.json").read_text())
+        config["base_model_name_or_path"] = base  # the name it merges onto, not this machine's path to it
+        write_text(out / "adapter_config.json", json.dumps(config, indent=2, sort_keys=True) + "\n")
         merged = merge_adapter(out, Path(scratch) / "merged", base=base)
         write_text(out / SLICE_FILE, json.dumps(greedy_slice(merged), indent=1) + "\n")
         write_checkpoint_manifest(out)
