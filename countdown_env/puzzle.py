@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import numbers as _numbers
-from collections.abc import Mapping
+import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,6 +105,26 @@ def as_puzzle(value: Puzzle | Mapping[str, Any]) -> Puzzle:
     if isinstance(value, Mapping):
         return Puzzle.from_dict(value)
     raise PuzzleError(f"expected a Puzzle or a mapping with 'numbers' and 'target', got {type(value).__name__}")
+
+
+MAX_ROW_ERROR = 200
+"""Longest message of a bad row kept in :func:`puzzles_from_rows`' error (a row may quote megabytes)."""
+
+
+def puzzles_from_rows(rows: Iterable[Any], where: str | os.PathLike) -> list[Puzzle]:
+    """The puzzle of every row (mappings with ``numbers`` or ``nums``, and ``target``), checked all before any work
+    uses them: the first bad row (``"target": "six"``, 500 000 numbers, ``10**100``, ``1e999``, not a mapping) is a
+    :class:`PuzzleError` in one line, ``WHERE: row N: why`` (``N`` counts rows from 1). Callers run it before a model
+    loads, so a bad split costs no weights' load time."""
+    puzzles = []
+    for index, row in enumerate(rows, 1):
+        try:
+            puzzles.append(as_puzzle(row))
+        except PuzzleError as exc:
+            why = str(exc)
+            why = why if len(why) <= MAX_ROW_ERROR else why[: MAX_ROW_ERROR - 3] + "..."
+            raise PuzzleError(f"{os.fspath(where)}: row {index}: {why}") from None
+    return puzzles
 
 
 def is_trivial(puzzle: Puzzle) -> bool:

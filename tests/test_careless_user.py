@@ -319,6 +319,36 @@ def test_train_key_typos_and_models_fail_before_data(tmp_path, capsys):
         assert not (tmp_path / "run").exists()  # refused before the run folder, its data or its model
 
 
+BAD_ROWS = [
+    ('{"numbers": [3, 5, 7], "target": "six"}', "target must be a positive integer, got 'six'"),
+    ('{"numbers": [3, 5, 7], "target": 1e999}', "target must be a positive integer, got inf"),
+    ('{"numbers": [3, 5, 7], "target": 1' + "0" * 100 + "}", "target must be at most 1000000000000"),
+    ('{"numbers": [' + ", ".join(["3"] * 500_000) + '], "target": 10}', "at most 32 numbers, got 500000"),
+]
+
+
+def _split_with_bad_row(path: Path, bad: str, before: int = 5) -> Path:
+    """A jsonl split whose row ``before + 1`` is ``bad`` among good rows."""
+    good = [json.dumps({"numbers": [3, 5, 7], "target": t}) for t in range(20, 30)]
+    path.write_text("\n".join(good[:before] + [bad] + good[before:]) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("bad, needle", BAD_ROWS, ids=["word", "1e999", "10^100", "500k-numbers"])
+def test_bad_split_rows_are_named_before_any_model_loads(bad, needle, tmp_path):
+    """Issue 44 item 4: a bad row was refused only after the weights loaded (7-22 s, after a "Loading weights" bar).
+    ``eval`` and ``train`` name the row in one line, before a weight is read or the run folder is made."""
+    split = _split_with_bad_row(tmp_path / "s.jsonl", bad)
+    result = countdown("eval", "--model", "warm-start", "--split", split, "--out", tmp_path / "r.json")
+    assert_user_error(result, "eval", f"{split}: row 6: ", needle)
+    assert "Loading weights" not in result.stderr
+    assert not (tmp_path / "r.json").exists()
+    config = write_config(tmp_path / "c.yaml", f"model: tiny\ndata: {{train: {split}}}\ntrainer: {{max_steps: 1}}\n")
+    result = countdown("train", "--config", config, "--output-dir", tmp_path / "run")
+    assert_user_error(result, "train", f"data.train {split}: row 6: ", needle)
+    assert not (tmp_path / "run").exists()  # no init model written, no folder claimed
+
+
 def test_eval_model_that_does_not_exist_fails_at_once(tmp_path):
     split = tmp_path / "s.jsonl"
     split.write_text('{"numbers": [3, 4], "target": 7}\n')

@@ -122,6 +122,56 @@ def test_yaml_that_expands_or_nests_without_bound_is_refused(tmp_path, text, nee
     assert needle in str(info.value)
 
 
+def _no_parsing(monkeypatch):
+    """Make any YAML parse fail the test: a refusal must come before the parser runs."""
+    import yaml
+
+    def parse(*args, **kwargs):
+        raise AssertionError("the YAML was parsed")
+
+    monkeypatch.setattr(yaml, "load", parse)
+
+
+def test_config_file_over_the_size_cap_is_refused_unread(tmp_path, monkeypatch):
+    """A 200 MB YAML took 337 s to refuse after parsing (issue 44 item 3): a file beyond the cap is refused by its
+    size, naming the cap, before any parsing."""
+    from learners.pipeline.runs.config import MAX_CONFIG_BYTES
+
+    config = tmp_path / "big.yaml"
+    line = b"  key: value\n"
+    config.write_bytes(b"trainer:\n" + line * (MAX_CONFIG_BYTES // len(line) + 1))
+    size = config.stat().st_size
+    assert size > MAX_CONFIG_BYTES
+    _no_parsing(monkeypatch)
+    refusal = rf"big\.yaml: the file has {size} bytes, more than MAX_CONFIG_BYTES"
+    with pytest.raises(ValueError, match=refusal) as info:
+        load_config(config)
+    assert "\n" not in str(info.value)
+
+
+def test_config_over_the_key_cap_is_refused_before_parsing(tmp_path, monkeypatch):
+    """Under the size cap, a flood of keys (a 38 MB file of 2 M keys took 278 s) is refused by counting their
+    indicators before parsing; a block mapping of exactly the cap's keys (one ':' each) still parses."""
+    from learners.pipeline.runs.config import MAX_CONFIG_BYTES, MAX_CONFIG_KEYS
+
+    at_cap = tmp_path / "at_cap.yaml"
+    at_cap.write_text("tiny:\n" + "".join(f"  k{i}: 1\n" for i in range(MAX_CONFIG_KEYS - 1)))
+    over = tmp_path / "over.yaml"
+    over.write_text("tiny:\n" + "".join(f"  k{i}: 1\n" for i in range(MAX_CONFIG_KEYS)))
+    assert over.stat().st_size <= MAX_CONFIG_BYTES
+    from learners.pipeline.runs.config import _parse_yaml_file
+
+    assert len(_parse_yaml_file(at_cap)["tiny"]) == MAX_CONFIG_KEYS - 1
+    _no_parsing(monkeypatch)
+    refusal = rf"over\.yaml: the YAML writes more than MAX_CONFIG_KEYS \({MAX_CONFIG_KEYS}\)"
+    with pytest.raises(ValueError, match=refusal):
+        load_config(over)
+    from learners.pipeline.runs.config import parse_override_value
+
+    with pytest.raises(ValueError, match="--set trainer.report_to: the YAML writes more than MAX_CONFIG_KEYS"):
+        parse_override_value("trainer.report_to", "[" + ",".join(["a"] * (MAX_CONFIG_KEYS + 2)) + "]")
+
+
 def test_set_values_are_bounded_and_one_line():
     with pytest.raises(ValueError, match=r"--set trainer.report_to=\[: not a YAML value"):
         load_config("cpu-tiny", ["trainer.report_to=["])

