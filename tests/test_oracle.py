@@ -3,11 +3,9 @@ independent value-set brute force (random states with fractions, zeros and negat
 
 from __future__ import annotations
 
-import itertools
 import json
 import random
 from fractions import Fraction
-from functools import cache
 from pathlib import Path
 
 import pytest
@@ -15,41 +13,9 @@ import pytest
 from countdown_env.puzzle import Puzzle
 from countdown_env.solving.oracle import OracleLimitError, OracleLimits, StepOracle
 from countdown_env.solving.solver import count_solutions, solve
+from tests.brute_force import fewest as _brute_fewest
 
 DATASETS = Path(__file__).resolve().parent.parent / "datasets"
-
-
-@cache
-def _values(state: tuple, integer: bool) -> frozenset:
-    """Every value of an expression using each value of ``state`` exactly once (signed, both operand orders)."""
-    if len(state) == 1:
-        return frozenset(state)
-    found = set()
-    n = len(state)
-    for size in range(1, n // 2 + 1):
-        for left_idx in itertools.combinations(range(n), size):
-            left = tuple(sorted(state[i] for i in left_idx))
-            right = tuple(sorted(state[i] for i in range(n) if i not in left_idx))
-            for a in _values(left, integer):
-                for b in _values(right, integer):
-                    results = [a + b, a - b, b - a, a * b]
-                    results += [Fraction(a) / b] if b else []
-                    results += [Fraction(b) / a] if a else []
-                    for r in results:
-                        if integer and (Fraction(r).denominator != 1 or r <= 0):
-                            continue
-                        found.add(Fraction(r))
-    return frozenset(found)
-
-
-def _brute_fewest(state: tuple, target: int, use_all: bool, integer: bool) -> int | None:
-    """Fewest operations: the smallest sub-multiset (all of it under use_all) whose values include the target."""
-    sizes = [len(state)] if use_all else range(1, len(state) + 1)
-    for size in sizes:
-        for sub in itertools.combinations(state, size):
-            if Fraction(target) in _values(tuple(sorted(sub)), integer):
-                return size - 1
-    return None
 
 
 def _rows(name: str) -> list[dict]:
