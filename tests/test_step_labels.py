@@ -58,6 +58,8 @@ CASES = [
     # TinyZero tags, a compact step, "Step k:" prefixes, then a unit that cannot be read stops the labels
     ([25, 3, 7], 82, {}, "<think>Step 1: 25*3 = 75\n75 + 7 = 82, so 25 * 3 + 7 = 82\n75 - 7 = 68</think>",
      [("25*3 = 75", [25, 3, 7])], 2),
+    # generation stopped inside the reasoning: its last unit may be cut short ("= 8" of "= 82"), so it is not read
+    ([25, 3, 7], 82, {}, "<reasoning>\n25 * 3 = 75\n75 + 7 = 8", [("25 * 3 = 75", [25, 3, 7])], 1),
     # an unsolvable puzzle: no first mistake, whatever is written
     ([2, 3], 100, {}, R.format("2 * 3 = 6"), [("2 * 3 = 6", [2, 3])], 0),
     # the target is one of the numbers

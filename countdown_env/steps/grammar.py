@@ -15,7 +15,9 @@ every form but the plain one):
 - ``note``: sentences that state and change nothing: ``Numbers 2, 3.``, ``Target 7.``, ``Reached 7.``, ``7 is
   already one of the numbers.``, a ``Check: ...`` paragraph (it replays the path found, taking no new step), and
   prose with no digit at all (``Let me think.``);
-- ``unparsed``: anything else with a digit in it (``25 * 3 + 7 = 82``, ``I get 75``): never guessed.
+- ``unparsed``: anything else with a digit in it (``25 * 3 + 7 = 82``, ``I get 75``), and the last unit of a
+  reasoning cut off before its closing tag unless it ends with ``.`` (``Try 4 * 3 = 1`` may be ``= 12`` cut short):
+  never guessed.
 
 ``STEP`` is ``a op b = c`` with ``op`` one of ``+ - * /`` (``×``, ``÷`` read as ``*``, ``/``) and each number an
 integer, possibly negative, or a fraction ``p/q`` written without spaces (as the traces write them); ``25/5 = 5``
@@ -99,7 +101,17 @@ def parse_units(completion: str) -> list[Unit]:
             if stripped and stripped != ".":
                 first = u_start + len(text) - len(text.lstrip())
                 units.append(_unit(stripped, first))
+    if units and _cut_off(completion, start) and not units[-1].text.endswith("."):
+        last = units[-1]  # the reasoning was opened and never closed: its last unit may be cut short
+        units[-1] = Unit("unparsed", last.text, last.start, last.end)
     return units
+
+
+def _cut_off(completion: str, start: int) -> bool:
+    """Whether the reasoning opens with a tag and no closing or answer tag follows (generation stopped inside)."""
+    opened = start > 0 and completion[:start].endswith(("<reasoning>", "<think>"))
+    tail = completion[start:]
+    return opened and not any(tag in tail for tag in ("</reasoning>", "</think>", "<solution>", "<answer>"))
 
 
 def _spans(text: str, start: int, end: int, separator: re.Pattern, keep_end: bool = False) -> list[tuple[int, int]]:
