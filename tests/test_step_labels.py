@@ -36,21 +36,23 @@ CASES = [
     ([25, 3, 7], 82, {}, R.format("Try 25 + 3 = 28. 28 * 7 = 196, too high. Try 25 * 3 = 75. 75 + 7 = 82."),
      [("25 + 3 = 28", [25, 3, 7]), ("28 * 7 = 196", [28, 7]), ("25 * 3 = 75", [25, 3, 7]), ("75 + 7 = 82", [75, 7])],
      0),
-    # Back up after a committed step undoes it; wrong arithmetic and an operand not at hand are invalid and
-    # change nothing
+    # wrong arithmetic breaks the state (None: nothing at hand) until Back up returns to the state before it;
+    # Back up after a committed step undoes it; an operand no longer at hand is invalid too
     ([10, 6, 4], 24, {},
-     R.format("10 + 6 = 16\n16 + 4 = 21\n16 * 4 = 64\nBack up.\n6 - 4 = 2\n10 + 4 = 14\n2 * 12 = 24"),
-     [("10 + 6 = 16", [10, 6, 4]), ("16 + 4 = 21", [16, 4]), ("16 * 4 = 64", [16, 4]), ("6 - 4 = 2", [16, 4]),
-      ("10 + 4 = 14", [16, 4]), ("2 * 12 = 24", [16, 4])], 0),
-    # a number used twice when given once; fractions; the right answer after prose
+     R.format("10 + 6 = 16\n16 + 4 = 21\n16 * 4 = 64\nBack up.\nBack up.\n16 + 4 = 20\nBack up.\n"
+              "6 - 4 = 2\n10 + 4 = 14\n2 * 12 = 24"),
+     [("10 + 6 = 16", [10, 6, 4]), ("16 + 4 = 21", [16, 4]), ("16 * 4 = 64", None), ("16 + 4 = 20", [16, 4]),
+      ("6 - 4 = 2", [16, 4]), ("10 + 4 = 14", None), ("2 * 12 = 24", None)], 0),
+    # a number used twice when given once, backed up from; fractions; the right answer after prose
     ([1, 2, 3, 8], 24, {},
-     R.format("Let me think.\n2 + 2 = 4\n1 / 3 = 1/3\n8 / 1/3 = 24"),
+     R.format("Let me think.\n2 + 2 = 4\nBack up.\n1 / 3 = 1/3\n8 / 1/3 = 24"),
      [("2 + 2 = 4", [1, 2, 3, 8]), ("1 / 3 = 1/3", [1, 2, 3, 8]), ("8 / 1/3 = 24", [F(1, 3), 2, 8])], 0),
     # a negative intermediate is allowed by default and can still lead to the target
     ([5, 3, 4], 8, {}, R.format("3 - 5 = -2\n-2 * 4 = -8\nBack up.\n4 * -2 = -8"),
      [("3 - 5 = -2", [5, 3, 4]), ("-2 * 4 = -8", [-2, 4]), ("4 * -2 = -8", [-2, 4])], 0),
-    # under integer_intermediates a fraction and a negative step are invalid
-    ([6, 4, 3], 8, {"integer_intermediates": True}, R.format("4 / 6 = 2/3\n3 - 4 = -1\n6 - 4 = 2\n2 + 6 = 8"),
+    # under integer_intermediates a fraction and a negative step are invalid; Dead end. mends a broken state
+    ([6, 4, 3], 8, {"integer_intermediates": True},
+     R.format("4 / 6 = 2/3\nDead end.\n3 - 4 = -1\nDead end.\n6 - 4 = 2\n2 + 6 = 8"),
      [("4 / 6 = 2/3", [6, 4, 3]), ("3 - 4 = -1", [6, 4, 3]), ("6 - 4 = 2", [6, 4, 3]), ("2 + 6 = 8", [2, 3])], 0),
     # under use_all_numbers reaching the target early with a number left over is not the end
     ([4, 2, 1], 8, {"use_all_numbers": True}, R.format("4 * 2 = 8\n8 - 1 = 7\nBack up.\n8 * 1 = 8"),
@@ -75,7 +77,7 @@ def _expected(numbers, target, rules, steps):
     for text, state in steps:
         a, op, b, c = re.fullmatch(r"(\S+?)\s*([-+*/])\s*(\S+) = (\S+)", text).groups()
         a, b, c = F(a), F(b), F(c)
-        rest = [F(v) for v in state]
+        rest = [F(v) for v in state or []]  # a broken state (None) holds nothing
         ok = a in rest and (rest.remove(a) or b in rest)
         if ok:
             rest.remove(b)
@@ -142,13 +144,13 @@ def test_label_steps_writes_rows_and_the_process_reward_layout(tmp_path, capsys)
     written = [json.loads(line) for line in out.read_text().splitlines()]
     assert written[0]["id"] == "a" and written[0]["first_mistake"] == 1 and written[0]["solvable_before"] is True
     assert [(s["text"], s["valid"], s["solvable_after"]) for s in written[0]["steps"]] == [
-        ("25 * 3 = 75", True, True), ("75 + 8 = 83", False, False), ("75 + 7 = 82", True, True)
-    ]  # fmt: skip
+        ("25 * 3 = 75", True, True), ("75 + 8 = 83", False, False), ("75 + 7 = 82", False, False)
+    ]  # fmt: skip  # the wrong line broke the state: nothing follows from it without backing up
     assert written[1]["steps"] == [] and written[1]["unparsed"] == ["I add them: 2 + 3 = 5 done"]
     prm_rows = [json.loads(line) for line in prm.read_text().splitlines()]
     assert len(prm_rows) == 1  # the row not read to its end is left out
     assert prm_rows[0]["completions"] == ["25 * 3 = 75", "75 + 8 = 83", "75 + 7 = 82"]
-    assert prm_rows[0]["labels"] == [True, False, True]
+    assert prm_rows[0]["labels"] == [True, False, False]
     assert "[25, 3, 7]" in prm_rows[0]["prompt"] and "82" in prm_rows[0]["prompt"]
 
 

@@ -10,7 +10,9 @@ given numbers. Each step gets
 - ``valid``: its two operands are available in the current state (as a multiset), the rules allow the operation
   (:func:`~countdown_env.solving.oracle.combine_step`: the operator, no division by zero, under
   ``integer_intermediates`` a positive whole result, the verifier's magnitude bound) and its stated result is exact.
-  An invalid step changes nothing: later steps are judged on the state before it;
+  An invalid step *breaks* the state: the reasoning has left the rules, so no value is at hand in it (every later
+  step is invalid) and the target counts as unreachable, until ``Try``, ``Dead end.`` or ``Back up.`` returns to a
+  state read before (a probe started from a sound state ends there again);
 - ``solvable_after``: the oracle on the state it leads to (``False`` for an invalid step).
 
 The completion gets ``solvable_before`` (the oracle on the given numbers) and ``first_mistake``: the index of the
@@ -30,12 +32,12 @@ from .grammar import Step, Unit, parse_units, reasoning_span
 
 __all__ = ["CompletionLabels", "LabelledStep", "label_completion"]
 
-State = tuple  # a sorted multiset of exact values
+State = tuple | None  # a sorted multiset of exact values; None: broken by an invalid step
 
 
 @dataclass(frozen=True)
 class LabelledStep:
-    """One step with its labels and the state it leads to (the state before it, when invalid). ``segment_end``: where
+    """One step with its labels and the state it leads to (``None`` after an invalid step). ``segment_end``: where
     the text that goes with the step ends (its unit's end, verdict and ``.`` included, for a unit's last step)."""
 
     step: Step
@@ -104,7 +106,7 @@ def label_completion(completion: str, puzzle: Puzzle, oracle: StepOracle) -> Com
             unparsed = tuple(u.text for u in units[index:])
             break
         current, history = _advance(unit, current, history, root, oracle, labelled)
-        timeline.append((unit.end, oracle.reachable(current)))
+        timeline.append((unit.end, current is not None and oracle.reachable(current)))
     first_mistake = None
     if solvable_before:
         first_mistake = next((i for i, s in enumerate(labelled) if not s.solvable_after), None)
@@ -134,17 +136,19 @@ def _advance(
 
 
 def _take(step: Step, state: State, oracle: StepOracle) -> LabelledStep:
+    if state is None:
+        return LabelledStep(step, False, False, None)
     rest = list(state)
     for operand in (step.left, step.right):
         if operand not in rest:
-            return LabelledStep(step, False, False, state)
+            return LabelledStep(step, False, False, None)
         rest.remove(operand)
     value = combine_step(
         _plain(step.left), step.op, _plain(step.right),
         ops=oracle.ops, integer=oracle.integer, max_magnitude=oracle.limits.max_magnitude,
     )  # fmt: skip
     if value is None or value != step.result:
-        return LabelledStep(step, False, False, state)
+        return LabelledStep(step, False, False, None)
     after = oracle.key([*rest, value])
     return LabelledStep(step, True, oracle.reachable(after), after)
 
