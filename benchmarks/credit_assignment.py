@@ -49,6 +49,10 @@ MODEL = "warm-start-multistep"
 LEARNERS = ("grpo", "contrastive", "t_spmo", "ps_ppo", "oracle_shaped")
 MAX_PARAGRAPH_LEN = 128
 MIN_KEPT = 30
+PROTOCOL = (
+    "docs/experiments.md#e7-credit-assignment-against-the-exact-oracle-does-each-learners-most-negative-weight-land-"
+    "on-the-first-mistake-no-training"
+)
 
 
 def token_weights(name: str, trainer, batch, seed: int) -> torch.Tensor:
@@ -98,7 +102,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     if args.quick:
         args.prompts = 4
-    measurement = Measurement("E7", argv)
+    measurement = Measurement("E7", argv, protocol=PROTOCOL)
     log = measurement.log
 
     from countdown_env.jsonl import write_jsonl
