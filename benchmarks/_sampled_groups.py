@@ -361,8 +361,10 @@ class Measurement:
     start and the wall time. ``log`` prints a timestamped progress line; ``finish`` writes ``results.json`` and
     ``summary.md`` into the output folder (atomically) and prints the summary. Torch runs on one thread."""
 
-    def __init__(self, name: str, argv: list[str] | None):
+    def __init__(self, name: str, argv: list[str] | None, protocol: str = PRECONDITIONS_PROTOCOL):
         import sys
+
+        self.protocol = protocol
 
         torch.set_num_threads(1)
         self.name = name
@@ -384,7 +386,7 @@ class Measurement:
 
         report = dict(
             precondition=self.name,
-            protocol=PRECONDITIONS_PROTOCOL,
+            protocol=self.protocol,
             date=datetime.date.today().isoformat(),
             command=self.command,
             runtime_s=time.perf_counter() - self.started,

@@ -36,6 +36,8 @@ _EXPORTS = {
     "solve": "solving.solver",
     "solutions": "solving.solver",
     "count_solutions": "solving.solver",
+    "StepOracle": "solving.oracle",
+    "label_completion": "steps.labels",
     "PuzzleGenerator": "task",
     "GeneratedPuzzle": "solving.generator",
     "difficulty_label": "solving.generator",

@@ -6,6 +6,7 @@ A task is four things, written once and serialisable (``to_dict`` / ``from_dict`
 - generator settings: ``n_numbers`` (an int; a ``(lo, hi)`` range drawn uniformly per index; or
   ``((n, weight), ...)`` drawn per index with probability ``weight / sum(weights)``), ``value_range``,
   ``target_range``, ``operators``, ``require_solvable``, ``min_solutions`` / ``max_solutions``, ``target_mode``,
+  ``min_steps`` / ``max_steps`` (certified difficulty: solution count and fewest steps),
   ``seed`` (see :mod:`countdown_env.solving.generator` for how a puzzle is drawn), ``allow_trivial`` (default False: no
   puzzle whose target is one of its numbers, :func:`countdown_env.puzzle.is_trivial`; one rule for every consumer);
 - rules: ``use_all_numbers`` (every number exactly once instead of at most once), ``integer_intermediates``
@@ -171,6 +172,12 @@ class CountdownTask:
     """Reward setting: a wrong answer inside an answer block earns ``format_score`` (TinyZero's reward: 1 correct, 0.1
     well-formed wrong, 0 no answer; :mod:`countdown_env.rewards`), not added to a correct one (unlike
     ``format_bonus``). 0 = off; below 1. Last, so that positional construction is unchanged; older tasks load with 0."""
+    min_steps: int | None = None
+    max_steps: int | None = None
+    """Generator settings, certified difficulty by length: keep only puzzles whose fewest operations to the target
+    (:meth:`countdown_env.solving.oracle.StepOracle.fewest_steps` on the numbers, under the task's rules) lie in
+    ``[min_steps, max_steps]``; ``min_solutions``/``max_solutions`` select by solution count the same way. Last, so
+    that positional construction is unchanged; tasks saved before them load with None (no filter)."""
 
     def __post_init__(self) -> None:
         from .solving.solver import MAX_COUNT_NUMBERS, MAX_SOLVE_NUMBERS, check_operators
@@ -191,9 +198,17 @@ class CountdownTask:
         if self.min_solutions is not None and self.max_solutions is not None:
             if self.min_solutions > self.max_solutions:
                 raise ValueError(f"min_solutions ({self.min_solutions}) > max_solutions ({self.max_solutions})")
+        for name in ("min_steps", "max_steps"):
+            value = getattr(self, name)
+            if value is not None and (not _is_int(value) or value < 0):
+                raise ValueError(f"{name} must be None or a non-negative integer, got {value!r}")
+        if self.min_steps is not None and self.max_steps is not None and self.min_steps > self.max_steps:
+            raise ValueError(f"min_steps ({self.min_steps}) > max_steps ({self.max_steps})")
         largest = max(self.counts)
         if (self.min_solutions is not None or self.max_solutions is not None) and largest > MAX_COUNT_NUMBERS:
             raise ValueError(f"min/max_solutions need counting: at most {MAX_COUNT_NUMBERS} numbers, got {largest}")
+        if (self.min_steps is not None or self.max_steps is not None) and largest > MAX_COUNT_NUMBERS:
+            raise ValueError(f"min/max_steps need the step oracle: at most {MAX_COUNT_NUMBERS} numbers, got {largest}")
         if self.require_solvable and self.target_mode == "uniform" and largest > MAX_SOLVE_NUMBERS:
             raise ValueError(f"target_mode='uniform' runs solve(): at most {MAX_SOLVE_NUMBERS} numbers, got {largest}")
         for name in ("require_solvable", "use_all_numbers", "integer_intermediates", "allow_trivial"):

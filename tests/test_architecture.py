@@ -40,9 +40,15 @@ LAYERS: dict[str, tuple[str, ...]] = {
 }
 """A module of the key (the longest matching prefix) may import only modules under these prefixes."""
 
-DECLARED = {("learners.contrastive", "learners.grpo")}
+DECLARED = {
+    ("learners.contrastive", "learners.grpo"),
+    ("learners.oracle_shaped", "learners.grpo"),
+    ("learners.oracle_shaped", "learners.contrastive"),
+}
 """Dependencies between algorithm packages, each explained in docs/architecture.md: contrastive shaping is a layer
-on a GRPO-family learner's loss (``base_learner``), so its trainer subclasses ``learners.grpo.GRPOLearner``."""
+on a GRPO-family learner's loss (``base_learner``), so its trainer subclasses ``learners.grpo.GRPOLearner``; oracle
+shaping is the contrastive shaping with another potential, so it reuses its paragraphs and shaping terms on the same
+base loss."""
 
 SEAMS: dict[str, tuple[str, str]] = {
     "countdown.commands": ("countdown_env.cli", r"learners\.commands\.\w+"),

@@ -12,7 +12,15 @@ from countdown_env.expressions.verifier import verify
 from countdown_env.jsonl import jsonl_line
 from countdown_env.puzzle import Puzzle
 from countdown_env.splits import build_split_records
-from countdown_env.splits.eval_sets import EVAL_SET_SIZE, EVAL_SETS, STORED_COLUMNS, eval_set_bytes, load_eval_set
+from countdown_env.splits.eval_sets import (
+    EVAL_SET_SIZE,
+    EVAL_SETS,
+    STORED_COLUMNS,
+    eval_set_bytes,
+    load_eval_set,
+    stored_rows,
+)
+from tests.brute_force import fewest
 
 DATASETS = Path(__file__).resolve().parent.parent / "datasets"
 # Rows rebuilt in the fast test: counting solutions of 6 numbers takes ~0.5 s a puzzle.
@@ -63,7 +71,7 @@ def test_rebuilt_prefix_is_byte_identical(name):
     """Each set is a prefix-stable stream: the first k rows rebuilt alone equal the committed first k lines."""
     k = PREFIX[name]
     rows = build_split_records(dataclasses.replace(EVAL_SETS[name], eval_size=k))["test"]
-    rebuilt = b"".join(jsonl_line({c: r[c] for c in STORED_COLUMNS}) for r in rows)
+    rebuilt = b"".join(jsonl_line(r) for r in stored_rows(EVAL_SETS[name], rows))
     committed = b"".join((DATASETS / f"{name}.jsonl").read_bytes().splitlines(keepends=True)[:k])
     assert rebuilt == committed
 
@@ -91,6 +99,27 @@ def test_the_tinyzero_set_follows_tinyzeros_rules():
     assert all(sorted(int(n) for n in re.findall(r"\d+", r["solution"])) == sorted(r["numbers"]) for r in rows)
     prompt = load_eval_set("tinyzero_3to4", directory=DATASETS, as_dataset=False)[0]["prompt"][-1]["content"]
     assert "exactly once" in prompt and "<answer>" in prompt  # the set's own rules and template by default
+
+
+@pytest.mark.parametrize("name", ["tiny_n3", "countdown_n4"])
+def test_fewest_steps_are_certified_by_brute_force(name):
+    """The stored fewest steps of the first rows agree with an independent brute force (tests/brute_force.py), and
+    a puzzle with one operation to go has a solution (the count and the steps certify the same puzzles)."""
+    rows = [json.loads(line) for line in (DATASETS / f"{name}.jsonl").read_text().splitlines()[:40]]
+    for row in rows:
+        assert row["fewest_steps"] == fewest(row["numbers"], row["target"], use_all=False, integer=False), row
+        assert row["num_solutions"] >= 1 and 1 <= row["fewest_steps"] <= row["n_numbers"] - 1
+
+
+def test_card_gives_the_certified_difficulty_of_every_set():
+    card = (DATASETS / "README.md").read_text()
+    assert "`fewest_steps`" in card and "`num_solutions`" in card
+    for name in EVAL_SETS:
+        rows = [json.loads(line) for line in (DATASETS / f"{name}.jsonl").read_text().splitlines()]
+        by_steps = {k: sum(r["fewest_steps"] == k for r in rows) for k in range(1, 6)}
+        counts = sorted(r["num_solutions"] for r in rows)
+        cells = [*(str(by_steps[k]) for k in range(1, 6)), str(counts[len(counts) // 2]), str(counts.count(1))]
+        assert f"| `{name}.jsonl` | " + " | ".join(cells) + " |" in card.splitlines()
 
 
 def test_loader_adds_prompts():

@@ -10,9 +10,10 @@ import pytest
 
 from countdown_env.expressions.verifier import verify
 from countdown_env.puzzle import Puzzle
-from countdown_env.solving.generator import GeneratedPuzzle, difficulty_label
+from countdown_env.solving.generator import GeneratedPuzzle, UnsatisfiableSettings, difficulty_label
 from countdown_env.solving.solver import count_solutions, solve
 from countdown_env.task import PuzzleGenerator
+from tests.brute_force import fewest
 
 
 def test_same_index_same_puzzle_across_instances_and_order():
@@ -108,6 +109,20 @@ def test_solution_count_filters():
     assert all(count_solutions(p) == 1 for p in gen.generate(5))
 
 
+@pytest.mark.parametrize("steps", [1, 2, 3])
+def test_fewest_steps_filters_draw_by_certified_length(steps):
+    """Every puzzle drawn with min_steps = max_steps = k needs exactly k operations, by an independent brute force."""
+    gen = PuzzleGenerator(n_numbers=4, value_range=(1, 20), target_range=(10, 200), min_steps=steps, max_steps=steps)
+    for puzzle in gen.generate(6):
+        assert fewest(puzzle.numbers, puzzle.target, use_all=False, integer=False) == steps, puzzle
+    assert gen.generate(6) == PuzzleGenerator(task=gen.task).generate(6)  # still a seeded, reproducible stream
+
+
+def test_fewest_steps_beyond_reach_fail_fast():
+    with pytest.raises(UnsatisfiableSettings, match="min_steps=3"):
+        PuzzleGenerator(n_numbers=3, min_steps=3, seed=0)[0]  # 3 numbers take at most 2 operations
+
+
 def test_record_fields():
     gen = PuzzleGenerator(n_numbers=4, seed=5)
     record = gen.record(7)
@@ -165,6 +180,9 @@ def test_unsatisfiable_options_raise_quickly():
         {"seed": -1},
         {"min_solutions": 3, "max_solutions": 2},
         {"min_solutions": 1, "n_numbers": 7},
+        {"min_steps": 3, "max_steps": 2},
+        {"min_steps": -1},
+        {"max_steps": 2, "n_numbers": 7},
         {"target_mode": "bogus"},
         {"target_mode": "uniform", "n_numbers": 9},
     ],

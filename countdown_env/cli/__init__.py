@@ -37,6 +37,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "merge-splits": ("countdown_env.cli.merge", "merge the shard folders of build-splits --shard K/N into one split"),
     "generate": ("countdown_env.cli.generate", "print puzzles of a task as JSON lines (numbers, target, a solution)"),
     "solve": ("countdown_env.cli.solve", "solve one puzzle: a solution, --all of them or --count (exit 1: none)"),
+    "label-steps": (
+        "countdown_env.cli.label_steps",
+        "label each step of completions with the exact oracle (valid, solvable after, first mistake; PRM rows)",
+    ),
     "verify": ("countdown_env.cli.verify", "judge one answer: verdict and reason (exit 0 correct, 1 wrong)"),
 }
 

@@ -150,8 +150,10 @@ class _Counter:
     looking one side's values up in the other side.
     """
 
-    def __init__(self, numbers: tuple[int, ...], ops: frozenset[str], integer: bool) -> None:
-        self.values = sorted(set(numbers))
+    def __init__(self, numbers: tuple[Value, ...], ops: frozenset[str], integer: bool, sort_key=None) -> None:
+        # numbers are ints for a puzzle; the step oracle also passes fractions as (numerator, denominator) pairs
+        # (values of a partial state), with a ``sort_key`` that orders the mixed types
+        self.values = sorted(set(numbers), key=sort_key)
         self.mult = tuple(numbers.count(v) for v in self.values)
         self.ops = ops
         self.integer = integer

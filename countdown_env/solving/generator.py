@@ -30,7 +30,10 @@ given the numbers the target is uniform over the solvable targets in range. Slow
 draw), exact distribution.
 
 ``require_solvable=False`` draws a uniform target and does not check it (``solution`` is then ``None``).
-``min_solutions``/``max_solutions`` redraw until ``count_solutions`` (same options) lies in range (slower).
+``min_solutions``/``max_solutions`` redraw until ``count_solutions`` (same options) lies in range (slower);
+``min_steps``/``max_steps`` likewise until the fewest operations that reach the target
+(:meth:`~countdown_env.solving.oracle.StepOracle.fewest_steps`, same options) lie in range: together a curriculum by
+certified difficulty rather than by number count alone.
 
 Trivial puzzles (the target is one of the numbers, :func:`countdown_env.puzzle.is_trivial`) are redrawn unless
 ``allow_trivial``: index ``i`` keeps drawing candidates from its own ``default_rng([seed, i])`` until one is not
@@ -64,6 +67,7 @@ import numpy as np
 
 from ..puzzle import Puzzle, is_trivial
 from . import solver
+from .oracle import StepOracle
 
 DIFFICULTY_THRESHOLDS: dict[int, tuple[int, int]] = {
     1: (1, 1),
@@ -159,6 +163,8 @@ class PuzzleDraws:
         self.integer_intermediates = settings.integer_intermediates
         self.min_solutions = settings.min_solutions
         self.max_solutions = settings.max_solutions
+        self.min_steps = settings.min_steps
+        self.max_steps = settings.max_steps
         self.seed = settings.seed
         self.target_mode = settings.target_mode
         self.allow_trivial = settings.allow_trivial
@@ -238,7 +244,7 @@ class PuzzleDraws:
         target range out of reach, else when none of a fixed number of probe draws (about a second at most) meets
         them. Runs once, on the first draw; the probe has its own random stream."""
         counting = self.min_solutions is not None or self.max_solutions is not None
-        if getattr(self, "_checked", False) or not (self.require_solvable or counting):
+        if getattr(self, "_checked", False) or not (self.require_solvable or counting or self._by_steps):
             self._checked = True
             return
         rng = np.random.default_rng([self.seed, PROBE_STREAM])
@@ -264,7 +270,37 @@ class PuzzleDraws:
                     f"({counts}; n_numbers={n}, value_range={self.value_range}, target_range={self.target_range}, "
                     f"allow_trivial={self.allow_trivial}): unreachable or too rare"
                 )
+        if self._by_steps:
+            self._probe_steps(rng)
         self._checked = True
+
+    @property
+    def _by_steps(self) -> bool:
+        return self.min_steps is not None or self.max_steps is not None
+
+    def _steps_in_range(self, puzzle: Puzzle) -> tuple[bool, int | None]:
+        """Whether the puzzle's fewest steps lie in ``[min_steps, max_steps]``, and that number."""
+        steps = StepOracle(puzzle.target, **self._options()).fewest_steps(puzzle.numbers)
+        low = self.min_steps if self.min_steps is not None else 0
+        high = self.max_steps if self.max_steps is not None else math.inf
+        return steps is not None and low <= steps <= high, steps
+
+    def _probe_steps(self, rng: np.random.Generator) -> None:
+        attempts = _probe_attempts(_COUNT_MS, self.n_numbers, 4)  # one oracle question costs about one count
+        seen = set()
+        for _ in range(attempts):
+            puzzle, _ = self._draw_candidate(rng)
+            if not self._allowed(puzzle):
+                continue
+            ok, steps = self._steps_in_range(puzzle)
+            if ok:
+                return
+            seen.add(steps)
+        raise UnsatisfiableSettings(
+            f"{self._settings('min_steps', 'max_steps')} is met by none of {attempts} probe puzzles (their fewest "
+            f"steps: {sorted(seen, key=lambda s: -1 if s is None else s)}; n_numbers={self.n_numbers}, "
+            f"use_all_numbers={self.use_all_numbers}): unreachable or too rare"
+        )
 
     def _check_targets(self, rng: np.random.Generator) -> None:
         n, (_, v_hi), (t_lo, t_hi) = self.n_numbers, self.value_range, self.target_range
@@ -312,13 +348,16 @@ class PuzzleDraws:
             puzzle, solution = self._draw_candidate(rng)
             if not self._allowed(puzzle):  # the same index's stream draws the next candidate
                 continue
+            if self._by_steps and not self._steps_in_range(puzzle)[0]:
+                continue
             if not counting:
                 return puzzle, solution, None
             count = self._count(puzzle)
             if low <= count <= high:
                 return puzzle, solution, count
         raise UnsatisfiableSettings(
-            f"no puzzle {index} met {self._settings('min_solutions', 'max_solutions', 'allow_trivial')} in "
+            f"no puzzle {index} met "
+            f"{self._settings('min_solutions', 'max_solutions', 'min_steps', 'max_steps', 'allow_trivial')} in "
             f"{_MAX_DRAWS} draws: too rare for these settings"
         )
 

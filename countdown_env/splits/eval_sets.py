@@ -16,6 +16,7 @@ from typing import Any
 from ..jsonl import jsonl_line, read_jsonl, write_jsonl
 from ..prompts import chat_messages
 from ..puzzle import Puzzle
+from ..solving.oracle import StepOracle
 from ..task_presets import task_preset
 from . import SplitSpec, build_split_records
 
@@ -36,7 +37,10 @@ EVAL_SETS: dict[str, SplitSpec] = {
 ``tinyzero-3to4`` task preset (:mod:`countdown_env.task_presets`: 3-4 numbers in 1..99, each used exactly once,
 TinyZero's prompt and reward), comparable with TinyZero-style published results."""
 
-STORED_COLUMNS = ("numbers", "target", "n_numbers", "solution", "num_solutions", "difficulty")
+STORED_COLUMNS = ("numbers", "target", "n_numbers", "solution", "num_solutions", "difficulty", "fewest_steps")
+"""The stored columns, in order: the split's, and ``fewest_steps``, the fewest operations that reach the target
+(:meth:`~countdown_env.solving.oracle.StepOracle.fewest_steps` under the set's rules). With ``num_solutions`` it is
+each puzzle's certified difficulty."""
 
 DATASETS_DIR = Path(__file__).resolve().parents[2] / "datasets"
 """``datasets/`` of a source checkout (absent from an installed wheel: pass ``directory`` then)."""
@@ -49,8 +53,18 @@ def eval_set_rows(name: str, progress: bool | None = False) -> list[dict[str, An
         spec = EVAL_SETS[name]
     except KeyError:
         raise ValueError(f"unknown eval set {name!r}; choose one of {sorted(EVAL_SETS)}") from None
-    rows = build_split_records(spec, progress=progress)["test"]
-    return [{k: row[k] for k in STORED_COLUMNS} for row in rows]
+    return stored_rows(spec, build_split_records(spec, progress=progress)["test"])
+
+
+def stored_rows(spec: SplitSpec, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Split rows as an eval set stores them: :data:`STORED_COLUMNS`, ``fewest_steps`` added."""
+    rules = dict(use_all_numbers=spec.task.use_all_numbers, integer_intermediates=spec.task.integer_intermediates)
+    rules["operators"] = spec.task.operators
+    out = []
+    for row in rows:
+        steps = StepOracle(row["target"], **rules).fewest_steps(row["numbers"])
+        out.append({**{k: row[k] for k in STORED_COLUMNS if k != "fewest_steps"}, "fewest_steps": steps})
+    return out
 
 
 def eval_set_bytes(name: str, progress: bool | None = False) -> bytes:
@@ -89,9 +103,14 @@ def load_eval_set(
         rows.append({"prompt": chat_messages(puzzle, template, use_all_numbers=use_all_numbers), **r})
     if not as_dataset:
         return rows
-    from .hf_datasets import records_to_dataset
+    from .hf_datasets import records_to_dataset, split_features
 
-    return records_to_dataset(rows)
+    features = split_features(counts=not rows or "difficulty" in rows[0])
+    if rows and "fewest_steps" in rows[0]:  # the committed sets' certified length (STORED_COLUMNS)
+        from datasets import Value
+
+        features["fewest_steps"] = Value("int64")
+    return records_to_dataset(rows, features)
 
 
 def main(argv: list[str] | None = None) -> int:

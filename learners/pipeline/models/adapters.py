@@ -67,11 +67,11 @@ def merge_adapter(adapter_dir: str | Path, out: str | Path, *, base: str | Path)
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    from . import resolve_model
+    from .pretrained import MODELS, installed_model
     from .tiny import save_tokenizer
     from .tokenizer_io import load_tokenizer
 
-    base_dir = Path(resolve_model(str(base)))
+    base_dir = installed_model(str(base)) if str(base) in MODELS else Path(base)
     out = Path(out)
     model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
     merged = PeftModel.from_pretrained(model, str(adapter_dir), torch_dtype=torch.float32).merge_and_unload()
