@@ -30,6 +30,11 @@ endif
 TORCH_PLAN_LINE = make install: $(TORCH_SPEC) from $${index:-the sources pip is configured with}, then \
 	.[train,dev,verifiers,$(VLLM_EXTRA)] (TORCH_INDEX_URL=$$index, VLLM_EXTRA=$(VLLM_EXTRA))
 
+# setuptools reports "Editable installation. Please be careful with folders in your working directory with the same
+# name as your package" on every editable install of this flat layout (information, not a problem), and pip 26 shows
+# it as a BuildBackendWarning even under -q: that one message is filtered out.
+QUIET_EDITABLE := PYTHONWARNINGS='ignore:Editable installation:UserWarning'
+
 .PHONY: install torch-plan install-vf-classic demo test lint bench clean
 
 $(STAMP): pyproject.toml
@@ -41,7 +46,7 @@ $(STAMP): pyproject.toml
 	# vLLM: the CPU build where no CUDA driver is present, the GPU build otherwise (VLLM_EXTRA overrides).
 	# verifiers 0.4 (its v1 API) pins mcp==2.0.0, which vLLM accepts: one resolver pass, no conflict. Its classic
 	# API (verifiers 0.3.1, which wants mcp<2) lives in its own venv, $(VF_CLASSIC) (`make test` builds it).
-	$(PY) -m pip install -q -e ".[train,dev,verifiers,$(VLLM_EXTRA)]"
+	$(QUIET_EDITABLE) $(PY) -m pip install -q -e ".[train,dev,verifiers,$(VLLM_EXTRA)]"
 	# the `verifiers` environment package, so that `vf-eval countdown` finds it
 	$(PY) -m pip install -q --no-deps -e environments/countdown
 	# vLLM's CUDA-built vision/audio wheels break `import vllm` beside the CPU torch; the text-only path needs none

@@ -106,3 +106,39 @@ def test_torch_plan_takes_the_cpu_index_only_where_no_local_wheel_serves(tmp_pat
     assert f"torch=={version} from the sources pip is configured with" in _plan(empty, "VLLM_EXTRA=vllm")
     assert "from https://mirror.invalid/cpu," in _plan(local, cpu, "TORCH_INDEX_URL=https://mirror.invalid/cpu")
     assert "from the sources pip is configured with" in _plan(empty, cpu, "TORCH_INDEX_URL=")
+
+
+EDITABLE_BUILD = """
+import sys, warnings
+from setuptools import build_meta
+with warnings.catch_warnings(record=True) as caught:  # as pip's backend hook records them (pyproject_hooks)
+    build_meta.build_editable(sys.argv[1])
+print("\\n".join(str(w.message).splitlines()[0] for w in caught))
+"""
+
+
+def test_make_install_filters_setuptools_editable_notice_and_nothing_else(tmp_path):
+    """``make install`` printed setuptools' "Editable installation ... same name as your package" notice, which pip
+    26 shows as a BuildBackendWarning under -q (issue 44 item 10). The Makefile's filter removes it: an editable build
+    of a copy of the project records it without the filter and not with it."""
+    pytest.importorskip("setuptools")
+    match = re.search(r"^QUIET_EDITABLE := PYTHONWARNINGS='([^']+)'$", MAKEFILE, re.MULTILINE)
+    assert match and "$(QUIET_EDITABLE) $(PY) -m pip install -q -e" in MAKEFILE
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, project / name)
+    for package in ("countdown_env", "learners", "verifiers_ext"):
+        shutil.copytree(ROOT / package, project / package, ignore=shutil.ignore_patterns("__pycache__"))
+
+    def notices(**env: str) -> list[str]:
+        environment = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"} | env
+        out = tmp_path / f"wheel{len(env)}"
+        out.mkdir()
+        done = subprocess.run([sys.executable, "-c", EDITABLE_BUILD, str(out)], cwd=project, env=environment,
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        return [line for line in done.stdout.splitlines() if line]
+
+    assert any(line.startswith("Editable installation") for line in notices())
+    assert not any(line.startswith("Editable installation") for line in notices(PYTHONWARNINGS=match.group(1)))
