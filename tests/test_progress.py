@@ -129,3 +129,27 @@ def test_eval_and_builds_print_progress_lines_into_a_log(tiny_model_dir, tmp_pat
                             "sampling: ")  # fmt: skip
     assert lines[0].startswith("sampling: 2/4 completion (50%), ") and "ETA" in lines[0]
     assert lines[-1].startswith("sampling: done, 4 completion in")
+
+
+def test_vllm_progress_counts_completions_in_lines_with_vllms_speed(monkeypatch, capsys):
+    """The ``use_tqdm`` factory handed to ``vllm.LLM.generate``, driven as vLLM 0.31's ``_run_engine`` drives it: the
+    prompts it renders pass through; the run's bar counts completions (a total of 3 prompts x 2 samples, 2 per
+    finished prompt) and shows vLLM's tokens/s; ``--no-progress`` gives ``False`` (issue 44 item 11)."""
+    from learners.sampling.vllm_progress import vllm_progress
+
+    assert vllm_progress(False) is False
+    monkeypatch.setenv("COUNTDOWN_PROGRESS_SECONDS", "0")
+    factory = vllm_progress(None)  # stderr is captured: not a terminal, so lines
+    prompts = [[1, 2], [3]]
+    assert factory(prompts, desc="Rendering prompts") is prompts
+    bar = factory(total=6, desc="Processed prompts", dynamic_ncols=True, postfix="est. speed input: 0.00 toks/s")
+    for finished in range(3):
+        bar.postfix = f"est. speed input: 1.00 toks/s, output: {finished}.00 toks/s"
+        bar.update(2)
+        assert bar.format_dict["elapsed"] > 0 and bar.n == 2 * (finished + 1)
+    bar.refresh()
+    bar.close()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("generating (vLLM): 2/6 completions (33%)")
+    assert lines[2].startswith("generating (vLLM): 6/6 completions (100%)") and "output: 2.00 toks/s" in lines[2]
+    assert lines[3].startswith("generating (vLLM): done, 6 completions in ") and len(lines) == 4

@@ -313,3 +313,24 @@ def test_compare_resume_converges_after_a_kill_before_done(tiny_model_dir, tmp_p
         assert same_rows(rows[:2], original[:2]), kill  # restored (or, from checkpoint-1, recomputed alike)
         if kill == "truncated counters":
             assert "skipping" in err and "checkpoint-2" in err and "resuming from checkpoint-1" in err
+
+
+def test_a_folder_holding_only_dotfiles_is_not_empty(tmp_path):
+    """``--output-dir ~ --overwrite`` wrote a whole run into the home folder (issue 44 item 8): a folder that holds
+    only dotfiles counted as empty. Any entry a run did not create makes it non-empty; only this project's own lock
+    files and temporaries do not count."""
+    from learners.pipeline.runs.folder import prepare_run_folder
+
+    home = tmp_path / "home"
+    (home / ".config").mkdir(parents=True)
+    (home / ".bashrc").write_text("export A=1\n")
+    before = tree_digest(home)
+    with pytest.raises(ValueError, match="is not empty"):
+        prepare_run_folder(home, resume=None, overwrite=False, max_steps=2)
+    with pytest.raises(ValueError, match="holds no countdown run"):
+        prepare_run_folder(home, resume=None, overwrite=True, max_steps=2)
+    assert tree_digest(home) == before
+    scratch = tmp_path / "fresh"
+    scratch.mkdir()
+    (scratch / ".summary.json.tmp-123").write_text("{")  # a writer's temporary left by a kill: the run's own
+    assert prepare_run_folder(scratch, resume=None, overwrite=False, max_steps=2).checkpoint is None

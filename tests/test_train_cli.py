@@ -400,3 +400,16 @@ def test_trl_flags_and_a_plain_grpoconfig_yaml(monkeypatch, tmp_path, capsys):
     assert main(["train", "--reward_funcs", "my.reward"]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "unrecognized arguments: --reward_funcs my.reward" in line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("learner", ["grpo", "ps_ppo"])
+def test_the_built_trl_args_switch_off_ddps_unused_parameter_search(learner, tmp_path):
+    """DDP warned ``find_unused_parameters=True ... did not find any unused parameters`` on every rank of every
+    multi-process run (issue 44 item 10): transformers searches unless ``ddp_find_unused_parameters`` is set, and
+    every parameter of these models takes part in each loss. The run's config sets it false; a value given wins."""
+    from learners.pipeline.runs.driver import learner_config
+
+    assert learner_config(learner, {"output_dir": str(tmp_path)}).ddp_find_unused_parameters is False
+    given = learner_config(learner, {"output_dir": str(tmp_path), "ddp_find_unused_parameters": True})
+    assert given.ddp_find_unused_parameters is True

@@ -120,17 +120,27 @@ def test_env_rollouts_and_multi_turn_eval_through_vllm(engine, tiny_tokenizer):
     assert set(report["turns"]) == {"1", "2"} and report["turns"]["1"]["pass@1"] <= report["turns"]["2"]["pass@1"]
 
 
-def test_countdown_eval_backend_vllm_on_the_warm_start(tmp_path):
-    """``countdown eval --backend vllm`` end to end (its own engine) on the shipped warm start."""
+def test_countdown_eval_backend_vllm_on_the_warm_start(tmp_path, monkeypatch, capsys):
+    """``countdown eval --backend vllm`` end to end (its own engine) on the shipped warm start; with stderr not a
+    terminal (a log) it prints progress lines over the completions with vLLM's tokens/s, and its tokens/s on stdout
+    (issue 44 item 11: it printed neither)."""
     from countdown_env.cli import main
     from learners.pipeline.runs.warm_start import SHIPPED_DIR
 
+    monkeypatch.setenv("COUNTDOWN_PROGRESS_SECONDS", "0")  # a line on every update
     out = tmp_path / "report.json"
     argv = ["eval", "--model", str(SHIPPED_DIR), "--split", str(TINY_N3), "--backend", "vllm", "--limit", "16"]
-    assert main([*argv, "--samples", "2", "--max-new-tokens", "96", "--out", str(out), "--no-progress"]) == 0
+    assert main([*argv, "--samples", "2", "--max-new-tokens", "96", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["backend"] == "vllm" and report["overall"]["n_puzzles"] == 16
     assert report["overall"]["format_rate"] > 0.8  # the warm start writes its format under vLLM too
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.splitlines() if line.startswith("generating (vLLM): ")]
+    assert any("/32 completions" in line and "toks/s" in line for line in lines), captured.err[-3000:]
+    assert lines[-1].startswith("generating (vLLM): done, 32 completions in ")
+    tokens = round(report["generated_tokens_per_second"] * report["generation_seconds"])
+    rate = f"{report['generated_tokens_per_second']:.1f} tokens/s"
+    assert f"generation (vllm): {tokens} tokens in " in captured.out and rate in captured.out
 
 
 # ------------------------------------------------------------------------------------------ colocated training

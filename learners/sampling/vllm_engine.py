@@ -135,7 +135,8 @@ class VLLMSampler:
             colocated engine and :func:`build_llm` are).
         stop_ids: ids that end a sample (besides the model's own eos, which vLLM applies).
         tokenizer: optional; its eos id(s) join ``stop_ids``.
-        progress: vLLM's bar over prompts (``None``: when stderr is a terminal).
+        progress: a progress display over the completions (:mod:`.vllm_progress`; ``None``: a bar on a
+            terminal, lines elsewhere; ``False``: none).
     """
 
     name = "vllm"
@@ -161,7 +162,7 @@ class VLLMSampler:
     ) -> list[list[Sample]]:
         from vllm import SamplingParams
 
-        from countdown_env.progress import wanted
+        from .vllm_progress import vllm_progress
 
         budgets = budgets_of(max_new_tokens, len(prompts), n)
         if not prompts:
@@ -182,7 +183,7 @@ class VLLMSampler:
             for i, b in enumerate(budgets)
         ]
         requests = [{"prompt_token_ids": [int(t) for t in p]} for p in prompts]
-        outputs = generate_watched(self.llm, requests, sampling_params=params, use_tqdm=wanted(self.progress))
+        outputs = generate_watched(self.llm, requests, sampling_params=params, use_tqdm=vllm_progress(self.progress))
         return [
             [cut(o.token_ids, sampled_logprobs(o), b, self.stop_ids) for o in out.outputs]
             for out, b in zip(outputs, budgets, strict=True)

@@ -75,6 +75,18 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def speed_line(report: dict[str, Any]) -> str:
+    """One line: the backend's generation time and tokens/s (the report's ``generation_seconds`` and
+    ``generated_tokens_per_second``), so a user reads the speed without opening the JSON."""
+    from countdown_env.progress import duration
+
+    seconds, rate = report.get("generation_seconds"), report.get("generated_tokens_per_second")
+    if not seconds or rate is None:
+        return f"generation ({report.get('backend', '?')}): no tokens generated"
+    return (f"generation ({report.get('backend', '?')}): {round(rate * seconds)} tokens in {duration(seconds)}, "
+            f"{rate:.1f} tokens/s")
+
+
 def format_markdown(report: dict[str, Any]) -> str:
     """The report as a Markdown table (one row per number count, difficulty and overall), with a line stating the
     model, split, sampling and prompt template: ready to paste into a README."""

