@@ -302,6 +302,7 @@ def test_eval_reports_of_an_installed_model_go_to_runs_not_into_the_cache():
 
     assert default_report_path("smollm2-135m", "eval_report.json") == Path("runs/eval/smollm2-135m/eval_report.json")
     assert default_report_path("warm-start", "r.json") == Path("runs/eval/warm-start/r.json")
+    assert default_report_path("smollm2-135m-warm-start", "r.json") == Path("runs/eval/smollm2-135m-warm-start/r.json")
     assert default_report_path("runs/x", "r.json") == Path("runs/x/r.json")
 
 

@@ -74,11 +74,14 @@ def add_arguments(parser) -> None:
 
 def default_report_path(model: str, name: str) -> Path:
     """``MODEL/name``; for ``warm-start`` (the shipped folder, never written to) ``runs/eval/warm-start/name``, and
-    likewise ``runs/eval/NAME/name`` for an installed pretrained model (its cache folder stays as installed)."""
+    likewise ``runs/eval/NAME/name`` for an installed pretrained model or a shipped adapter (their cache folders stay
+    as built)."""
     from ..pipeline.models import WARM_START
+    from ..pipeline.models.adapters import ADAPTERS
     from ..pipeline.models.pretrained import MODELS
 
-    return Path(f"runs/eval/{model}" if model == WARM_START or model in MODELS else model) / name
+    named = model == WARM_START or model in MODELS or model in ADAPTERS
+    return Path(f"runs/eval/{model}" if named else model) / name
 
 
 def sized_defaults(args, model_dir) -> str | None:
