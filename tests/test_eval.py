@@ -260,3 +260,16 @@ def test_the_speed_line_states_tokens_time_and_rate():
     report = {"backend": "vllm", "generation_seconds": 125.0, "generated_tokens_per_second": 12.5}
     assert speed_line(report) == "generation (vllm): 1562 tokens in 2m 05s, 12.5 tokens/s"
     assert "no tokens" in speed_line({"backend": "hf", "generation_seconds": 0.0, "generated_tokens_per_second": None})
+
+
+def test_parameter_count_reads_headers_and_gives_up_on_a_damaged_file(tmp_path):
+    import torch
+    from safetensors.torch import save_file
+
+    from learners.pipeline.evaluation.eval_models import parameter_count
+
+    save_file({"a": torch.zeros(3, 4), "b": torch.zeros(5)}, str(tmp_path / "model.safetensors"))
+    assert parameter_count(tmp_path) == 3 * 4 + 5
+    for damaged in (b"{}", b"\xff" * 8 + b"{}", (10).to_bytes(8, "little") + b"not json!!"):
+        (tmp_path / "model.safetensors").write_bytes(damaged)
+        assert parameter_count(tmp_path) is None
