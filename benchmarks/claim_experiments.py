@@ -410,7 +410,8 @@ def margin_lines(result: dict, contrasts: list[dict]) -> list[str]:
         lines.append(
             f"- The margin ±{EQUIVALENCE_MARGIN} against grpo's own pass@1 gain over step 0 at step {own['step']}: "
             f"{fmt_ci(gain, low, high)} (the margin is {ratio} that gain): an arm that learned nothing at all would "
-            f"sit {gain:+.3f} from grpo and {'still' if abs(gain) < EQUIVALENCE_MARGIN else 'not'} fit inside the margin."
+            f"sit {gain:+.3f} from grpo and {'still' if abs(gain) < EQUIVALENCE_MARGIN else 'not'} fit inside the "
+            "margin."
         )
     for c in contrasts:
         values = list(c["per_seed"].values())
