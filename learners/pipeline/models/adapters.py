@@ -117,10 +117,12 @@ def merged_model(adapter: ShippedAdapter | str, cache: str | Path | None = None,
     problem = adapter_problem(adapter)
     if problem is not None:
         raise ValueError(f"the shipped warm start {adapter.name!r} is damaged ({problem}); reinstall countdown-rl")
-    if adapter.base in MODELS:
-        installed_model(adapter.base, cache)  # not installed: one line naming `countdown models install`
-    elif not Path(adapter.base).is_dir():
-        raise FileNotFoundError(f"{adapter.name}: its base model {adapter.base} is not a folder")
+    if adapter.base in MODELS:  # not installed: one line naming `countdown models install`
+        base: Path = installed_model(adapter.base, cache)
+    else:
+        base = Path(adapter.base)
+        if not base.is_dir():
+            raise FileNotFoundError(f"{adapter.name}: its base model {adapter.base} is not a folder")
     target = merged_folder(adapter, cache)
     with output_claim(target):
         if target.is_dir() and checkpoint_problem(target) is None:
@@ -129,6 +131,6 @@ def merged_model(adapter: ShippedAdapter | str, cache: str | Path | None = None,
             f"merging the shipped {adapter.name} adapter onto {adapter.base} into {target} (once, ~20 s)"
         )
         with atomic_dir(target, overwrite=True) as out:
-            merge_adapter(adapter.folder, out, base=adapter.base)
+            merge_adapter(adapter.folder, out, base=base)  # the base of this cache, resolved once
             write_checkpoint_manifest(out)
     return target

@@ -429,12 +429,13 @@ def greedy_slice(model_dir: str | Path, count: int = SLICE_PUZZLES, max_new_toke
     re-scores the same slice and compares."""
     from countdown_env.splits.eval_sets import load_eval_set
 
+    from ..data import model_task
     from ..evaluation.eval_models import model_sampler
     from ..evaluation.evaluate import evaluate
     from ..models.tokenizer_io import load_tokenizer
 
     tokenizer = load_tokenizer(model_dir)
-    task = _model_task(model_dir)
+    task = model_task(model_dir) or tiny_task()
     rows = load_eval_set(EVAL_SET, as_dataset=False)[:count]
     sampler = model_sampler(model_dir, tokenizer, "hf", batch_size=count)
     report = evaluate(sampler, tokenizer, rows, task=task, samples=1, temperature=0.0, max_new_tokens=max_new_tokens,
@@ -442,12 +443,6 @@ def greedy_slice(model_dir: str | Path, count: int = SLICE_PUZZLES, max_new_toke
     correct = [bool(p["correct"][0]) for p in report["puzzles"]]
     return {"eval_set": EVAL_SET, "puzzles": count, "max_new_tokens": max_new_tokens, "backend": "hf",
             "correct": correct, "pass@1": sum(correct) / count}  # fmt: skip
-
-
-def _model_task(model_dir):
-    from ..data import model_task
-
-    return model_task(model_dir) or tiny_task()
 
 
 def ship_warm_start(build_dir: str | Path, dest: str | Path, *, base: str) -> Path:
