@@ -8,7 +8,7 @@ costs (prime_rl runs one extra no-grad forward per micro-batch when π_old exist
 
 ``--model smollm2-135m`` (or a model folder, e.g. its warm start) times the real pretrained model instead of the tiny
 one; ``--no-presets`` keeps the baseline and the base class only; ``--lora-rank R`` adds the base class training a
-LoRA adapter of rank R (``run_driver.lora_config``) in place of every weight.
+LoRA adapter of rank R (``runs.lora.lora_config``) in place of every weight.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def main() -> None:
     from learners.pipeline.models import resolve_model
     from learners.pipeline.models.tiny import build_tiny_model, tiny_cpu_kwargs
     from learners.pipeline.models.tokenizer_io import load_tokenizer
-    from learners.pipeline.runs.driver import lora_config
+    from learners.pipeline.runs.lora import lora_config
 
     torch.manual_seed(0)
     tmp = tempfile.mkdtemp()

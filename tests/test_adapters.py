@@ -18,7 +18,7 @@ def _tiny_adapter(base: Path, out: Path, *, rank: int = 2, seed: int = 0) -> Pat
     from peft import get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from learners.pipeline.runs.driver import lora_config
+    from learners.pipeline.runs.lora import lora_config
 
     torch.manual_seed(seed)
     model = get_peft_model(AutoModelForCausalLM.from_pretrained(base), lora_config(rank, "all-linear"))

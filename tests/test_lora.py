@@ -1,4 +1,4 @@
-"""LoRA runs (E5 of docs/experiments.md): ``run_driver.make_trainer(peft_config=...)`` trains only the adapter, and
+"""LoRA runs (E5 of docs/experiments.md): ``runs.driver.make_trainer(peft_config=...)`` trains only the adapter, and
 ``countdown compare --lora-rank R`` records it, reproduces it in its command line and saves adapter checkpoints."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from countdown_env.cli import main
 from learners.pipeline.compare import CompareSettings
-from learners.pipeline.runs.driver import LORA_TARGETS, lora_config
+from learners.pipeline.runs.lora import LORA_TARGETS, lora_config
 
 
 def expected_lora_parameters(config: dict, rank: int) -> int:
@@ -72,7 +72,7 @@ def test_compare_lora_run_records_and_saves_the_adapter(tiny_model_dir, tmp_path
 def test_compare_trains_an_all_linear_adapter_on_a_train_file(tiny_model_dir, tmp_path):
     import random
 
-    from learners.pipeline.runs.driver import LORA_ALL_LINEAR
+    from learners.pipeline.runs.lora import LORA_ALL_LINEAR
 
     pool = [{"numbers": [a, b, c], "target": a + b + c} for a, b, c in ((3, 5, 7), (2, 9, 11), (4, 6, 13), (1, 8, 17))]
     train_file = tmp_path / "band.jsonl"
@@ -105,3 +105,56 @@ def test_compare_refuses_a_train_file_holding_an_eval_puzzle(tiny_model_dir, tmp
     assert main(argv) != 0
     err = capsys.readouterr().err
     assert "line 2" in err and "eval puzzle" in err
+
+
+def test_train_lora_section_saves_the_adapter_and_a_merged_final(tiny_model_dir, tmp_path, monkeypatch):
+    """``lora: {rank, targets}`` in a run config trains the adapter only; ``final/`` loads as a plain model whose
+    weights equal the base's plus B A scaled by alpha / r (computed here from the saved adapter)."""
+    import torch
+    from safetensors.torch import load_file
+
+    from learners.core.checkpoints import checkpoint_problem
+    from learners.core.trainer import CountdownGRPOTrainer
+
+    # the random tiny model solves nothing: alternate rewards give every group a gradient, so B leaves zero
+    monkeypatch.setattr(CountdownGRPOTrainer, "countdown_env_reward",
+                        lambda self, prompts, completions, *a, **k: [float(i % 2) for i in range(len(completions))])
+
+    rows = [{"numbers": [a, b, c], "target": a + b + c} for a, b, c in ((3, 5, 7), (2, 9, 11), (4, 6, 13), (1, 8, 17))]
+    train_file = tmp_path / "train.jsonl"
+    train_file.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    out = tmp_path / "run"
+    sets = [f"model={tiny_model_dir}", "data=" + json.dumps({"train": str(train_file)}), "eval.every=0",
+            "trainer.max_steps=1", "trainer.per_device_train_batch_size=4", "trainer.num_generations=4",
+            "trainer.max_completion_length=8", "trainer.learning_rate=0.05", "lora={rank: 2, targets: all-linear}"]
+    argv = ["train", "--learner", "grpo", "--config", "cpu-tiny", "--output-dir", str(out)]
+    assert main(argv + [x for s in sets for x in ("--set", s)]) == 0  # fmt: skip
+    adapter_dir = out / "final" / "adapter"
+    adapter = json.loads((adapter_dir / "adapter_config.json").read_text())
+    assert adapter["r"] == 2 and adapter["lora_alpha"] == 4
+    assert checkpoint_problem(out / "final") is None
+    base, final = load_file(tiny_model_dir / "model.safetensors"), load_file(out / "final" / "model.safetensors")
+    lora = load_file(adapter_dir / "adapter_model.safetensors")
+    changed = 0
+    for key, weight in base.items():
+        stem = "base_model.model." + key.removesuffix(".weight")
+        a, b = lora.get(stem + ".lora_A.weight"), lora.get(stem + ".lora_B.weight")
+        expected = weight if a is None else weight + (b @ a) * (adapter["lora_alpha"] / adapter["r"])
+        torch.testing.assert_close(final[key], expected, rtol=0, atol=1e-6)
+        changed += a is not None and not torch.equal(final[key], weight)
+    assert changed > 0  # one step with a gradient moved B off zero
+
+
+@pytest.mark.parametrize(
+    "section, needle",
+    [("{rank: 0}", "lora.rank must be an integer >= 1"), ("{targets: attention}", "lora.rank"),
+     ("{rank: 2, tagets: attention}", "did you mean"), ("{rank: 2, targets: everything}", "LoRA targets must be"),
+     ("{rank: 2, targets: []}", "lora.targets must be"), ("[2]", "must be a mapping")],
+)  # fmt: skip
+def test_train_lora_section_bad_values_fail_in_one_line(tiny_model_dir, tmp_path, capsys, section, needle):
+    argv = ["train", "--config", "cpu-tiny", "--model", str(tiny_model_dir), "--output-dir", str(tmp_path / "run"),
+            "--set", f"lora={section}"]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0], err
+    assert not (tmp_path / "run").exists()

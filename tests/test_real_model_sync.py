@@ -123,7 +123,7 @@ def test_one_step_of_the_30_layer_model_keeps_the_colocated_engine_on_the_policy
 def test_lora_with_the_colocated_engine_syncs_the_merged_adapter(smollm2_truncated_dir, tmp_path):
     """A LoRA adapter trained with colocated vLLM: TRL merges it into the base weights for each sync; the engine must
     score like the adapted policy (not like the base model) after two steps."""
-    from learners.pipeline.runs.driver import lora_config
+    from learners.pipeline.runs.lora import lora_config
 
     trainer = colocated_trainer(smollm2_truncated_dir, tmp_path / "run", peft_config=lora_config(4),
                                 learning_rate=1e-2)  # fmt: skip

@@ -19,7 +19,7 @@ MAX_BYTES = 10_000_000
 
 
 def test_the_shipped_adapter_is_small_and_intact():
-    from learners.pipeline.runs.driver import LORA_ALL_LINEAR
+    from learners.pipeline.runs.lora import LORA_ALL_LINEAR
 
     files = [p for p in SMOLLM2_WARM_START.folder.iterdir() if p.is_file()]
     assert sum(p.stat().st_size for p in files) <= MAX_BYTES

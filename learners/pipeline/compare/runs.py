@@ -232,7 +232,8 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
     from transformers import PrinterCallback
 
     from ..data import prompt_dataset
-    from ..runs.driver import lora_config, make_trainer, write_run_record
+    from ..runs.driver import make_trainer, write_run_record
+    from ..runs.lora import lora_config
     from ..runs.processes import run_processes
 
     settings, progress = comparison.settings, comparison.progress

@@ -76,8 +76,8 @@ class CompareSettings:
     eval_batch_size: int = 128
     keep_checkpoints: bool = False
     rollouts: str = "dataset"  # learners.pipeline.rollouts.ROUTES: dataset, env (token-MDP episodes), tools
-    lora_rank: int | None = None  # train a LoRA adapter of this rank (runs.driver.lora_config), not every weight
-    lora_targets: str = "attention"  # runs.driver.LORA_TARGET_SETS: attention or all-linear
+    lora_rank: int | None = None  # train a LoRA adapter of this rank (runs.lora.lora_config), not every weight
+    lora_targets: str = "attention"  # runs.lora.LORA_TARGET_SETS: attention or all-linear
     train_file: str | None = None  # JSONL of training puzzles (numbers/target) instead of a generated split
 
     # fields that may change between a run and its --resume
@@ -103,7 +103,7 @@ class CompareSettings:
             raise ValueError("--eval-limit must be >= 1")
         if self.lora_rank is not None and self.lora_rank < 1:
             raise ValueError("--lora-rank must be >= 1")
-        from ..runs.driver import LORA_TARGET_SETS
+        from ..runs.lora import LORA_TARGET_SETS
 
         if self.lora_targets not in LORA_TARGET_SETS:
             raise ValueError(f"--lora-targets must be one of {sorted(LORA_TARGET_SETS)}, got {self.lora_targets!r}")

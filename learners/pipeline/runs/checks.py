@@ -12,7 +12,8 @@ from typing import Any
 from countdown_env.keys import refuse_unknown
 
 from ..models import check_model
-from .config import DATA_KEYS, EVAL_KEYS, SECTIONS
+from .config import DATA_KEYS, EVAL_KEYS, LORA_KEYS, SECTIONS
+from .lora import lora_section_config
 
 TRACKER_EXTRAS = {"tensorboard": ("tensorboard", "tensorboard"), "wandb": ("wandb", None)}
 """``report_to`` value -> (module to import, the project's extra that installs it or ``None``)."""
@@ -72,7 +73,7 @@ def validate_config(learner: str, config: dict[str, Any]) -> CheckedConfig:
     from ..models.tiny import build_tiny_model
 
     refuse_unknown("config section", set(config), SECTIONS)
-    for section in ("tiny", "task", "data", "eval", "trainer"):
+    for section in ("tiny", "task", "data", "eval", "trainer", "lora"):
         value = config.get(section)
         if value is not None and not isinstance(value, dict):
             raise ValueError(f"config section {section!r} must be a mapping of keys, got {type(value).__name__}")
@@ -95,6 +96,7 @@ def validate_config(learner: str, config: dict[str, Any]) -> CheckedConfig:
             puzzles_from_rows(iter_jsonl(data[key]), f"data.{key} {data[key]}")
     refuse_unknown("eval key", config.get("eval") or {}, EVAL_KEYS)
     check_eval_values(config.get("eval") or {})
+    check_lora(config.get("lora"))
     spec = get_learner(learner)
     fields = trainer_fields(spec)  # without importing TRL (learners/core/trainer_fields.json)
     refuse_unknown(f"trainer key ({spec.config_class} option)", config.get("trainer") or {}, fields)
@@ -110,6 +112,14 @@ def validate_config(learner: str, config: dict[str, Any]) -> CheckedConfig:
     _check_trackers((config.get("trainer") or {}).get("report_to"))
     steps = (config.get("trainer") or {}).get("max_steps")
     return CheckedConfig(task=task, max_steps=int(steps if steps is not None else fields["max_steps"]))
+
+
+def check_lora(section: dict[str, Any] | None) -> None:
+    """The ``lora:`` section's keys and values (one line each): building its ``peft`` config checks them all."""
+    if not section:
+        return
+    refuse_unknown("lora key", section, LORA_KEYS)
+    lora_section_config(section)
 
 
 AT_LEAST_ONE_TRAINER_KEYS = ("per_device_train_batch_size", "gradient_accumulation_steps", "max_completion_length",

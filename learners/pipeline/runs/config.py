@@ -131,7 +131,7 @@ def find_config(name_or_path: str | Path) -> Path:
     raise FileNotFoundError(f"no config {str(name_or_path)!r}; give a YAML path or one of {choices}")
 
 
-SECTIONS = ("model", "tiny", "task", "data", "eval", "trainer", "curriculum", "rollouts")
+SECTIONS = ("model", "tiny", "task", "data", "eval", "trainer", "curriculum", "rollouts", "lora")
 MOVED_SECTIONS = {"template": "task.template", "reward": "task (format_bonus, use_all_numbers, ...)"}
 
 
@@ -181,6 +181,9 @@ RESOLVED_CONFIG = "resolved_config.json"
 
 DATA_KEYS = ("train", "eval", "train_size", "eval_size")
 EVAL_KEYS = ("every", "samples", "temperature", "max_new_tokens", "limit", "seed", "batch_size")
+LORA_KEYS = ("rank", "targets", "alpha")
+"""``lora:`` section: train a LoRA adapter of ``rank`` on ``targets`` (``attention``, ``all-linear`` or a list of
+module names), ``alpha`` (default ``2 rank``) instead of every weight (:func:`learners.pipeline.runs.lora.lora_config`)."""
 
 
 def apply_overrides(config: dict[str, Any], overrides: list[str]) -> dict[str, Any]:

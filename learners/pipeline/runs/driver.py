@@ -30,6 +30,7 @@ from ..evaluation.callback import make_eval_callback
 from ..models import resolve_model
 from .checks import CheckedConfig, check_rollouts, validate_config
 from .config import CPU_SETTINGS, DATA_KEYS, RESOLVED_CONFIG
+from .lora import lora_section_config
 from .record import check_resume, merged_record, run_record
 
 
@@ -125,6 +126,7 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path, 
         train_puzzles=train_puzzles,
         rollouts=check_rollouts(config),
         callbacks=[eval_callback, *progress] + ([CurriculumCallback(curriculum)] if curriculum is not None else []),
+        peft_config=lora_section_config(config["lora"]) if config.get("lora") else None,
     )
     trainer.curriculum = curriculum
     trainer.eval_callback = eval_callback
@@ -195,28 +197,17 @@ def learner_config(learner: str, trainer_args: dict[str, Any]):
     return get_learner(learner).make_config(**trainer_args)
 
 
-LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
-"""``lora_targets="attention"``: every attention projection (the setting of E5 in docs/experiments.md)."""
-
-LORA_ALL_LINEAR = (*LORA_TARGETS, "gate_proj", "up_proj", "down_proj")
-"""``lora_targets="all-linear"``: every linear layer of a llama/Qwen block (the SmolLM2 warm start's adapter, R2)."""
-
-LORA_TARGET_SETS = {"attention": LORA_TARGETS, "all-linear": LORA_ALL_LINEAR}
-
-
-def lora_config(rank: int, targets: str | tuple[str, ...] = "attention", alpha: int | None = None):
-    """A LoRA adapter of rank ``rank`` on ``targets`` (a name of :data:`LORA_TARGET_SETS` or module names),
-    ``lora_alpha = alpha`` (default ``2 rank``), no dropout (sampling and loss see the same policy)."""
-    if rank < 1:
-        raise ValueError(f"LoRA rank must be >= 1, got {rank}")
-    if isinstance(targets, str):
-        if targets not in LORA_TARGET_SETS:
-            raise ValueError(f"LoRA targets must be one of {sorted(LORA_TARGET_SETS)}, got {targets!r}")
-        targets = LORA_TARGET_SETS[targets]
-    from peft import LoraConfig
-
-    return LoraConfig(r=rank, lora_alpha=alpha or 2 * rank, lora_dropout=0.0, target_modules=list(targets),
-                      task_type="CAUSAL_LM")  # fmt: skip
+def save_final(trainer, final: Path, *, lora: bool) -> None:
+    """Save the trained policy into ``final``. A LoRA run saves its adapter into ``final/adapter`` and the adapter
+    merged into the weights into ``final`` itself, so that ``final`` loads as a plain model everywhere (eval, serve,
+    a next run's ``model``); every other run saves its weights there."""
+    if not lora:
+        trainer.save_model(str(final))
+        return
+    trainer.save_model(str(final / "adapter"))
+    if trainer.is_world_process_zero():
+        merged = trainer.accelerator.unwrap_model(trainer.model).merge_and_unload()  # the run is over: in place
+        merged.save_pretrained(final, safe_serialization=True)
 
 
 def write_run_record(out: Path, record: dict[str, Any]) -> Path:
@@ -323,7 +314,7 @@ def _train(
     finally:
         trainer.release_generation_engine()  # a colocated vLLM engine's KV cache outlived the trainer otherwise
     final = out / "final"
-    trainer.save_model(str(final))
+    save_final(trainer, final, lora=bool(config.get("lora")))
     summary: dict[str, Any] = {"learner": learner, "steps": trainer.state.global_step, "final": str(final)}
     if trainer.is_world_process_zero():
         save_tokenizer(trainer.processing_class, final)

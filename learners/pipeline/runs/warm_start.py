@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..models import SHIPPED_DIR, WARM_START, resolve_model
-from .driver import LORA_ALL_LINEAR, lora_config
+from .lora import LORA_ALL_LINEAR, lora_config
 
 RECIPE_FILE = "recipe.json"
 REPORT_FILE = "eval_report.json"
