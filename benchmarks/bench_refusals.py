@@ -229,7 +229,7 @@ def main() -> None:
         print(f"{name:<52} {seconds:>9.4f} {target:>7.2f} {seconds / target:>6.2f}")
     if not args.skip_cli:
         print(f"\n{'command line':<52} {'seconds':>9} {'target':>7} {'ratio':>6} exit  line")
-        from countdown_env.atomic import output_claim
+        from countdown_env.helpers.atomic import output_claim
 
         with tempfile.TemporaryDirectory() as tmp, output_claim(Path(tmp) / "claimed.json"):
             work = Path(tmp)

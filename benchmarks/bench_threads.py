@@ -4,7 +4,7 @@ behaviour before it, on a quiet machine and beside CPU burners.
 Two settings, each a fresh ``countdown demo-train`` process with ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS`` and
 ``OMP_WAIT_POLICY`` removed from its environment:
 
-- ``torch``: ``--threads torch``, the behaviour before ``countdown_env.threads`` (torch's default: every core,
+- ``torch``: ``--threads torch``, the behaviour before ``countdown_env.helpers.threads`` (torch's default: every core,
   OpenMP threads spinning while they wait);
 - ``project``: the default rule (the usable cores divided by the local processes, waiting threads sleep).
 
@@ -170,7 +170,7 @@ def main() -> None:
         print(f"{condition}{burner_note}: torch {bound['torch']}{mean['torch']:.1f} s, project "
               f"{bound['project']}{mean['project']:.1f} s, torch / project = {ratio}")  # fmt: skip
     if args.json:
-        from countdown_env.atomic import write_text
+        from countdown_env.helpers.atomic import write_text
 
         record = {"demo_args": demo_args, "cores": cores, "burners": args.burners, "runs": runs}
         write_text(args.json, json.dumps(record, indent=1) + "\n")

@@ -53,7 +53,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from countdown_env.atomic import write_text  # noqa: E402
+from countdown_env.helpers.atomic import write_text  # noqa: E402
 from learners.pipeline.compare.engagement import MECHANISMS, run_means  # noqa: E402
 from learners.pipeline.compare.results import read_rows  # noqa: E402
 from learners.pipeline.evaluation.statistics import (  # noqa: E402

@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> dict:
     measurement = Measurement("E7", argv, protocol=PROTOCOL)
     log = measurement.log
 
-    from countdown_env.jsonl import write_jsonl
+    from countdown_env.helpers.jsonl import write_jsonl
     from countdown_env.solving.oracle import StepOracle
     from countdown_env.steps.labels import label_completion
     from learners.contrastive.paragraphs import split_paragraphs, token_texts

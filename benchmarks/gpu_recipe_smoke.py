@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=float, default=480.0, help="wall seconds the training run may take")
     parser.add_argument("--cpu-smoke", action="store_true", help="the plumbing on a CPU: 2-layer model, 2 steps")
     args = parser.parse_args(argv)
-    from countdown_env.atomic import write_text
+    from countdown_env.helpers.atomic import write_text
 
     if args.steps is not None and args.steps < 1:
         print(f"gpu_recipe_smoke: error: --steps must be >= 1, got {args.steps}", file=sys.stderr)

@@ -131,7 +131,7 @@ def main() -> None:
     parser.add_argument("folder", help="the countdown compare folder")
     parser.add_argument("--learner", default="grpo")
     args = parser.parse_args()
-    from countdown_env.atomic import write_text
+    from countdown_env.helpers.atomic import write_text
 
     folder = Path(args.folder)
     result = gain(folder, args.learner)

@@ -7,7 +7,7 @@ transformers or trl.
 
 from __future__ import annotations
 
-from .lazy_exports import lazy_exports
+from .helpers.lazy_exports import lazy_exports
 from .puzzle import Puzzle, PuzzleError, is_trivial
 
 __version__ = "0.1.0"

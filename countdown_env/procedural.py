@@ -33,7 +33,6 @@ Imports no torch/transformers/datasets at import time.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -380,28 +379,6 @@ class CountdownCurriculum:
         self.update(logs[self.metric], step=step)
         if log_history and log_history[-1].get("step") == step:
             log_history[-1].update(self.levels())
-
-    def callback(self):
-        """Deprecated (kept for one release): ``learners.pipeline.runs.curriculum_callback.CurriculumCallback(self)``
-        is the trainer callback; the training loop's side of the curriculum lives with the trainer, in ``learners``."""
-        warnings.warn(
-            "CountdownCurriculum.callback() is deprecated (kept for one release): use "
-            "learners.pipeline.runs.curriculum_callback.CurriculumCallback(curriculum)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        from transformers import TrainerCallback
-
-        curriculum = self
-
-        class CurriculumCallback(TrainerCallback):
-            def on_train_begin(self, args, state, control, **kwargs):
-                curriculum.restore(state.log_history)
-
-            def on_log(self, args, state, control, logs=None, **kwargs):
-                curriculum.observe(logs, state.global_step, state.log_history)
-
-        return CurriculumCallback()
 
     # -- serialisation ---------------------------------------------------------------------------------------
     CONFIG_KEYS = ("n_numbers", "difficulty", "threshold", "patience", "metric")

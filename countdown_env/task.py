@@ -369,14 +369,14 @@ class CountdownTask:
         """The task of :meth:`to_dict`; unknown keys are refused (a typo would silently change the task)."""
         if not isinstance(data, dict):
             raise ValueError(f"a task is a mapping of its fields, got {type(data).__name__}")
-        from .keys import refuse_unknown
+        from .helpers.keys import refuse_unknown
 
         refuse_unknown("CountdownTask key", data, (f.name for f in fields(cls)))
         return cls(**data)
 
     def save(self, directory: str | os.PathLike) -> Path:
         """Write ``directory/countdown_task.json`` atomically (temporary file, then ``os.replace``)."""
-        from .atomic import write_text
+        from .helpers.atomic import write_text
 
         return write_text(Path(directory) / TASK_FILE, json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
 

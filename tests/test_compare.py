@@ -11,7 +11,7 @@ import shutil
 import numpy as np
 import pytest
 
-from countdown_env.atomic import write_text
+from countdown_env.helpers.atomic import write_text
 from countdown_env.cli import main
 from learners.pipeline import compare
 from learners.pipeline.compare import (

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from countdown_env.expressions.verifier import verify
-from countdown_env.jsonl import jsonl_line
+from countdown_env.helpers.jsonl import jsonl_line
 from countdown_env.puzzle import Puzzle
 from countdown_env.splits import build_split_records
 from countdown_env.splits.eval_sets import (

@@ -35,7 +35,7 @@ def test_datasets_card_gives_one_config_per_eval_set(tmp_path, monkeypatch):
 def test_split_folder_card_loads_with_load_dataset_and_load_from_disk(tmp_path):
     from datasets import DatasetDict, load_dataset, load_from_disk
 
-    from countdown_env.jsonl import read_jsonl
+    from countdown_env.helpers.jsonl import read_jsonl
     from countdown_env.splits import SplitSpec
     from countdown_env.splits.folders import write_splits
     from countdown_env.splits.hf_datasets import build_splits
@@ -61,7 +61,7 @@ def test_sft_folder_has_the_split_layout(tmp_path, capsys):
     from datasets import DatasetDict, load_dataset, load_from_disk
 
     from countdown_env.cli import main
-    from countdown_env.jsonl import read_jsonl
+    from countdown_env.helpers.jsonl import read_jsonl
     from countdown_env.sft import build_sft_records
 
     out = tmp_path / "sft"
@@ -521,7 +521,7 @@ def test_solve_and_verify_one_liners(capsys):
 
 
 def test_progress_bars_follow_the_terminal(monkeypatch, capsys):
-    from countdown_env.progress import LineProgress, NoBar, progress_bar, wanted
+    from countdown_env.helpers.progress import LineProgress, NoBar, progress_bar, wanted
     from countdown_env.splits import build_split_records
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)

@@ -118,7 +118,7 @@ def test_evaluate_rejects_greedy_with_several_samples(tiny_tokenizer):
 
 @pytest.mark.slow
 def test_hf_backend_on_the_tiny_model_end_to_end(tiny_model_dir, tmp_path):
-    from countdown_env.jsonl import write_jsonl
+    from countdown_env.helpers.jsonl import write_jsonl
     from learners.pipeline.evaluation.eval_models import evaluate_model_dir
     from learners.pipeline.evaluation.report import write_report
 

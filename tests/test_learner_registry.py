@@ -29,7 +29,7 @@ SPEC = AlgorithmSpec(
 )
 """
 TOY_INIT = """
-from countdown_env.lazy_exports import lazy_exports
+from countdown_env.helpers.lazy_exports import lazy_exports
 
 __getattr__, __dir__ = lazy_exports(__name__, {"ToyConfig": "config", "ToyTrainer": "trainer"}, globals())
 """
@@ -178,7 +178,7 @@ def test_a_learner_added_as_a_folder_alone_trains_through_countdown_train(tmp_pa
     reads its mechanism from the spec."""
     import os
 
-    from countdown_env.jsonl import write_jsonl
+    from countdown_env.helpers.jsonl import write_jsonl
 
     root = toy_distribution(tmp_path / "site")
     rows = [{"numbers": list(p.numbers), "target": p.target} for p in toy_puzzles]

@@ -23,7 +23,7 @@ class FakeClock:
 
 
 def test_line_progress_prints_rate_and_eta_every_interval_and_a_last_line():
-    from countdown_env.progress import LineProgress
+    from countdown_env.helpers.progress import LineProgress
 
     clock, out = FakeClock(), io.StringIO()
     display = LineProgress(200, "sampling", "completion", interval=30, stream=out, clock=clock)
@@ -53,7 +53,7 @@ def test_line_progress_prints_rate_and_eta_every_interval_and_a_last_line():
 
 
 def test_progress_bar_chooses_by_terminal(monkeypatch):
-    from countdown_env.progress import LineProgress, NoBar, progress_bar
+    from countdown_env.helpers.progress import LineProgress, NoBar, progress_bar
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
     assert isinstance(progress_bar(3, "x"), LineProgress) and isinstance(progress_bar(3, "x", False), NoBar)

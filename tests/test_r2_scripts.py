@@ -69,3 +69,55 @@ def test_the_probe_windows_scale_with_its_length():
     assert choice["figures"]["a"]["windows"] == {"reward": [7, 20], "format_and_kl": [14, 20]}
     assert choice["figures"]["a"]["reward"] == pytest.approx(0.1) and choice["figures"]["b"]["kl"] == 0.5
     assert choice["chosen"] == "a"  # b has the higher reward in the window but fails the KL check
+
+
+def _write_eval(path: Path, correct: list[list[bool]]) -> None:
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [{"numbers": [i, i + 1, i + 2], "target": 10 + i, "correct": c, "lengths": [50] * len(c)}
+            for i, c in enumerate(correct)]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_verdict_gains_intervals_and_decision_on_hand_built_evals(tmp_path):
+    """Three puzzles; the shared start solves 1/4, 2/4, 0/4 (pass@1 0.25). Seed A ends at 3/4, 2/4, 1/4 (0.5), seed
+    B at 2/4, 2/4, 1/4 (5/12): gains +0.25 and +1/6, mean 5/24, t interval 5/24 ± t_{0.975,1} (1/12)/sqrt(2) / ...
+    computed here from the definition."""
+    from scipy.stats import t
+
+    report = _load("report")
+    start = tmp_path / "start.jsonl"
+    _write_eval(start, [[1, 0, 0, 0], [1, 1, 0, 0], [0, 0, 0, 0]])
+    runs = {}
+    for name, ends in (("a", [[1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0]]),
+                       ("b", [[1, 1, 0, 0], [1, 1, 0, 0], [1, 0, 0, 0]])):  # fmt: skip
+        run = tmp_path / name / "runs" / "grpo-s0"
+        _write_eval(run / "evals" / "step-100.jsonl", ends)
+        _write_eval(run / "evals" / "step-0.jsonl", [[0, 0, 0, 0], [1, 1, 0, 0], [0, 0, 0, 0]])
+        runs[name] = run
+    result = report.verdict(runs, start, 100)
+    assert result["gain_per_seed"]["a"] == pytest.approx(0.5 - 0.25)
+    assert result["gain_per_seed"]["b"] == pytest.approx(5 / 12 - 0.25)
+    gains = [0.25, 5 / 12 - 0.25]
+    mean, sd = sum(gains) / 2, abs(gains[0] - gains[1]) / math.sqrt(2)
+    half = t.ppf(0.975, 1) * sd / math.sqrt(2)
+    low, high = result["intervals"]["t over seeds"]
+    assert result["mean_gain"] == pytest.approx(mean) and low == pytest.approx(mean - half)
+    assert high == pytest.approx(mean + half)
+    assert result["mde"] == pytest.approx((t.ppf(0.975, 1) + t.ppf(0.80, 1)) * sd / math.sqrt(2))
+    assert result["decisive"] == "t over seeds" and result["verdict"] == "learning not shown"  # low < 0 with 1 df
+    own = report.verdict(runs, None, 100)  # each run's own step 0: 1/12 lower than the shared start's 0.25
+    assert own["gain_per_seed"]["a"] == pytest.approx(0.5 - 1 / 6)
+    text = report.verdict_markdown(result, "cmd")
+    assert "learning not shown" in text and "+0.2500" in text
+
+
+def test_verdict_refuses_evals_of_other_puzzles(tmp_path):
+    report = _load("report")
+    start = tmp_path / "start.jsonl"
+    _write_eval(start, [[1, 0], [0, 0]])
+    run = tmp_path / "a" / "runs" / "grpo-s0"
+    _write_eval(run / "evals" / "step-50.jsonl", [[1, 0]])
+    with pytest.raises(ValueError, match="not the step-0 eval's puzzles"):
+        report.verdict({"a": run}, start, 50)

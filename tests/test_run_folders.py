@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from test_careless_user import ENV, ROOT, SMALL, assert_user_error, countdown, tree_digest
 
-from countdown_env.atomic import OutputBusy, OutputError, atomic_dir, atomic_file, output_claim
+from countdown_env.helpers.atomic import OutputBusy, OutputError, atomic_dir, atomic_file, output_claim
 
 
 def leftovers(folder: Path) -> list[str]:
@@ -40,14 +40,14 @@ def test_a_claim_is_exclusive_across_processes_reentrant_in_one_and_released_by_
         with output_claim(out):  # a command that claims its output, then builds it with atomic_dir
             pass
         other = subprocess.run(
-            [sys.executable, "-c", "import sys\nfrom countdown_env.atomic import output_claim\n"
+            [sys.executable, "-c", "import sys\nfrom countdown_env.helpers.atomic import output_claim\n"
              "with output_claim(sys.argv[1]):\n    pass\n", str(out)],
             env=ENV, cwd=ROOT, capture_output=True, text=True,
         )  # fmt: skip
         assert other.returncode == 1 and "OutputBusy" in other.stderr and f"PID {os.getpid()}" in other.stderr
     assert leftovers(tmp_path) == []
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom countdown_env.atomic import output_claim\n"
+        [sys.executable, "-c", "import sys, time\nfrom countdown_env.helpers.atomic import output_claim\n"
          "with output_claim(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(60)\n", str(out)],
         env=ENV, cwd=ROOT, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip

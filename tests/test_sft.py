@@ -63,7 +63,7 @@ def test_bad_style():
 
 def test_cli_build_sft(tmp_path, capsys):
     from countdown_env.cli import main
-    from countdown_env.jsonl import read_jsonl
+    from countdown_env.helpers.jsonl import read_jsonl
 
     assert main(["build-sft", "--size", "6", "--style", "long", "--out", str(tmp_path / "sft.jsonl")]) == 0
     assert "wrote 6 SFT rows" in capsys.readouterr().out

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from countdown_env.expressions.verifier import verify
-from countdown_env.jsonl import read_jsonl
+from countdown_env.helpers.jsonl import read_jsonl
 from countdown_env.puzzle import Puzzle
 from countdown_env.splits import SPLIT_COLUMNS, SplitError, SplitSpec, build_split_records
 from countdown_env.splits.folders import write_splits
@@ -90,27 +90,22 @@ def test_same_arguments_give_byte_identical_files(tmp_path):
     assert manifest["rows"] == {"test": 6, "train": 15} and manifest["spec"]["seed"] == 1
 
 
-def test_splits_take_hf_names_and_old_eval_folders_are_still_read(tmp_path, capsys):
+def test_splits_take_hf_names_drawn_from_the_eval_streams(tmp_path):
     """Issue 36 item 7: the held-out split is ``test`` (HF datasets' name, TRL's --dataset_test_split default) in
     the rows, the files and the DatasetDict, drawn from the same streams as when it was ``eval`` (the committed eval
-    sets rebuild byte for byte: tests/test_datasets_dir.py); a folder written with ``eval.jsonl`` still reads, with a
-    deprecation note, through read_split_rows and countdown eval's loader."""
+    sets rebuild byte for byte: tests/test_datasets_dir.py); a folder without the asked split is one line naming the
+    splits it has."""
     from countdown_env.splits import SPLIT_NAMES, stream_seed
     from countdown_env.splits.folders import read_split_rows
-    from learners.pipeline.evaluation.evaluate import load_rows
 
     assert SPLIT_NAMES == ("train", "test") and stream_seed(3, 4, "test") == stream_seed(3, 4, "eval")
     spec = SplitSpec(n_numbers=(3,), train_size=4, eval_size=2, seed=2)
     rows = build_split_records(spec)
-    old = tmp_path / "old"
-    write_splits({"eval": rows["test"], "train": rows["train"]}, old, spec=spec)  # as builds wrote it before
-    capsys.readouterr()
-    assert read_split_rows(old) == rows["test"] == load_rows(old)
-    assert read_split_rows(old, "train") == rows["train"]
-    err = capsys.readouterr().err
-    assert "names its test split 'eval'" in err and "next release" in err
-    with pytest.raises(FileNotFoundError, match=r"has no valid\.jsonl \(its splits: eval, train\)"):
-        read_split_rows(old, "valid")
+    folder = tmp_path / "splits"
+    write_splits({"test": rows["test"], "train": rows["train"]}, folder, spec=spec)
+    assert read_split_rows(folder) == rows["test"] and read_split_rows(folder, "train") == rows["train"]
+    with pytest.raises(FileNotFoundError, match=r"has no valid\.jsonl \(its splits: test, train\)"):
+        read_split_rows(folder, "valid")
 
 
 def test_hf_round_trip(tmp_path, small):

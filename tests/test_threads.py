@@ -1,4 +1,4 @@
-"""countdown_env.threads: the thread count of each process (the rule's arithmetic, and that the command applies it
+"""countdown_env.helpers.threads: the thread count of each process (the rule's arithmetic, and that the command applies it
 before torch starts)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from countdown_env.threads import ThreadPlan, apply_plan, local_processes, parse_threads, plan_threads
+from countdown_env.helpers.threads import ThreadPlan, apply_plan, local_processes, parse_threads, plan_threads
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import pytest
 
 
 def _write_split(tmp_path, toy_puzzles):
-    from countdown_env.jsonl import write_jsonl
+    from countdown_env.helpers.jsonl import write_jsonl
 
     rows = [{"numbers": list(p.numbers), "target": p.target} for p in toy_puzzles]
     write_jsonl(rows, tmp_path / "train.jsonl")
@@ -364,7 +364,7 @@ def test_trl_flags_and_a_plain_grpoconfig_yaml(monkeypatch, tmp_path, capsys):
     """Issue 36 item 6: a TRL user's ``--output_dir/--learning_rate/--report_to/...`` and a flat GRPOConfig YAML
     (``trl grpo --config``'s shape) become the run config's trainer keys, model, data and run folder."""
     from countdown_env.cli import main
-    from countdown_env.jsonl import write_jsonl
+    from countdown_env.helpers.jsonl import write_jsonl
 
     _, config, out = _captured_run(monkeypatch, [
         "--output_dir", str(tmp_path / "run"), "--learning_rate", "1e-5", "--report_to", "tensorboard", "wandb",

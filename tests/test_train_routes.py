@@ -10,7 +10,7 @@ import pytest
 @pytest.mark.parametrize("route", ["env", "tools"])
 def test_train_two_steps_per_route(route, tiny_model_dir, toy_puzzles, tmp_path):
     from countdown_env.cli import main
-    from countdown_env.jsonl import write_jsonl
+    from countdown_env.helpers.jsonl import write_jsonl
 
     rows = [{"numbers": list(p.numbers), "target": p.target} for p in toy_puzzles]
     write_jsonl(rows, tmp_path / "train.jsonl")

@@ -48,7 +48,7 @@ def test_pass_within_turns_counts_the_turn_of_the_first_correct_answer(tiny_toke
 
 def test_cli_eval_max_turns(tiny_model_dir, tmp_path, capsys):
     from countdown_env.cli import main
-    from countdown_env.jsonl import write_jsonl
+    from countdown_env.helpers.jsonl import write_jsonl
 
     write_jsonl([{"numbers": list(p.numbers), "target": p.target} for p in PUZZLES], tmp_path / "split.jsonl")
     out = tmp_path / "turns.json"

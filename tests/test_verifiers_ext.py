@@ -353,25 +353,6 @@ def test_v1_config_takes_every_task_field_but_the_reward_and_turn_ones():
     assert CountdownTasksetConfig(id="countdown", **given).countdown_task() == CountdownTask(**given)
 
 
-@v1_api
-@pytest.mark.slow
-def test_v1_former_names_warn_and_are_the_renamed_classes(monkeypatch):
-    monkeypatch.syspath_prepend(str(ENV_DIR))
-    import countdown
-
-    import verifiers_ext
-    from verifiers_ext import taskset
-
-    for module in (verifiers_ext, taskset, countdown):
-        for old, new in (("CountdownConfig", "CountdownTasksetConfig"), ("CountdownTask", "CountdownTaskRow")):
-            with pytest.warns(DeprecationWarning, match=f"{old} is deprecated"):
-                alias = getattr(module, old)
-            assert alias is getattr(taskset, new), (module, old)
-    with pytest.warns(DeprecationWarning):
-        from verifiers_ext.taskset import CountdownConfig
-    assert CountdownConfig is taskset.CountdownTasksetConfig
-
-
 @classic_api
 def test_load_environment_refuses_a_typo_with_a_suggestion():
     pytest.importorskip("verifiers")

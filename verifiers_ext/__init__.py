@@ -10,7 +10,7 @@ on first access, so only the one you use needs its `verifiers`. The installable 
 
 from __future__ import annotations
 
-from countdown_env.lazy_exports import lazy_exports
+from countdown_env.helpers.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "load_environment": "classic_env",
@@ -27,9 +27,4 @@ _EXPORTS = {
 __all__ = list(_EXPORTS)
 
 
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    _EXPORTS,
-    globals(),
-    deprecated={"CountdownConfig": "CountdownTasksetConfig", "CountdownTask": "CountdownTaskRow"},  # one release
-)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

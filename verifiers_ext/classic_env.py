@@ -108,7 +108,7 @@ def load_environment(
         )
     from datasets import Dataset
 
-    from countdown_env.keys import refuse_unknown
+    from countdown_env.helpers.keys import refuse_unknown
 
     # vf.Environment takes **kwargs and would swallow a typo (n_numbrs=3 built a 4-number task)
     refuse_unknown("load_environment keyword", env_kwargs, task_names | _init_parameters(vf.SingleTurnEnv))

@@ -10,9 +10,6 @@
 - :class:`CountdownHarness`: the built-in tool-less chat loop (``null``), bundled so that ``vf-eval countdown``
   does not give the model the default ``bash`` harness's shell.
 
-``CountdownConfig`` and ``CountdownTask``, this module's former names of the config and the row, remain for one
-release as deprecated aliases (a ``DeprecationWarning``): ``countdown_env.task.CountdownTask`` is the task definition.
-
 This module imports ``verifiers.v1`` at import time; nothing else in the project imports this module.
 """
 
@@ -23,8 +20,7 @@ import verifiers.v1 as vf
 from pydantic import Field, create_model, field_validator
 from verifiers.v1.harnesses.null import NullHarness
 
-import countdown_env.task as task_definition  # not its CountdownTask: here that name is a deprecated alias of the row
-from countdown_env.lazy_exports import lazy_exports
+import countdown_env.task as task_definition
 from countdown_env.puzzle import Puzzle
 from countdown_env.rewards import RewardConfig
 
@@ -168,10 +164,3 @@ class CountdownTaskset(vf.Taskset[CountdownTaskRow, CountdownTasksetConfig]):
 class CountdownHarness(NullHarness):
     """The tool-less chat loop (verifiers' ``null`` harness): the model gets the prompt and answers, no tools."""
 
-
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {},
-    globals(),
-    deprecated={"CountdownConfig": "CountdownTasksetConfig", "CountdownTask": "CountdownTaskRow"},
-)

@@ -7,7 +7,7 @@ add theirs through the ``countdown.commands`` entry-point group (name -> module 
 learners' ``train``, ``eval``, ``compare``, ``demo-train`` and ``warm-start`` come from ``learners.commands``), so
 this package names no module outside itself.
 
-Threads: every subcommand runs under :func:`countdown_env.threads.configure_threads` (set before the subcommand
+Threads: every subcommand runs under :func:`countdown_env.helpers.threads.configure_threads` (set before the subcommand
 imports torch); those whose module sets ``USES_TORCH = True`` also take ``--threads N|torch``.
 
 Errors: a subcommand raises (``ValueError``, ``OSError``, ``RuntimeError``, ``ImportError``) for anything the user
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(rest)
     except SystemExit as exc:  # --help (0) or a usage error (2), already printed by argparse: return, not raise
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-    from ..threads import configure_threads
+    from ..helpers.threads import configure_threads
 
     configure_threads(getattr(args, "threads", None))  # before the subcommand imports torch
     try:
@@ -152,7 +152,7 @@ def exit_distributed_process(code: int) -> int:
 
 
 def _threads_value(text: str) -> int | str:
-    from ..threads import parse_threads
+    from ..helpers.threads import parse_threads
 
     try:
         return parse_threads(text)

@@ -35,8 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from ..atomic import check_output
-    from ..jsonl import write_jsonl
+    from ..helpers.atomic import check_output
+    from ..helpers.jsonl import write_jsonl
     from ..sft import SFT_FOLDER_FILES, build_sft_records
 
     folder = Path(args.out).suffix != ".jsonl"

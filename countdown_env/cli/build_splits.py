@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from ..atomic import check_output
+    from ..helpers.atomic import check_output
     from ..splits import SplitSpec, build_split_records
     from ..splits.folders import SPLIT_FOLDER_FILES, write_splits
     from ..splits.shards import SHARD_FOLDER_FILES, build_shard, parse_shard, write_shard

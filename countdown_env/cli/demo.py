@@ -79,9 +79,9 @@ def run(args: argparse.Namespace) -> int:
     )
     free = replace(task, require_solvable=False, seed=args.seed + 1)
     puzzles = task.generator().generate(n_solvable) + free.generator().generate(args.count - n_solvable)
-    from ..progress import progress_bar
+    from ..helpers.progress import progress_bar
 
-    # one rule for bars (countdown_env.progress): shown when stderr is a terminal, never into a redirected file
+    # one rule for bars (countdown_env.helpers.progress): shown when stderr is a terminal, never into a redirected file
     progress = progress_bar(len(puzzles), "solving", False if args.no_progress else None, unit="puzzle", leave=False)
     solve_times, answers = [], []
     for puzzle in puzzles:

@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from ..atomic import check_output
+    from ..helpers.atomic import check_output
     from ..splits.folders import SPLIT_FOLDER_FILES, write_splits
     from ..splits.shards import merge_shards
     from .build_splits import print_summary

@@ -46,19 +46,19 @@ def add_exclude_argument(parser: argparse.ArgumentParser, help: str) -> None:
 
 def excluded_keys(paths: Iterable[str]) -> list[tuple]:
     """The :attr:`~countdown_env.puzzle.Puzzle.key` of every row of the ``--exclude`` jsonl files."""
-    from ..jsonl import read_jsonl
+    from ..helpers.jsonl import read_jsonl
     from ..puzzle import Puzzle
 
     return [Puzzle.from_dict(row).key for path in paths for row in read_jsonl(path)]
 
 
 def claiming_out(build: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """A subcommand's ``run`` that holds the exclusive claim on ``args.out`` (:func:`countdown_env.atomic.output_claim`)
+    """A subcommand's ``run`` that holds the exclusive claim on ``args.out`` (:func:`countdown_env.helpers.atomic.output_claim`)
     from its first check to its last rename: a second writer into the same output is refused at once."""
 
     @functools.wraps(build)
     def run(args: argparse.Namespace) -> int:
-        from ..atomic import output_claim
+        from ..helpers.atomic import output_claim
 
         with output_claim(args.out):
             return build(args)

@@ -10,7 +10,7 @@ The env classes load on first access, so registering the ids imports neither.
 
 from __future__ import annotations
 
-from ..lazy_exports import lazy_exports
+from ..helpers.lazy_exports import lazy_exports
 
 _EXPORTS = {"CountdownEnv": "countdown_text", "CountdownTokensEnv": "countdown_tokens"}
 

@@ -160,9 +160,9 @@ def write_sft_folder(
 
     from datasets import DatasetDict
 
-    from ..atomic import atomic_dir
+    from ..helpers.atomic import atomic_dir
     from ..dataset_card import write_card
-    from ..jsonl import write_jsonl
+    from ..helpers.jsonl import write_jsonl
     from ..splits.hf_datasets import records_to_dataset
 
     columns = list(records[0]) if records else list(SFT_COLUMNS)

@@ -286,8 +286,8 @@ def clean_file(
     """
     import json
 
-    from ..atomic import check_output, output_claim
-    from ..jsonl import iter_jsonl, write_jsonl
+    from ..helpers.atomic import check_output, output_claim
+    from ..helpers.jsonl import iter_jsonl, write_jsonl
 
     in_path, out_path = Path(in_path), Path(out_path)
     if not in_path.exists():

@@ -28,7 +28,7 @@ The rest of a split's life is in modules of their own: :mod:`countdown_env.split
 manifest (:func:`~countdown_env.splits.manifest.verify_split`); :mod:`countdown_env.splits.hf_datasets` the Hugging Face
 side (features, ``Dataset``/``DatasetDict``, ``save_to_disk``); :mod:`countdown_env.splits.shards` a build spread
 over machines; :mod:`countdown_env.splits.eval_sets` the fixed eval sets committed in ``datasets/``;
-:mod:`countdown_env.jsonl` the jsonl files.
+:mod:`countdown_env.helpers.jsonl` the jsonl files.
 """
 
 from __future__ import annotations
@@ -55,8 +55,7 @@ HELD_OUT = "test"
 
 LEGACY_SPLIT_NAMES = {"test": "eval"}
 """The held-out split was named ``eval`` until the HF naming: its streams keep that seed name (:func:`stream_seed`),
-so every build, and the committed eval sets, stay byte for byte; folders written then are still read (one release,
-with a note)."""
+so every build, and the committed eval sets, stay byte for byte."""
 
 MAX_N_NUMBERS = 6
 """Largest number count the splits accept with solution counts (counting is exact up to 6 numbers)."""
@@ -413,9 +412,9 @@ def check_num_proc(num_proc: Any) -> int:
 
 
 def puzzle_progress_bar(total: int, progress: bool | None):
-    """A progress display over puzzles (:func:`countdown_env.progress.progress_bar`: ``None`` = a tqdm bar when
+    """A progress display over puzzles (:func:`countdown_env.helpers.progress.progress_bar`: ``None`` = a tqdm bar when
     stderr is a terminal, at any size, else plain lines for a long build), or ``None`` (``False``)."""
-    from ..progress import NoBar, progress_bar
+    from ..helpers.progress import NoBar, progress_bar
 
     bar = progress_bar(total, "building puzzles", progress, unit="puzzle")
     return None if isinstance(bar, NoBar) else bar

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..jsonl import jsonl_line, read_jsonl, write_jsonl
+from ..helpers.jsonl import jsonl_line, read_jsonl, write_jsonl
 from ..prompts import chat_messages
 from ..puzzle import Puzzle
 from ..solving.oracle import StepOracle

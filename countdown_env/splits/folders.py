@@ -2,7 +2,7 @@
 copy, a dataset card (``README.md``) and, last, ``manifest.json`` (:mod:`countdown_env.splits.manifest`), all
 atomically; :func:`read_split_rows` reads a split's rows back after checking them against the manifest.
 
-The bytes follow from the rows alone (:func:`countdown_env.jsonl.write_jsonl`; the HF copy's fingerprint hashes the
+The bytes follow from the rows alone (:func:`countdown_env.helpers.jsonl.write_jsonl`; the HF copy's fingerprint hashes the
 rows), so the same :class:`~countdown_env.splits.SplitSpec` gives the same folder on any machine.
 """
 
@@ -12,9 +12,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..atomic import atomic_dir
+from ..helpers.atomic import atomic_dir
 from ..dataset_card import write_card
-from ..jsonl import read_jsonl, write_jsonl
+from ..helpers.jsonl import read_jsonl, write_jsonl
 from . import HELD_OUT, LEGACY_SPLIT_NAMES, SPLIT_NAMES, SplitSpec
 from .hf_datasets import save_datasets
 from .manifest import verify_split, write_manifest
@@ -67,8 +67,7 @@ def write_splits(
 
 def read_split_rows(path: str | os.PathLike, split: str = HELD_OUT) -> list[dict]:
     """Rows of a split after :func:`~countdown_env.splits.manifest.verify_split`: a jsonl file, or a split folder's
-    ``{split}.jsonl`` (``test`` by default). A folder built before the splits took HF's names has ``eval.jsonl``
-    for ``test``: it is read, with a deprecation note (such folders are read for one release)."""
+    ``{split}.jsonl`` (``test`` by default)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no split at {path}")
@@ -79,21 +78,10 @@ def read_split_rows(path: str | os.PathLike, split: str = HELD_OUT) -> list[dict
 
 
 def split_file(folder: str | os.PathLike, split: str) -> Path:
-    """``folder/{split}.jsonl``, or the legacy name of the held-out split (``eval.jsonl`` for ``test``, with a note on
-    stderr); a one-line :class:`FileNotFoundError` naming the splits the folder has otherwise."""
-    import sys
-
+    """``folder/{split}.jsonl``; a one-line :class:`FileNotFoundError` naming the splits the folder has otherwise."""
     folder = Path(folder)
     target = folder / f"{split}.jsonl"
     if target.is_file():
         return target
-    legacy = LEGACY_SPLIT_NAMES.get(split)
-    if legacy is not None and (folder / f"{legacy}.jsonl").is_file():
-        print(
-            f"countdown: note: {folder} names its {split} split {legacy!r} (built before the splits took Hugging "
-            f"Face's names); reading {legacy}.jsonl. Rebuild it: such folders are read until the next release.",
-            file=sys.stderr,
-        )
-        return folder / f"{legacy}.jsonl"
     have = sorted(p.stem for p in folder.glob("*.jsonl"))
     raise FileNotFoundError(f"{folder} has no {split}.jsonl (its splits: {', '.join(have) or 'none'})")

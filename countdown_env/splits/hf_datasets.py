@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ..jsonl import jsonl_line
+from ..helpers.jsonl import jsonl_line
 from . import COUNT_COLUMNS, SplitSpec, build_split_records
 
 
@@ -64,7 +64,7 @@ def save_datasets(rows_by_split: Mapping[str, list[dict]], folder: str | os.Path
     from datasets import DatasetDict
     from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
 
-    from ..progress import wanted
+    from ..helpers.progress import wanted
 
     silence = not wanted(progress) and not are_progress_bars_disabled()
     if silence:

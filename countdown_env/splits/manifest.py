@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..atomic import write_text
+from ..helpers.atomic import write_text
 
 MANIFEST = "manifest.json"
 

@@ -14,8 +14,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..atomic import atomic_dir, write_text
-from ..jsonl import read_jsonl, write_jsonl
+from ..helpers.atomic import atomic_dir, write_text
+from ..helpers.jsonl import read_jsonl, write_jsonl
 from . import (
     Plan,
     SplitError,

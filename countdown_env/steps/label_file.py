@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..atomic import check_output
-from ..jsonl import iter_jsonl, write_jsonl
+from ..helpers.atomic import check_output
+from ..helpers.jsonl import iter_jsonl, write_jsonl
 from ..prompts import prompt_text
 from ..puzzle import Puzzle, PuzzleError
 from ..solving.oracle import OracleLimitError, StepOracle

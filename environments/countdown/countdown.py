@@ -8,7 +8,7 @@ The v1 classes resolve on first access, so the 0.3.x path never imports ``verifi
 lives in the countdown-rl package (``verifiers_ext``), which must be installed alongside this one.
 """
 
-from countdown_env.lazy_exports import lazy_exports
+from countdown_env.helpers.lazy_exports import lazy_exports
 from verifiers_ext.classic_env import load_environment
 
 __all__ = ["CountdownTaskset", "CountdownHarness", "load_environment"]  # noqa: F822 (v1 names: module __getattr__)
@@ -21,5 +21,4 @@ __getattr__, __dir__ = lazy_exports(
     ),
     globals(),
     source="verifiers_ext",
-    deprecated={"CountdownConfig": "CountdownTasksetConfig", "CountdownTask": "CountdownTaskRow"},  # one release
 )

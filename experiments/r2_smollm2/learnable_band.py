@@ -45,8 +45,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import dataclasses
 
-    from countdown_env.atomic import atomic_dir
-    from countdown_env.jsonl import write_jsonl
+    from countdown_env.helpers.atomic import atomic_dir
+    from countdown_env.helpers.jsonl import write_jsonl
     from countdown_env.splits import SplitSpec, build_split_records
     from countdown_env.splits.eval_sets import EVAL_SETS
     from learners.pipeline.data import model_task

@@ -10,6 +10,15 @@ sampling) and the eval pass@1 at its steps, into one ``curves.png``::
 ``probe`` applies the registered learning-rate rule to the probe's runs and prints the choice with its figures::
 
     python experiments/r2_smollm2/report.py probe experiments/r2_smollm2/lr_probe/lr-*
+
+``verdict`` computes the registered statistic at one step (PROTOCOL.md, "Statistic and power"): per seed, pass@1 at
+that step minus the shared step-0 pass@1 on the same puzzles; the mean over seeds with a Student t 95 % interval over
+seeds and a joint puzzle bootstrap (one draw of puzzle indices per replicate for the step-0 eval and every seed);
+the wider of the two decides (*learned* if its lower end is above 0, else *learning not shown*); the MDE at the
+realised spread over seeds; pass@4 beside it (secondary)::
+
+    python experiments/r2_smollm2/report.py verdict experiments/r2_smollm2/main/seed-* --step 100 \
+        --start experiments/r2_smollm2/step0_256x16.jsonl --out experiments/r2_smollm2/main/verdict-step100.md
 """
 
 from __future__ import annotations
@@ -73,7 +82,7 @@ def plot(runs: dict[str, Path], out: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from countdown_env.atomic import write_bytes
+    from countdown_env.helpers.atomic import write_bytes
 
     fig, axes = plt.subplots(2, 4, figsize=(18, 8), dpi=100)
     panels = [*PANELS, ("eval", "eval pass@1 (T = 0.8)")]
@@ -130,6 +139,81 @@ def probe_choice(runs: dict[str, float], histories: dict[str, list[dict[str, Any
     return {"figures": figures, "chosen": chosen, "lr": figures[chosen]["lr"] if chosen else None}
 
 
+def verdict(runs: dict[str, Path], start: Path | None, step: int) -> dict[str, Any]:
+    """The registered statistic at ``step`` (module docstring) from each run's ``evals/step-STEP.jsonl`` and the
+    shared step-0 eval ``start``; runs without that eval are left out and named. ``start=None``: each run's own
+    step-0 eval (``evals/step-0.jsonl``, the same route as its later evals: amendment 3) is its baseline."""
+    import numpy as np
+
+    from learners.pipeline.evaluation.statistics import (
+        mean_ci,
+        minimum_detectable_effect,
+        paired_bootstrap_diff,
+        puzzle_scores,
+    )
+
+    start_keys, start_scores = puzzle_scores(start) if start is not None else (None, None)
+    gains, ends, ends4, bases, missing = {}, {}, {}, {}, []
+    for label, run in runs.items():
+        path = run / "evals" / f"step-{step}.jsonl"
+        if not path.is_file():
+            missing.append(label)
+            continue
+        keys, scores = puzzle_scores(path)
+        base_keys, bases[label] = (start_keys, start_scores) if start is not None else puzzle_scores(
+            run / "evals" / "step-0.jsonl")
+        if keys != base_keys:
+            raise ValueError(f"{path}: not the step-0 eval's puzzles in its order")
+        ends[label], ends4[label] = scores, puzzle_scores(path, k=4)[1]
+        gains[label] = float(scores.mean() - bases[label].mean())
+    if not gains:
+        raise ValueError(f"no run has evals/step-{step}.jsonl")
+    mean, t_low, t_high = mean_ci(list(gains.values()))
+    seeds = range(len(ends))
+    _, b_low, b_high, _ = paired_bootstrap_diff(dict(zip(seeds, ends.values())), dict(zip(seeds, bases.values())),
+                                                joint=True, resamples=10_000)  # fmt: skip
+    intervals = {"t over seeds": (t_low, t_high), "joint puzzle bootstrap": (b_low, b_high)}
+    finite = {k: v for k, v in intervals.items() if all(math.isfinite(x) for x in v)}
+    decisive = max(finite, key=lambda k: finite[k][1] - finite[k][0]) if finite else None
+    learned = decisive is not None and finite[decisive][0] > 0
+    return {
+        "step": step,
+        "seeds": list(gains),
+        "missing": missing,
+        "baseline": "the shared step-0 eval (256 x 16)" if start is not None else "each run's own step-0 eval (256 x 4)",
+        "start_pass@1": {k: float(v.mean()) for k, v in bases.items()},
+        "end_pass@1": {k: float(v.mean()) for k, v in ends.items()},
+        "end_pass@4": {k: float(v.mean()) for k, v in ends4.items()},
+        "gain_per_seed": gains,
+        "mean_gain": mean,
+        "intervals": intervals,
+        "decisive": decisive,
+        "verdict": "learned" if learned else "learning not shown",
+        "sd_over_seeds": float(np.std(list(gains.values()), ddof=1)) if len(gains) > 1 else math.nan,
+        "mde": minimum_detectable_effect(list(gains.values())),
+    }
+
+
+def verdict_markdown(result: dict[str, Any], command: str) -> str:
+    """``result`` of :func:`verdict` as a short markdown page."""
+    lines = [f"# R2 at step {result['step']}: {result['verdict']}", "", f"`{command}`", "",
+             f"Baseline: {result['baseline']}.", "",
+             "| run | step-0 pass@1 (baseline) | pass@1 at the step (256 x 4) | gain | pass@4 at the step |",
+             "| --- | --- | --- | --- | --- |"]  # fmt: skip
+    for label in result["seeds"]:
+        lines.append(f"| {label} | {result['start_pass@1'][label]:.4f} | {result['end_pass@1'][label]:.4f} | "
+                     f"{result['gain_per_seed'][label]:+.4f} | {result['end_pass@4'][label]:.4f} |")  # fmt: skip
+    lines += ["", f"Mean gain over {len(result['seeds'])} seeds: **{result['mean_gain']:+.4f}**."]
+    for name, (low, high) in result["intervals"].items():
+        mark = " (decisive: the wider)" if name == result["decisive"] else ""
+        lines.append(f"- {name}: [{low:+.4f}, {high:+.4f}]{mark}")
+    lines += ["", f"SD of a seed's gain: {result['sd_over_seeds']:.4f}; minimum detectable effect at 80 % power "
+              f"with these seeds, this SD taken as known: {result['mde']:.4f}."]  # fmt: skip
+    if result["missing"]:
+        lines += ["", "Runs without an eval at this step (left out): " + ", ".join(result["missing"]) + "."]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -139,12 +223,29 @@ def main(argv: list[str] | None = None) -> int:
     probe = sub.add_parser("probe")
     probe.add_argument("folders", nargs="+", type=Path)
     probe.add_argument("--steps", type=int, default=30, help="the probe's steps (PROTOCOL.md, amendment 1: 20)")
+    decide = sub.add_parser("verdict")
+    decide.add_argument("folders", nargs="+", type=Path)
+    decide.add_argument("--step", type=int, default=100)
+    decide.add_argument("--start", type=Path, default=Path(__file__).parent / "step0_256x16.jsonl",
+                        help="the shared step-0 eval (registered baseline)")
+    decide.add_argument("--own-start", action="store_true",
+                        help="baseline: each run's own step-0 eval instead (amendment 3, secondary)")
+    decide.add_argument("--out", type=Path, help="write the verdict as markdown here (and print it)")
     args = parser.parse_args(argv)
     runs = labelled_runs(args.folders)
     if not runs:
         parser.error("no run folders (FOLDER/runs/LEARNER-sSEED) found")
     if args.command == "curves":
         print(plot(runs, args.out))
+        return 0
+    if args.command == "verdict":
+        from countdown_env.helpers.atomic import write_text
+
+        command = "python experiments/r2_smollm2/report.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        text = verdict_markdown(verdict(runs, None if args.own_start else args.start, args.step), command)
+        if args.out is not None:
+            write_text(args.out, text)
+        print(text)
         return 0
     lrs, histories = {}, {}
     for label, run in runs.items():

@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
 
-    from countdown_env.atomic import write_text
+    from countdown_env.helpers.atomic import write_text
     from countdown_env.splits.eval_sets import load_eval_set
     from learners.pipeline.data import model_task
     from learners.pipeline.evaluation.eval_models import model_sampler

@@ -11,7 +11,7 @@ from ..pipeline.compare import run_compare
 from ..pipeline.compare.settings import DEFAULT_LEARNERS, EVAL_SET, FULL, QUICK, CompareSettings
 
 HELP = "run learners side by side from one warm start: CSV, summary, curves"
-USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.threads)
+USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.helpers.threads)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

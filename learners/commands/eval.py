@@ -10,7 +10,7 @@ from pathlib import Path
 from ..pipeline.evaluation.eval_models import BACKENDS, VLLM_FROM_PARAMETERS
 
 HELP = "pass@1/pass@k with CIs of a checkpoint on a split; JSON report"
-USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.threads)
+USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.helpers.threads)
 
 TINY_DEFAULTS = {"samples": 4, "max_new_tokens": 768}
 """--samples and --max-new-tokens for the tiny models (a 512 x 4 eval of the warm start: ~30 s here)."""
@@ -128,7 +128,7 @@ def run(args) -> int:
     turns = getattr(args, "max_turns", 1) != 1
     name = "eval_turns_report.json" if turns else "eval_report.json"
     out = Path(args.out) if args.out else default_report_path(args.model, name)
-    from countdown_env.atomic import output_claim
+    from countdown_env.helpers.atomic import output_claim
 
     from ..pipeline.evaluation.report import check_report_path
     from ..pipeline.models import check_model, resolve_model

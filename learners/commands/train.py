@@ -7,7 +7,7 @@ import argparse
 import json
 
 HELP = "train a registered learner (GRPO presets, ...) from a YAML preset"
-USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.threads)
+USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.helpers.threads)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -24,7 +24,7 @@ from ..pipeline.runs.warm_start import (
 )
 
 HELP = "the shipped SFT warm start: its report, --measure, --from-scratch (--multi-step: the multi-step one)"
-USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.threads)
+USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.helpers.threads)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         report = measure_warm_start(args.measure, **measure)
         path = Path(args.measure)
         if args.report:
-            from countdown_env.atomic import write_text
+            from countdown_env.helpers.atomic import write_text
 
             write_text(args.report, json.dumps(report, indent=2) + "\n")
     else:

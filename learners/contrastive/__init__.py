@@ -53,7 +53,7 @@ The only change w.r.t. the GRPO learner is ``shape_batch`` (seam 1): it replaces
 ones, then runs the GRPO learner's own seam 1 on them.
 """
 
-from countdown_env.lazy_exports import lazy_exports
+from countdown_env.helpers.lazy_exports import lazy_exports
 
 __all__ = [
     "AnswerBank",

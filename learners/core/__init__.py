@@ -3,7 +3,7 @@
 Importing this package imports neither torch nor trl; the names below load on first use.
 """
 
-from countdown_env.lazy_exports import lazy_exports
+from countdown_env.helpers.lazy_exports import lazy_exports
 
 __all__ = [
     "AlgorithmSpec",

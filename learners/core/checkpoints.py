@@ -58,7 +58,7 @@ def _files(folder: Path) -> list[Path]:
 
 def write_checkpoint_manifest(folder: str | Path) -> Path:
     """Write ``folder``'s manifest (every file's size and sha256), atomically; returns its path."""
-    from countdown_env.atomic import write_text
+    from countdown_env.helpers.atomic import write_text
 
     folder = Path(folder)
     files = {p.relative_to(folder).as_posix(): {"size": p.stat().st_size, "sha256": _sha256(p)} for p in _files(folder)}

@@ -178,7 +178,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
             text = card.read_text(encoding="utf-8")
             broken = "a fine-tuned version of [None](https://huggingface.co/None)"
             if broken in text:
-                from countdown_env.atomic import write_text
+                from countdown_env.helpers.atomic import write_text
 
                 write_text(card, text.replace(broken, "trained from a local checkpoint (not a Hugging Face Hub model)"))
 

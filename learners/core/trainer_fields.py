@@ -86,7 +86,7 @@ def generate() -> dict[str, Any]:
 
 
 def main() -> None:
-    from countdown_env.atomic import write_text
+    from countdown_env.helpers.atomic import write_text
 
     content = generate()
     write_text(FIELDS_FILE, json.dumps(content, indent=1, sort_keys=True) + "\n")

@@ -119,7 +119,7 @@ How the extras are implemented, through the two seams of :mod:`learners.core.tra
   exact); ``prime_rl/is_masked`` and ``prime_rl/mismatch_kl`` (ρ − log ρ − 1) are logged as prime-rl does.
 """
 
-from countdown_env.lazy_exports import lazy_exports
+from countdown_env.helpers.lazy_exports import lazy_exports
 
 __all__ = ["GRPOLearner", "GRPOLearnerConfig", "PRESETS", "dppo_keep_mask", "grpo_config", "prime_rl_advantages"]
 __getattr__, __dir__ = lazy_exports(

@@ -29,7 +29,7 @@ at all: the learner refuses the batch with a clear error (the dataset needs ``nu
 The only change w.r.t. the GRPO learner is ``shape_batch`` (seam 1).
 """
 
-from countdown_env.lazy_exports import lazy_exports
+from countdown_env.helpers.lazy_exports import lazy_exports
 
 __all__ = ["OracleShapedConfig", "OracleShapedTrainer", "oracle_potentials"]
 __getattr__, __dir__ = lazy_exports(

@@ -60,7 +60,7 @@ Rows whose advantage is exactly 0 contribute no gradient when ``beta = 0`` and a
 per-device batch 16 in the paper; set those in the config).
 """
 
-from countdown_env.lazy_exports import lazy_exports
+from countdown_env.helpers.lazy_exports import lazy_exports
 
 __all__ = [
     "CUTOFF_STRATEGIES",

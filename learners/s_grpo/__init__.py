@@ -38,7 +38,7 @@ Hyperparameters from the seed: α = 100 (SVAMP) / 50 (multiplication), k = 100, 
 lr 1e-4 (LoRA). Defaults here: α = 50, k = 100, P = 0.5, β = 0 (TRL's; set ``beta=0.01`` to match the seed).
 """
 
-from countdown_env.lazy_exports import lazy_exports
+from countdown_env.helpers.lazy_exports import lazy_exports
 
 __all__ = ["SGRPOConfig", "SGRPOTrainer", "s_grpo_token_mask"]
 __getattr__, __dir__ = lazy_exports(

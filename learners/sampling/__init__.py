@@ -16,7 +16,7 @@ at the budget; log-probabilities of the distribution actually sampled).
 Heavy libraries (torch, transformers, vllm, trl) are imported when a backend is built or called.
 """
 
-from countdown_env.lazy_exports import lazy_exports
+from countdown_env.helpers.lazy_exports import lazy_exports
 
 from .protocol import Sample, Sampler, Sampling
 from .trainer_sampler import trainer_sampler, trainer_sampling

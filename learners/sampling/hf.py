@@ -95,7 +95,7 @@ class HFSampler:
         import torch
         from transformers import LogitsProcessorList
 
-        from countdown_env.progress import progress_bar
+        from countdown_env.helpers.progress import progress_bar
 
         budgets = budgets_of(max_new_tokens, len(prompts), n)
         rows = [(list(p), b) for p, b in zip(prompts, budgets, strict=True) for _ in range(n)]

@@ -1,4 +1,4 @@
-"""vLLM's offline generation shown by the project's progress display (:mod:`countdown_env.progress`).
+"""vLLM's offline generation shown by the project's progress display (:mod:`countdown_env.helpers.progress`).
 
 ``vllm.LLM.generate(use_tqdm=...)`` takes ``True`` (a tqdm bar, shown even in a log file as carriage-return
 redraws), ``False`` (nothing) or a tqdm factory. Left at a bool, a vLLM eval whose stderr is a log file or a pipe
@@ -22,7 +22,7 @@ DESCRIPTION = "generating (vLLM)"
 
 
 class CompletionsBar:
-    """The tqdm surface vLLM's ``_run_engine`` uses, over a :func:`countdown_env.progress.progress_bar`."""
+    """The tqdm surface vLLM's ``_run_engine`` uses, over a :func:`countdown_env.helpers.progress.progress_bar`."""
 
     def __init__(self, bar: Any) -> None:
         self.bar = bar
@@ -58,10 +58,10 @@ class CompletionsBar:
 def vllm_progress(enabled: bool | None):
     """``use_tqdm`` for ``LLM.generate``: ``False`` when ``enabled`` is ``False`` (``--no-progress``), else a factory
     (module docstring) whose bar counts completions; ``enabled=None``: a tqdm bar when stderr is a terminal, lines
-    otherwise (:func:`countdown_env.progress.progress_bar`)."""
+    otherwise (:func:`countdown_env.helpers.progress.progress_bar`)."""
     if enabled is False:
         return False
-    from countdown_env.progress import progress_bar
+    from countdown_env.helpers.progress import progress_bar
 
     def factory(iterable: Any = None, *, total: int | None = None, **_: Any) -> Any:
         if iterable is not None:  # the prompts vLLM renders before generating

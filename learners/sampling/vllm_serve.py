@@ -90,7 +90,7 @@ def recorded_children(status_path: str | Path | None):
     import json
     import multiprocessing.process as mp
 
-    from countdown_env.atomic import write_text
+    from countdown_env.helpers.atomic import write_text
 
     started, start = [], mp.BaseProcess.start
 

@@ -68,7 +68,7 @@ unique transitions, share of the loss tokens (``loss_token_share``), share resti
 (``singleton_share``), mean |G_{p∘v}|, share of zero advantages, mean |A|, deepest branching depth, replay counts.
 """
 
-from countdown_env.lazy_exports import lazy_exports
+from countdown_env.helpers.lazy_exports import lazy_exports
 
 __all__ = ["TSPMOConfig", "TSPMOTrainer", "prefix_advantages"]
 __getattr__, __dir__ = lazy_exports(

@@ -18,7 +18,7 @@ def _worker(rank: int, port: int, out: str) -> None:
                       LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE="2", OMP_NUM_THREADS="1")  # fmt: skip
     import torch.distributed as dist
 
-    from countdown_env.atomic import claim_path
+    from countdown_env.helpers.atomic import claim_path
     from learners.pipeline.runs.processes import run_processes
 
     processes = run_processes(ddp_timeout=120)

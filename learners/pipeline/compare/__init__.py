@@ -70,7 +70,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from countdown_env.atomic import write_text
+from countdown_env.helpers.atomic import write_text
 
 from ..evaluation.statistics import mean_ci, paired_bootstrap_diff
 from ..models import resolve_model
@@ -124,7 +124,7 @@ else."""
 def prepare_dir(out: Path, settings: CompareSettings, *, resume: bool, overwrite: bool) -> None:
     """Refuse a non-empty ``out`` unless resuming (a comparison's folder, same settings) or overwriting (a
     comparison's folder holding nothing else)."""
-    from countdown_env.atomic import check_output, remove_owned
+    from countdown_env.helpers.atomic import check_output, remove_owned
 
     settings_path = out / SETTINGS_FILE
     if out.exists() and not out.is_dir():
@@ -177,7 +177,7 @@ def train_file_puzzles(path: str | Path, size: int, seed: int, exclude) -> list:
     import random
 
     from countdown_env import Puzzle
-    from countdown_env.jsonl import iter_jsonl
+    from countdown_env.helpers.jsonl import iter_jsonl
 
     held_out = {(tuple(sorted(numbers)), target) for numbers, target in exclude}
     puzzles = []
@@ -213,7 +213,7 @@ def run_compare(
 
 
 def _run_compare(settings: CompareSettings, out: Path, *, resume: bool, overwrite: bool, progress_bars) -> dict:
-    from countdown_env.jsonl import write_jsonl
+    from countdown_env.helpers.jsonl import write_jsonl
     from countdown_env.splits.eval_sets import load_eval_set
 
     from ..data import model_task

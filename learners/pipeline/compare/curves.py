@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from countdown_env.atomic import write_bytes
+from countdown_env.helpers.atomic import write_bytes
 
 from .settings import DEFAULT_LEARNERS, EVAL_SET, EVAL_TEMPERATURE
 

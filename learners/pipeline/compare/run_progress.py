@@ -9,12 +9,12 @@ from typing import Any
 
 class Progress:
     """One line per eval and per finished run on stderr, and per run a progress display over its steps
-    (:func:`countdown_env.progress.progress_bar`: ``bars=None`` gives a tqdm bar when stderr is a terminal and plain
+    (:func:`countdown_env.helpers.progress.progress_bar`: ``bars=None`` gives a tqdm bar when stderr is a terminal and plain
     lines with rate and ETA otherwise; ``False``, ``--no-progress``: neither); nothing at all when ``quiet`` (the
     other processes of a multi-process launch: the main one reports)."""
 
     def __init__(self, total_runs: int, bars: bool | None = None, *, quiet: bool = False):
-        from countdown_env.progress import wanted
+        from countdown_env.helpers.progress import wanted
 
         self.total = total_runs
         self.index = 0
@@ -24,7 +24,7 @@ class Progress:
         self.bar = None
 
     def start(self, learner: str, seed: int, steps: int, first_step: int = 0) -> None:
-        from countdown_env.progress import progress_bar
+        from countdown_env.helpers.progress import progress_bar
 
         self.index += 1
         self.label = f"[{self.index}/{self.total}] {learner} seed {seed}"

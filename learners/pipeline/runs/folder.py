@@ -8,7 +8,7 @@
 - ``--resume`` of a run whose ``summary.json`` already reached ``max_steps`` is a no-op that says so (asking for more
   steps than it ran continues it), once ``final/`` matches its manifest; a damaged ``final/`` (a truncated
   ``model.safetensors``) is finished again from the newest complete checkpoint.
-The caller holds :func:`countdown_env.atomic.output_claim` on the folder for the whole run, so two runs never write
+The caller holds :func:`countdown_env.helpers.atomic.output_claim` on the folder for the whole run, so two runs never write
 one folder.
 """
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from countdown_env.atomic import foreign_entries, remove_owned
+from countdown_env.helpers.atomic import foreign_entries, remove_owned
 
 from ...core.checkpoints import checkpoint_problem, checkpoints, resume_checkpoint, warn
 

@@ -105,7 +105,7 @@ def run_sft(
     from transformers import AutoModelForCausalLM
     from trl import SFTConfig, SFTTrainer
 
-    from countdown_env.atomic import write_text
+    from countdown_env.helpers.atomic import write_text
 
     from ..data import as_task
     from ..models.tiny import save_tokenizer

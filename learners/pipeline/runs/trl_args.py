@@ -55,7 +55,7 @@ def yaml_value(values: list[str]) -> str:
 def to_overrides(options: dict[str, Any]) -> tuple[list[str], str | None]:
     """``(["trainer.learning_rate=1e-5", "model=...", "data={...}"], output_dir or None)`` for TRL-spelled options
     (values as YAML text, or already parsed from a YAML file); unknown keys are refused with a "did you mean"."""
-    from countdown_env.keys import refuse_unknown
+    from countdown_env.helpers.keys import refuse_unknown
 
     refuse_unknown("TRL option (countdown train takes GRPOConfig fields and " + ", ".join(SCRIPT_KEYS) + ")",
                    options, known_keys())  # fmt: skip

@@ -211,7 +211,7 @@ def build_warm_start(
     replaced whole)."""
     import tempfile
 
-    from countdown_env.atomic import atomic_dir
+    from countdown_env.helpers.atomic import atomic_dir
     from countdown_env.splits.eval_sets import load_eval_set
 
     out = Path(out)
@@ -452,7 +452,7 @@ def ship_warm_start(build_dir: str | Path, dest: str | Path, *, base: str) -> Pa
     import shutil
     import tempfile
 
-    from countdown_env.atomic import atomic_dir, write_text
+    from countdown_env.helpers.atomic import atomic_dir, write_text
 
     from ...core.checkpoints import write_checkpoint_manifest
     from ..models.adapters import merge_adapter

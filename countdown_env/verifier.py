@@ -1,5 +1,0 @@
-"""Deprecated path, kept for one release: this module moved to :mod:`countdown_env.expressions.verifier`."""
-
-from countdown_env.lazy_exports import moved_module
-
-moved_module(__name__, "countdown_env.expressions.verifier")

@@ -1,5 +1,0 @@
-"""Deprecated path, kept for one release: this module moved to :mod:`learners.pipeline.runs.folder`."""
-
-from countdown_env.lazy_exports import moved_module
-
-moved_module(__name__, "learners.pipeline.runs.folder")
