@@ -81,10 +81,10 @@ LAUNCHES = shown_launches()
 
 
 def test_the_launches_are_found():
-    """The README's smoke commands, its several-machines and server-mode commands, and each shipped config's."""
+    """docs/scaling.md's smoke commands, its several-machines and server-mode commands, and each shipped config's."""
     places = {where for where, _ in LAUNCHES}
-    assert "README.md" in places and {path.name for path in CONFIGS} <= places
-    assert sum(where == "README.md" for where, _ in LAUNCHES) >= 4
+    assert "scaling.md" in places and {path.name for path in CONFIGS} <= places
+    assert sum(where == "scaling.md" for where, _ in LAUNCHES) >= 4
 
 
 @pytest.mark.parametrize("where,command", LAUNCHES, ids=[f"{w}:{c[:60]}" for w, c in LAUNCHES])

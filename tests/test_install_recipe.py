@@ -22,7 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 MAKEFILE = (ROOT / "Makefile").read_text(encoding="utf-8")
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+README = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
 PYPROJECT = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
 
 
@@ -33,7 +33,7 @@ def _make_variable(name: str) -> str:
 
 
 def _by_hand_blocks() -> tuple[str, str]:
-    """The README's two by-hand recipes: (CPU-only machine, CUDA machine)."""
+    """docs/install.md's two by-hand recipes: (CPU-only machine, CUDA machine)."""
     section = README.split("## Installing by hand", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```bash\n(.*?)```", section, re.DOTALL)
     cpu = [b for b in blocks if "CPU-only machine" in b]
@@ -61,7 +61,7 @@ def test_makefile_and_readme_agree_on_the_pins_and_the_index():
 def test_nothing_calls_the_package_index_torch_a_cpu_wheel():
     """The old wording called `pip install torch==2.13.0` "the CPU wheel": on a stock machine it is a CUDA build. Only
     PyTorch's CPU wheel index serves CPU wheels, and a line naming a torch without ``+cpu`` says nothing of a CPU."""
-    for name, text in (("Makefile", MAKEFILE), ("README.md", README), ("pyproject.toml", PYPROJECT)):
+    for name, text in (("Makefile", MAKEFILE), ("docs/install.md", README), ("pyproject.toml", PYPROJECT)):
         for line in text.splitlines():
             assert not re.search(r"(?<!PyTorch's )CPU wheel", line), (name, line)
             if re.search(r"torch==[\d.]*\d(?![\d.+])", line):

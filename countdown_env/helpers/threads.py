@@ -11,7 +11,7 @@ Sleeping waits have a price where nothing else wants the cores, most likely a wa
 whose hypervisor took up to a third of the CPU; beside one burner spinning took >= 3000 s against 1 314 s sleeping).
 The rule keeps them: the idle loss was a fifth to nearly half, the loss of spinning beside one burner >= 3x;
 ``--threads torch`` is the faster choice on a machine that one process has to itself (``benchmarks/bench_threads.py``,
-README "Scaling out").
+docs/scaling.md).
 
 The rule (:func:`plan_threads`), applied by :func:`configure_threads` before torch creates its thread pools:
 

@@ -4,7 +4,7 @@ Rows are conversational prompt/completion pairs (``prompt``: the system and user
 :func:`~countdown_env.prompts.chat_messages`; ``completion``: one assistant message holding the trace in the
 template's tags), which TRL's ``SFTTrainer`` trains on with the loss on the completion only. Every completion is
 checked with the verifier before it is kept. The defaults match the embedded tiny model's calibration (three
-numbers in 1..20, targets up to 200, short traces of about 150-400 characters; see the README's tiny-model section).
+numbers in 1..20, targets up to 200, short traces of about 150-400 characters; see docs/training.md).
 
 Beside the builder: :mod:`countdown_env.sft.traces` (the solver-derived reasoning traces, one per style) and
 :mod:`countdown_env.sft.cleaning` (external SFT/preference data cleaned the way the contrastive shaping post did).

@@ -52,7 +52,7 @@ BACKENDS = ("auto", "hf", "vllm")
 
 VLLM_FROM_PARAMETERS = 40_000_000
 """``"auto"`` generates with vLLM from this many parameters on. Measured on the 2-core CPU machines
-(``benchmarks/bench_generation.py``; README, "vLLM"): vLLM / transformers tokens/s was 0.87-0.94x for the 1.07 M tiny
+(``benchmarks/bench_generation.py``; docs/scaling.md): vLLM / transformers tokens/s was 0.87-0.94x for the 1.07 M tiny
 model (and its engine start costs 15-25 s), 2.09x at 43.7 M and 5.6x for SmolLM2-135M; sizes in between are
 unmeasured and stay on transformers."""
 

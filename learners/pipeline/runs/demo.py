@@ -93,7 +93,8 @@ class DemoModel:
     defaults: dict[str, Any]
     quick: dict[str, Any]
     # rows per forward/backward (gradient accumulation within a step of one generation); None: the step's rows.
-    # SmolLM2's backward holds ~0.5 GB of activations per row of 256 tokens: 8 rows peaked at 8.0 GB, 4 at 5.8 GB
+    # SmolLM2's backward holds ~0.5 GB of activations per row of ~200 tokens: a training process peaked at 8.0 GB
+    # with 8 rows, 5.8 GB with 4, and the whole demo at 6.3 GB with 4 (benchmarks/peak_memory.py); it uses 2
     micro_batch: int | None
     title: str
 
@@ -101,7 +102,7 @@ class DemoModel:
 DEMO_MODELS = {
     "tiny": DemoModel("tiny", "warm-start", "cpu-tiny", "hf", DEFAULTS, QUICK, None, "the tiny model"),
     "smollm2-135m": DemoModel("smollm2-135m", "smollm2-135m-warm-start", "cpu-smollm2-vllm", "vllm", SMOLLM2_DEFAULTS,
-                              SMOLLM2_QUICK, 4, "SmolLM2-135M-Instruct"),
+                              SMOLLM2_QUICK, 2, "SmolLM2-135M-Instruct"),
 }  # fmt: skip
 """``--model`` of ``demo-train``."""
 
