@@ -96,7 +96,7 @@ test: $(STAMP) $(VF_CLASSIC_STAMP)
 		tests/test_trivial_puzzles.py::test_verifiers_puzzle_source_and_classic_dataset
 
 lint: $(STAMP)
-	$(PY) -m ruff check countdown_env learners verifiers_ext tests benchmarks
+	$(PY) -m ruff check countdown_env learners verifiers_ext tests benchmarks experiments
 
 clean:
 	rm -rf $(VENV) $(VF_CLASSIC) $(TEST_CACHE) .pytest_cache build *.egg-info
