@@ -313,17 +313,27 @@ def test_trainer_values_are_checked_in_one_line(setting, message, capsys):
     assert message in line
 
 
-def test_trainer_fields_file_matches_the_config_classes():
-    """learners/core/trainer_fields.json (read by config validation instead of importing TRL) lists every option of
-    every learner's config class with its default, as the classes themselves do."""
+def test_cached_trainer_fields_match_the_config_classes(tmp_path, monkeypatch):
+    """The option list (read by config validation instead of importing TRL) is built once per stack into the cache,
+    outside the repository, and lists every option of every learner's config class with its default, as the classes
+    themselves do; a stale or damaged cache file is rebuilt."""
+    import dataclasses
     import importlib
 
     from learners.core.registry import LEARNERS
-    from learners.core.trainer_fields import fields_of, trainer_fields
+    from learners.core.trainer_fields import fields_file, trainer_fields
 
+    monkeypatch.setenv("COUNTDOWN_CACHE", str(tmp_path))
+    assert not fields_file().exists()
     for spec in LEARNERS.values():
         config_class = getattr(importlib.import_module(spec.module), spec.config_class)
-        assert trainer_fields(spec) == fields_of(config_class), spec.config_class
+        expected = {f.name: f.default if isinstance(f.default, (bool, int, float, str)) else None
+                    for f in dataclasses.fields(config_class)}  # fmt: skip
+        assert trainer_fields(spec) == expected, spec.config_class
+    assert fields_file().is_file() and fields_file().is_relative_to(tmp_path)
+    fields_file().write_text("{not json")
+    assert "learning_rate" in trainer_fields(LEARNERS["grpo"])
+    assert json.loads(fields_file().read_text())["classes"]
 
 
 def test_config_errors_need_no_trl_import(tmp_path):
@@ -332,9 +342,9 @@ def test_config_errors_need_no_trl_import(tmp_path):
     import subprocess
     import sys
 
-    from learners.core.trainer_fields import _recorded
+    from learners.core.trainer_fields import all_fields
 
-    assert _recorded() is not None, "stale trainer_fields.json: run python -m learners.core.trainer_fields"
+    assert all_fields()  # the cache holds this stack's list: built here if it did not
     code = (
         "import sys\nfrom countdown_env.cli import main\n"
         "rc = main(['train', '--output-dir', sys.argv[1], '--set', 'trainer.learning_rate=fast'])\n"

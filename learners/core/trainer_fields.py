@@ -2,12 +2,13 @@
 
 A learner's config class is a ``GRPOConfig`` subclass, and importing it pulls in TRL, transformers and peft
 (about 4 s on these machines). ``countdown train`` checks a config's trainer keys and value types before any such
-import, from ``trainer_fields.json`` beside this module: every option of every learner's config class with its
-default when that is a number, a bool or a string (``None`` otherwise: not type-checked). The file records the
-stack it was generated on (the trl and transformers versions and a digest of the config modules: the base config's
-and those each registered algorithm's spec names); when the installed stack differs, :func:`trainer_fields` falls
-back to importing the class, so it is never wrong, only slower. Regenerate it with
-``python -m learners.core.trainer_fields`` (a test checks it matches the classes).
+import, from a list of every option of every learner's config class with its default when that is a number, a bool
+or a string (``None`` otherwise: not type-checked). The list is built by importing the classes once per stack (the
+trl and transformers versions and a digest of the config modules: the base config's and those each registered
+algorithm's spec names) and kept outside the repository, in ``CACHE/trainer_fields/DIGEST.json``
+(:func:`countdown_env.helpers.cache.cache_root`): a learner added or changed needs no file regenerated, and the
+first check after an upgrade is the slow one. A cache that cannot be written costs the import each time, never a
+wrong answer.
 """
 
 from __future__ import annotations
@@ -18,9 +19,6 @@ import json
 from importlib import metadata
 from pathlib import Path
 from typing import Any
-
-FIELDS_FILE = Path(__file__).with_name("trainer_fields.json")
-
 
 def _config_sources() -> list[Path]:
     """The base config's file and every registered algorithm's config files (its spec's ``config_sources``)."""
@@ -54,21 +52,40 @@ def fields_of(config_class: type) -> dict[str, Any]:
     return out
 
 
-def _recorded() -> dict[str, Any] | None:
+def fields_file() -> Path:
+    """Where the option list of the installed stack is cached."""
+    from countdown_env.helpers.cache import cache_root
+
+    key = hashlib.sha256(json.dumps(stack_key(), sort_keys=True).encode()).hexdigest()[:16]
+    return cache_root() / "trainer_fields" / f"{key}.json"
+
+
+def all_fields() -> dict[str, dict[str, Any]]:
+    """``{config class name: {option: default}}`` of every registered learner: from the cache when it holds this
+    stack's list, else built (importing the classes) and cached."""
+    path = fields_file()
     try:
-        recorded = json.loads(FIELDS_FILE.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return recorded if isinstance(recorded, dict) and recorded.get("stack") == stack_key() else None
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(recorded, dict) and recorded.get("stack") == stack_key():
+            return recorded["classes"]
+    except (OSError, ValueError, KeyError):
+        pass
+    content = generate()
+    try:
+        from countdown_env.helpers.atomic import write_text
+
+        write_text(path, json.dumps(content, indent=1, sort_keys=True) + "\n")
+    except OSError:  # a read-only cache: correct, only slower next time
+        pass
+    return content["classes"]
 
 
 def trainer_fields(spec) -> dict[str, Any]:
-    """The options of ``spec``'s (a :class:`~learners.core.registry.LearnerSpec`) config class and their defaults:
-    from ``trainer_fields.json`` when it was generated on this stack, else by importing the class."""
-    recorded = _recorded()
-    if recorded is not None and spec.config_class in recorded.get("classes", {}):
-        return recorded["classes"][spec.config_class]
-    return fields_of(_config_class(spec))
+    """The options of ``spec``'s (a :class:`~learners.core.registry.LearnerSpec`) config class and their defaults."""
+    classes = all_fields()
+    if spec.config_class in classes:
+        return classes[spec.config_class]
+    return fields_of(_config_class(spec))  # a learner registered after the list was built
 
 
 def _config_class(spec) -> type:
@@ -78,20 +95,8 @@ def _config_class(spec) -> type:
 
 
 def generate() -> dict[str, Any]:
-    """The file's content for the installed stack (imports every learner's config class)."""
+    """The list for the installed stack (imports every learner's config class)."""
     from .registry import LEARNERS
 
     classes = {spec.config_class: fields_of(_config_class(spec)) for spec in LEARNERS.values()}
     return {"stack": stack_key(), "classes": dict(sorted(classes.items()))}
-
-
-def main() -> None:
-    from countdown_env.helpers.atomic import write_text
-
-    content = generate()
-    write_text(FIELDS_FILE, json.dumps(content, indent=1, sort_keys=True) + "\n")
-    print(f"wrote {FIELDS_FILE.name}: {len(content['classes'])} config classes on trl {content['stack']['trl']}")
-
-
-if __name__ == "__main__":
-    main()

