@@ -37,7 +37,7 @@ def main() -> None:
     from countdown_env import Puzzle
     from countdown_env.rewards import countdown_reward
     from learners.core.trainer import CountdownGRPOTrainer
-    from learners.grpo import GRPOLearner, grpo_config
+    from learners.grpo import GRPOPresetTrainer, grpo_config
     from learners.pipeline.data import prompt_dataset
     from learners.pipeline.models import resolve_model
     from learners.pipeline.models.tiny import build_tiny_model, tiny_cpu_kwargs
@@ -107,7 +107,7 @@ def main() -> None:
     for preset in ("grpo", "dr_grpo", "dapo"):
         t = timed(
             f"preset {preset}",
-            lambda p=preset: GRPOLearner(
+            lambda p=preset: GRPOPresetTrainer(
                 model=model(), args=grpo_config(p, **common), train_dataset=data, processing_class=tok
             ),
         )
@@ -116,13 +116,13 @@ def main() -> None:
     two = dict(num_iterations=2)
     ref = timed(
         "preset grpo, num_iterations=2",
-        lambda: GRPOLearner(
+        lambda: GRPOPresetTrainer(
             model=model(), args=grpo_config("grpo", **common, **two), train_dataset=data, processing_class=tok
         ),
     )
     t = timed(
         "preset prime_rl, num_iterations=2",
-        lambda: GRPOLearner(
+        lambda: GRPOPresetTrainer(
             model=model(), args=grpo_config("prime_rl", **common, **two), train_dataset=data, processing_class=tok
         ),
     )

@@ -323,7 +323,7 @@ def test_accuracy_is_the_verifier_verdict_not_a_reward_threshold(tmp_path):
 
     from countdown_env import Puzzle, verify_completion
     from countdown_env.task import CountdownTask
-    from learners.grpo import GRPOLearner, grpo_config
+    from learners.grpo import GRPOPresetTrainer, grpo_config
     from learners.pipeline.data import prompt_dataset
     from learners.pipeline.models.tiny import tiny_cpu_kwargs
     from learners.pipeline.models.tokenizer_io import load_tokenizer
@@ -339,7 +339,7 @@ def test_accuracy_is_the_verifier_verdict_not_a_reward_threshold(tmp_path):
         return [0.9 * float(x) for x in ok]
 
     args = grpo_config("dapo", **tiny_cpu_kwargs(tmp_path, max_completion_length=96, max_steps=2, temperature=0.8))
-    trainer = GRPOLearner(
+    trainer = GRPOPresetTrainer(
         model=AutoModelForCausalLM.from_pretrained(SHIPPED_DIR),
         reward_funcs=[shaped],
         args=args,
@@ -357,9 +357,9 @@ def test_the_model_card_names_no_none_base_model(make_trainer, cpu_grpo_kwargs):
     """TRL's card says "fine-tuned version of [None](https://huggingface.co/None)" for a local model folder."""
     from pathlib import Path
 
-    from learners.grpo import GRPOLearner, grpo_config
+    from learners.grpo import GRPOPresetTrainer, grpo_config
 
-    trainer = make_trainer(GRPOLearner, grpo_config("grpo", **cpu_grpo_kwargs))
+    trainer = make_trainer(GRPOPresetTrainer, grpo_config("grpo", **cpu_grpo_kwargs))
     trainer.create_model_card(model_name="run")
     card = (Path(trainer.args.output_dir) / "README.md").read_text()
     assert "[None]" not in card and "huggingface.co/None" not in card and "local checkpoint" in card

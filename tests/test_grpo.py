@@ -34,11 +34,11 @@ def _without_puzzles(dataset):
 @pytest.mark.slow
 @pytest.mark.parametrize("preset", ["grpo", "dr_grpo", "dapo", "prime_rl"])
 def test_every_preset_runs_and_updates(preset, make_trainer, cpu_grpo_kwargs, toy_prompt_dataset):
-    from learners.grpo import GRPOLearner, grpo_config
+    from learners.grpo import GRPOPresetTrainer, grpo_config
 
     seen = []
 
-    class Probe(GRPOLearner):
+    class Probe(GRPOPresetTrainer):
         def shape_batch(self, batch, rollout):
             seen.append((rollout.rewards.clone(), batch["advantages"].clone()))
             return super().shape_batch(batch, rollout)
@@ -98,9 +98,9 @@ def test_dppo_keep_mask_hand_values():
 
 
 def _prime_rl_trainer(make_trainer, cpu_grpo_kwargs, **overrides):
-    from learners.grpo import GRPOLearner, grpo_config
+    from learners.grpo import GRPOPresetTrainer, grpo_config
 
-    return make_trainer(GRPOLearner, grpo_config("prime_rl", **{**cpu_grpo_kwargs, **overrides}))
+    return make_trainer(GRPOPresetTrainer, grpo_config("prime_rl", **{**cpu_grpo_kwargs, **overrides}))
 
 
 def _loss_gradient(trainer, inputs, pi):
@@ -198,9 +198,9 @@ def test_zero_advantage_tokens_leave_the_loss_and_its_normaliser(make_trainer, c
 
 # ------------------------------------------------------------------------------------------------ DAPO
 def test_dynamic_sampling_decides_on_the_verdict_not_the_total_reward(make_trainer, cpu_grpo_kwargs):
-    from learners.grpo import GRPOLearner, grpo_config
+    from learners.grpo import GRPOPresetTrainer, grpo_config
 
-    trainer = make_trainer(GRPOLearner, grpo_config("dapo", **cpu_grpo_kwargs), reward_funcs=_varied_reward)
+    trainer = make_trainer(GRPOPresetTrainer, grpo_config("dapo", **cpu_grpo_kwargs), reward_funcs=_varied_reward)
     assert trainer.reward_func_names[-1] == "soft_overlong_punishment_reward"
     # columns: (verdict, overlong penalty). Group 0: all correct, one overlong -> totals differ, accuracy 1: drop.
     # Group 1: all wrong, equal totals: drop. Group 2: one right, one wrong: keep.
@@ -223,11 +223,11 @@ def test_dynamic_sampling_decides_on_the_verdict_not_the_total_reward(make_train
 
 @pytest.mark.slow
 def test_dynamic_sampling_zeroes_homogeneous_groups(make_trainer, cpu_grpo_kwargs, toy_prompt_dataset):
-    from learners.grpo import GRPOLearner, grpo_config
+    from learners.grpo import GRPOPresetTrainer, grpo_config
 
     seen = []
 
-    class Probe(GRPOLearner):
+    class Probe(GRPOPresetTrainer):
         def shape_batch(self, batch, rollout):
             batch = super().shape_batch(batch, rollout)
             seen.append((rollout, self.loss_mask(batch).clone(), batch))  # the base recounts items afterwards
@@ -254,10 +254,10 @@ def test_dynamic_sampling_zeroes_homogeneous_groups(make_trainer, cpu_grpo_kwarg
 
 
 def test_overlong_buffer_is_daposs_fraction(make_trainer, cpu_grpo_kwargs):
-    from learners.grpo import GRPOLearner, grpo_config
+    from learners.grpo import GRPOPresetTrainer, grpo_config
 
     args = grpo_config("dapo", **{**cpu_grpo_kwargs, "max_completion_length": 20480})
-    trainer = make_trainer(GRPOLearner, args)
+    trainer = make_trainer(GRPOPresetTrainer, args)
     penalty = trainer.reward_funcs[-1]
     # DAPO: L_max = 20480, L_cache = 4096: no penalty up to 16384 tokens, -1 beyond 20480, linear between
     assert penalty(completion_ids=[[0] * 16384, [0] * 18432, [0] * 20481]) == [0.0, -0.5, -1.0]
@@ -308,10 +308,10 @@ def test_registry_lists_presets_without_importing_trl():
 
 
 def test_overlong_weight_leaves_the_callers_config_alone(make_trainer, cpu_grpo_kwargs):
-    from learners.grpo import GRPOLearner, grpo_config
+    from learners.grpo import GRPOPresetTrainer, grpo_config
 
     args = grpo_config("dapo", overlong_penalty_weight=0.5, **cpu_grpo_kwargs)
     for _ in range(2):  # a second trainer from the same config must see the same, unextended weights
-        trainer = make_trainer(GRPOLearner, args, reward_funcs=None)
+        trainer = make_trainer(GRPOPresetTrainer, args, reward_funcs=None)
         assert trainer.reward_weights.tolist() == [1.0, 0.5]
     assert args.reward_weights is None

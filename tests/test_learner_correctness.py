@@ -158,9 +158,9 @@ def test_replay_buffer_takes_the_verdict_not_a_reward():
 def test_dapo_dynamic_sampling_keeps_a_group_the_verdicts_split(make_trainer, cpu_grpo_kwargs):
     """Equal rewards, mixed verdicts: DAPO filters on accuracy, so the group stays in the loss; the same group with
     one verdict (all four rows carrying the wrong answer) leaves it, whatever the rewards."""
-    from learners.grpo import GRPOLearner, grpo_config
+    from learners.grpo import GRPOPresetTrainer, grpo_config
 
-    trainer = make_trainer(GRPOLearner, grpo_config("dapo", **cpu_grpo_kwargs), reward_funcs=lambda **kw: [0.0])
+    trainer = make_trainer(GRPOPresetTrainer, grpo_config("dapo", **cpu_grpo_kwargs), reward_funcs=lambda **kw: [0.0])
     batch, inputs, _ = _group_batch(trainer)
     equal = torch.ones(GROUP, 2)  # (reward, overlong penalty) columns, equal on every row
     kept = trainer.shape_batch(dict(batch), trainer.make_rollout(batch, inputs, equal))

@@ -1,6 +1,7 @@
-"""The learner registry collects each algorithm package's ``spec.py`` through the ``countdown.learners`` entry points:
-a learner of another distribution (a folder of its own and a dist-info naming its spec, nothing edited in
-``learners``) is listed, builds its config and trains through the same API as the shipped ones."""
+"""The learner registry collects each algorithm package's ``spec.py``: the project's own by listing ``learners``'
+sub-folders (a folder added to a copy of the project trains with no other edit), another distribution's through the
+``countdown.learners`` entry points (a folder of its own and a dist-info naming its spec, nothing edited in
+``learners``); either is listed, builds its config and trains through the same API as the shipped ones."""
 
 from __future__ import annotations
 
@@ -121,7 +122,7 @@ def test_the_config_digest_covers_a_registered_learners_config_file(tmp_path, on
     ("entry", "message"),
     [
         ("twin", "learner 'grpo' is registered by both 'grpo' and 'twin'"),
-        ("grpo", "entry point 'grpo' is registered twice"),
+        ("grpo", "algorithm 'grpo' is registered twice"),
     ],
 )
 def test_a_learner_name_or_entry_point_registered_twice_is_refused(tmp_path, on_path, entry, message):
@@ -130,7 +131,7 @@ def test_a_learner_name_or_entry_point_registered_twice_is_refused(tmp_path, on_
     twin = """
     from learners.core.spec import AlgorithmSpec, LearnerSpec
 
-    SPEC = AlgorithmSpec({"grpo": LearnerSpec("twin_learner", "C", "T")})
+    SPEC = AlgorithmSpec({"grpo": LearnerSpec("twin_learner", "TwinConfig", "TwinTrainer")})
     """
     files = {"__init__.py": "", "spec.py": twin}
     on_path(install_distribution(tmp_path, "twin_learner", {entry: "twin_learner.spec:SPEC"}, files))
@@ -211,3 +212,54 @@ def test_a_learner_added_as_a_folder_alone_trains_through_countdown_train(tmp_pa
     assert len(fractions) == 2 and all(0 < f < 1 for f in fractions)  # <= 1 of each row's up to 8 tokens kept
     assert [(r["metric"], r["logged_steps"]) for r in result["rows"]] == [("toy/loss_token_frac", 2)]
     assert result["rows"][0]["value"] == pytest.approx(1 - sum(fractions) / 2)
+
+
+def test_learner_classes_follow_one_naming_rule():
+    from learners.core.registry import LEARNERS
+    from learners.core.spec import LearnerSpec
+
+    for spec in LEARNERS.values():
+        stem = spec.config_class.removesuffix("Config")
+        assert spec.config_class == stem + "Config" and spec.trainer_class == stem + "Trainer"
+    with pytest.raises(ValueError, match="<X>Config and <X>Trainer"):
+        LearnerSpec("somewhere", "ToyConfig", "ToyLearner")
+
+
+@pytest.mark.slow
+def test_a_folder_added_to_the_project_trains_with_no_other_edit(tmp_path, tiny_model_dir, toy_puzzles):
+    """Issue 46 item 5: ``learners/toy/`` (spec, config, trainer) dropped into a copy of the project is listed by
+    the registry and trains a step through ``countdown train``: no entry point, no reinstall, no list edited."""
+    import os
+    import shutil
+
+    import learners
+    from countdown_env.helpers.jsonl import write_jsonl
+
+    tree = tmp_path / "tree"
+    shutil.copytree(Path(learners.__file__).parent, tree / "learners", ignore=shutil.ignore_patterns("__pycache__"))
+    folder = tree / "learners" / "toy"
+    folder.mkdir()
+    for name, text in {"__init__.py": TOY_INIT, "spec.py": TOY_SPEC, "config.py": TOY_CONFIG,
+                       "trainer.py": TOY_TRAINER}.items():  # fmt: skip
+        (folder / name).write_text(textwrap.dedent(text), encoding="utf-8")
+    rows = [{"numbers": list(p.numbers), "target": p.target} for p in toy_puzzles]
+    write_jsonl(rows, tmp_path / "train.jsonl")
+    settings = [f"model={tiny_model_dir}", "data=" + json.dumps({"train": str(tmp_path / "train.jsonl")}),
+                "eval.every=0", "trainer.max_steps=1", "trainer.per_device_train_batch_size=8",
+                "trainer.num_generations=4", "trainer.max_completion_length=8", "trainer.save_steps=100"]  # fmt: skip
+    code = (
+        "import sys, learners\n"
+        "from countdown_env.cli import main\n"
+        "print(learners.__file__)\n"
+        "sys.exit(main(['train', '--learner', 'toy', '--config', 'cpu-tiny', '--output-dir', sys.argv[1],"
+        " *sys.argv[2:]]))\n"
+    )
+    args = [x for s in settings for x in ("--set", s)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, "-c", code, str(tmp_path / "run"), *args], capture_output=True, text=True,
+                         env=env, cwd=tmp_path)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.splitlines()[0].startswith(str(tree))  # the copy's learners, not the installed one
+    history = json.loads((tmp_path / "run" / "log_history.json").read_text())
+    assert [e["step"] for e in history if "toy/loss_token_frac" in e] == [1]
+    assert json.loads((tmp_path / "run" / "resolved_config.json").read_text())["learner"] == "toy"

@@ -21,9 +21,9 @@ NEW_PRESETS = ("gspo", "cispo", "sapo", "luspo", "vespo", "grpo_delta", "grpo_to
 
 
 def _trainer(make_trainer, cpu_grpo_kwargs, preset, **overrides):
-    from learners.grpo import GRPOLearner, grpo_config
+    from learners.grpo import GRPOPresetTrainer, grpo_config
 
-    return make_trainer(GRPOLearner, grpo_config(preset, **{**cpu_grpo_kwargs, **overrides}))
+    return make_trainer(GRPOPresetTrainer, grpo_config(preset, **{**cpu_grpo_kwargs, **overrides}))
 
 
 def _gradient(trainer, inputs, log_pi, entropies=None):
@@ -287,11 +287,11 @@ def test_unknown_advantage_estimator_is_refused(tmp_path):
 def test_every_new_preset_trains_off_policy(make_trainer, cpu_grpo_kwargs):
     """Two steps of each preset with num_iterations=2 (π_old exists, so ratios, clips and masks run), one model
     update at least, finite losses."""
-    from learners.grpo import GRPOLearner, grpo_config
+    from learners.grpo import GRPOPresetTrainer, grpo_config
 
     for preset in NEW_PRESETS:
         kwargs = dict(cpu_grpo_kwargs, num_iterations=2, max_steps=2)
-        trainer = make_trainer(GRPOLearner, grpo_config(preset, **kwargs))
+        trainer = make_trainer(GRPOPresetTrainer, grpo_config(preset, **kwargs))
         before = [p.detach().clone() for p in trainer.model.parameters()]
         trainer.train()
         assert trainer.state.global_step == 2, preset

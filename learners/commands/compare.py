@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..pipeline.compare import run_compare
-from ..pipeline.compare.settings import DEFAULT_LEARNERS, EVAL_SET, FULL, QUICK, CompareSettings
+from ..pipeline.compare.settings import EVAL_SET, FULL, QUICK, CompareSettings, default_learners
 
 HELP = "run learners side by side from one warm start: CSV, summary, curves"
 USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.helpers.threads)
@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..core.registry import LEARNERS
 
     parser.add_argument(
-        "--learners", nargs="+", default=list(DEFAULT_LEARNERS), choices=list(LEARNERS), help="registered learners"
+        "--learners", nargs="+", default=list(default_learners()), choices=list(LEARNERS), help="registered learners"
     )
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="seeds: one run per learner and seed")
     parser.add_argument("--steps", type=int, help=f"training steps per run (default {FULL['steps']})")

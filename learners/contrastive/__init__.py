@@ -42,7 +42,7 @@ scoring call logs ``contrastive/scorer_{requests,prompt_tokens,cached_tokens,rea
 engine.
 
 Base learner. Seed 000 ran the shaping on prime-rl's defaults ("I did not change any of its parameters"), so the
-learner is a :class:`~learners.grpo.GRPOLearner` whose preset is ``base_learner`` (:class:`ContrastiveConfig`):
+learner is a :class:`~learners.grpo.GRPOPresetTrainer` whose preset is ``base_learner`` (:class:`ContrastiveConfig`):
 ``"prime_rl"`` (default; registry name ``contrastive``): Â_i = r_i − mean(group) (no std scaling), then prime-rl's
 loss — DPPO binary-TV mask, −A·π/μ on kept tokens, 1e-3·log²(π/μ) on all, zero-advantage tokens filtered — on the
 *shaped* per-token advantages (prime-rl masks and filters per token, so shaping enters the mask's sign test and the

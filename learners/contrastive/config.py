@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from dataclasses import MISSING, dataclass, field
 
-from ..grpo.config import GRPOLearnerConfig
+from ..grpo.config import GRPOPresetConfig
 from ..grpo.presets import PRESETS
 from .answer_bank import GROUND_TRUTH_MODES
 from .scoring import ENGINES
@@ -16,12 +16,12 @@ _FROM_PRESET = "None: from base_learner's preset."
 
 
 def _base_default(name: str):
-    spec = GRPOLearnerConfig.__dataclass_fields__[name]
+    spec = GRPOPresetConfig.__dataclass_fields__[name]
     return spec.default_factory() if spec.default is MISSING else spec.default
 
 
 @dataclass
-class ContrastiveConfig(GRPOLearnerConfig):
+class ContrastiveConfig(GRPOPresetConfig):
     r"""A GRPO learner config (``base_learner``'s preset) plus the shaping post's hyperparameters.
 
     The shaping is added to the advantages of the GRPO learner named by ``base_learner`` (a key of
@@ -120,10 +120,10 @@ class ContrastiveConfig(GRPOLearnerConfig):
 
 
 PRESET_FIELDS = tuple(
-    name for name in inspect.get_annotations(ContrastiveConfig) if name in GRPOLearnerConfig.__dataclass_fields__
+    name for name in inspect.get_annotations(ContrastiveConfig) if name in GRPOPresetConfig.__dataclass_fields__
 )
 """The GRPO fields this config redeclares, defaulting to None = "take it from base_learner's preset, else
-GRPOLearnerConfig's default", so that an explicit value always wins (even one equal to a default)."""
+GRPOPresetConfig's default", so that an explicit value always wins (even one equal to a default)."""
 
 BASE_LEARNERS = tuple(name for name, preset in PRESETS.items() if set(preset) <= set(PRESET_FIELDS))
 """The presets the shaping can sit on: those that set only :data:`PRESET_FIELDS` (grpo, dr_grpo, dapo, prime_rl,

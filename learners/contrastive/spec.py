@@ -22,6 +22,7 @@ SPEC = AlgorithmSpec(
             "ContrastiveConfig",
             "ContrastiveTrainer",
             "contrastive shaping on prime-rl's loss",
+            compare_default=True,
             mechanisms=(*DPPO, *SHAPING),
         ),
         "contrastive_grpo": LearnerSpec(

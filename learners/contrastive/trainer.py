@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from ..core.trainer import Rollout
-from ..grpo.trainer import GRPOLearner
+from ..grpo.trainer import GRPOPresetTrainer
 from ..sampling.trainer_sampler import lockstep_forward
 from .answer_bank import AnswerBank, build_answer_bank
 from .config import ContrastiveConfig
@@ -61,10 +61,10 @@ def submitted_answer(completion: str, tag: str = "solution") -> str | None:
     return completion[completion.rfind(f"<{tag}>", 0, end) + len(tag) + 2 : end]
 
 
-class ContrastiveTrainer(GRPOLearner):
+class ContrastiveTrainer(GRPOPresetTrainer):
     """Seed 000's contrastive potential advantage shaping; see the package docstring for the equations.
 
-    A :class:`~learners.grpo.GRPOLearner` run with ``args.base_learner``'s preset (prime-rl's loss by default). The
+    A :class:`~learners.grpo.GRPOPresetTrainer` run with ``args.base_learner``'s preset (prime-rl's loss by default). The
     only change w.r.t. it: ``shape_batch`` adds the per-paragraph shaping term to the advantages, then lets the
     GRPO learner's seam 1 (dynamic sampling, zero-advantage filter) act on the shaped advantages; seam 2 (prime-rl's
     DPPO mask, adv_tau and KL) is the GRPO learner's.

@@ -1,14 +1,18 @@
 """The learner registry: name -> how to build its config and trainer, collected from the algorithm packages.
 
-Each algorithm package declares its learners in its own ``spec.py`` (:class:`~learners.core.spec.AlgorithmSpec`) and
-registers it through the ``countdown.learners`` entry-point group, so this module names no algorithm: a learner of
-another installed distribution registers the same way. Specs name modules and classes as strings, so listing
-learners imports neither torch nor trl.
+Each algorithm package declares its learners in its own ``spec.py`` (:class:`~learners.core.spec.AlgorithmSpec`).
+The project's own are every sub-folder of ``learners`` that holds a ``spec.py``, found by listing the folder (a
+new learner is a new folder, with no other edit and no reinstall); a learner of another installed distribution
+registers through the ``countdown.learners`` entry-point group. This module names no algorithm. Specs name modules
+and classes as strings, so listing learners imports neither torch nor trl.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from importlib.metadata import entry_points
+from pathlib import Path
 
 from .spec import AlgorithmSpec, LearnerSpec, Mechanism
 
@@ -18,32 +22,48 @@ ENTRY_POINT_GROUP = "countdown.learners"
 """Algorithm packages: ``name = "package.spec:SPEC"``, ``SPEC`` an :class:`~learners.core.spec.AlgorithmSpec`."""
 
 
+def project_algorithms() -> list[tuple[str, str]]:
+    """``(name, "learners.NAME.spec:SPEC")`` for every sub-folder of ``learners`` holding a ``spec.py`` (but this
+    one, whose ``spec.py`` defines the spec classes), by name."""
+    import learners
+
+    found = []
+    for info in pkgutil.iter_modules(learners.__path__):
+        if f"learners.{info.name}" == __package__:
+            continue
+        if info.ispkg and (Path(info.module_finder.path) / info.name / "spec.py").is_file():
+            found.append((info.name, f"learners.{info.name}.spec:SPEC"))
+    return sorted(found)
+
+
 def collect() -> tuple[dict[str, AlgorithmSpec], dict[str, LearnerSpec]]:
-    """The registered algorithm specs (by entry-point name) and their learners, in entry-point name order, each
-    package's learners in its own order. A spec that is not an ``AlgorithmSpec``, or a learner name registered twice,
-    raises a ``RuntimeError`` naming the entry points."""
+    """The algorithm specs (by folder or entry-point name) and their learners: the project's folders in name order,
+    then other distributions' entry points in name order, each package's learners in its own order. A spec that is
+    not an ``AlgorithmSpec``, or a name registered twice, raises a ``RuntimeError`` naming both."""
     algorithms: dict[str, AlgorithmSpec] = {}
     learners: dict[str, LearnerSpec] = {}
     owner: dict[str, str] = {}
     values: dict[str, str] = {}
-    for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        if entry.name in values:
-            if entry.value == values[entry.name]:
+    outside = [(e.name, e.value) for e in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
+               if not e.value.startswith("learners.")]  # fmt: skip (the project's own are found by folder)
+    for name, value in [*project_algorithms(), *outside]:
+        if name in values:
+            if value == values[name]:
                 continue  # one distribution seen twice on sys.path
-            raise RuntimeError(f"{ENTRY_POINT_GROUP} entry point {entry.name!r} is registered twice: "
-                               f"{values[entry.name]!r} and {entry.value!r}")  # fmt: skip
-        values[entry.name] = entry.value
-        spec = entry.load()
+            raise RuntimeError(f"algorithm {name!r} is registered twice: {values[name]!r} and {value!r}")
+        values[name] = value
+        module, _, attribute = value.partition(":")
+        spec = getattr(importlib.import_module(module), attribute)
         if not isinstance(spec, AlgorithmSpec):
-            raise RuntimeError(
-                f"{ENTRY_POINT_GROUP} entry point {entry.name} = {entry.value!r} is not an AlgorithmSpec"
-            )
-        algorithms[entry.name] = spec
-        for name, learner in spec.learners.items():
-            if name in learners:
-                raise RuntimeError(f"learner {name!r} is registered by both {owner[name]!r} and {entry.name!r}")
-            learners[name] = learner
-            owner[name] = entry.name
+            raise RuntimeError(f"{name} = {value!r} is not an AlgorithmSpec")
+        algorithms[name] = spec
+        for learner_name, learner in spec.learners.items():
+            if learner_name in learners:
+                raise RuntimeError(
+                    f"learner {learner_name!r} is registered by both {owner[learner_name]!r} and {name!r}"
+                )
+            learners[learner_name] = learner
+            owner[learner_name] = name
     return algorithms, learners
 
 
@@ -57,7 +77,7 @@ def get_learner(name: str) -> LearnerSpec:
     except KeyError:
         if not LEARNERS:
             raise ValueError(
-                f"unknown learner {name!r}: no learner is registered ({ENTRY_POINT_GROUP} entry points); "
-                "install the project (pip install -e .) so its entry points are visible"
+                f"unknown learner {name!r}: no learner is registered (no learners/*/spec.py, no "
+                f"{ENTRY_POINT_GROUP} entry points)"
             ) from None
         raise ValueError(f"unknown learner {name!r}; choose one of {sorted(LEARNERS)}") from None

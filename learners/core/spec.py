@@ -33,7 +33,9 @@ class Mechanism:
 class LearnerSpec:
     """A learner: ``module`` holds ``config_class`` (a ``GRPOConfig`` subclass) and ``trainer_class``
     (a ``CountdownGRPOTrainer`` subclass); ``defaults`` are config values applied before the user's; ``mechanisms``
-    the logged quantities that show its own mechanism acting (``countdown compare``'s engagement table)."""
+    the logged quantities that show its own mechanism acting (``countdown compare``'s engagement table);
+    ``compare_default``: whether ``countdown compare`` runs it when ``--learners`` is not given. The classes are
+    named ``<X>Config`` and ``<X>Trainer``."""
 
     module: str
     config_class: str
@@ -41,6 +43,13 @@ class LearnerSpec:
     description: str = ""
     defaults: Mapping[str, Any] = field(default_factory=dict)
     mechanisms: tuple[Mechanism, ...] = ()
+    compare_default: bool = False
+
+    def __post_init__(self) -> None:
+        if not (self.config_class.endswith("Config") and self.trainer_class.endswith("Trainer")
+                and self.config_class[: -len("Config")] == self.trainer_class[: -len("Trainer")]):  # fmt: skip
+            raise ValueError(f"learner classes are named <X>Config and <X>Trainer, got {self.config_class!r} and "
+                             f"{self.trainer_class!r}")  # fmt: skip
 
     def load(self) -> tuple[type, type]:
         """Import the module and return ``(config_class, trainer_class)``."""

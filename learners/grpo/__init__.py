@@ -121,13 +121,13 @@ How the extras are implemented, through the two seams of :mod:`learners.core.tra
 
 from countdown_env.helpers.lazy_exports import lazy_exports
 
-__all__ = ["GRPOLearner", "GRPOLearnerConfig", "PRESETS", "dppo_keep_mask", "grpo_config", "prime_rl_advantages"]
+__all__ = ["GRPOPresetTrainer", "GRPOPresetConfig", "PRESETS", "dppo_keep_mask", "grpo_config", "prime_rl_advantages"]
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "GRPOLearnerConfig": "config",
+        "GRPOPresetConfig": "config",
         "grpo_config": "config",
-        "GRPOLearner": "trainer",
+        "GRPOPresetTrainer": "trainer",
         "dppo_keep_mask": "trainer",
         "prime_rl_advantages": "trainer",
         "PRESETS": "presets",

@@ -16,7 +16,7 @@ _RATIO_LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")
 
 
 @dataclass
-class GRPOLearnerConfig(CountdownConfig):
+class GRPOPresetConfig(CountdownConfig):
     """``GRPOConfig`` plus the switches the presets need (all off by default: plain TRL GRPO).
 
     Parameters:
@@ -91,8 +91,8 @@ class GRPOLearnerConfig(CountdownConfig):
         return self.uses_prime_rl_loss or self.adv_tau != 1.0
 
 
-def grpo_config(preset: str = "grpo", **kwargs: Any) -> GRPOLearnerConfig:
-    """A :class:`GRPOLearnerConfig` with ``PRESETS[preset]`` applied, then ``kwargs`` (which win)."""
+def grpo_config(preset: str = "grpo", **kwargs: Any) -> GRPOPresetConfig:
+    """A :class:`GRPOPresetConfig` with ``PRESETS[preset]`` applied, then ``kwargs`` (which win)."""
     if preset not in PRESETS:
         raise ValueError(f"unknown GRPO preset {preset!r}; choose one of {sorted(PRESETS)}")
-    return GRPOLearnerConfig(**{**PRESETS[preset], **kwargs})
+    return GRPOPresetConfig(**{**PRESETS[preset], **kwargs})

@@ -58,10 +58,14 @@ MECHANISMS: dict[str, tuple[Mechanism, ...]] = {
 (``grpo_delta``), the entropy mask (``grpo_top_entropy``) and off-policy masking (``grpo_opsm``) log nothing of their
 own in TRL 1.16, so they have none; the vLLM IS weights are logged only when vLLM generates."""
 
+COMPARED = ("grpo", "dr_grpo", "dapo", "prime_rl")
+"""The presets ``countdown compare`` runs by default (the others on request: ``--learners``)."""
+
 SPEC = AlgorithmSpec(
     learners={
         name: LearnerSpec(
-            __package__, "GRPOLearnerConfig", "GRPOLearner", text, PRESETS[name], MECHANISMS.get(name, ())
+            __package__, "GRPOPresetConfig", "GRPOPresetTrainer", text, PRESETS[name], MECHANISMS.get(name, ()),
+            compare_default=name in COMPARED,
         )
         for name, text in DESCRIPTIONS.items()
     },

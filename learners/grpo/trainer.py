@@ -67,10 +67,10 @@ def prime_rl_advantages(
     return out.to(advantages.dtype)
 
 
-class GRPOLearner(CountdownGRPOTrainer):
+class GRPOPresetTrainer(CountdownGRPOTrainer):
     """GRPO / Dr.GRPO / DAPO / prime-rl loss on Countdown (see the package docstring for the equations).
 
-    Use with a :class:`GRPOLearnerConfig` (e.g. from :func:`grpo_config`); a plain ``GRPOConfig`` gives plain
+    Use with a :class:`GRPOPresetConfig` (e.g. from :func:`grpo_config`); a plain ``GRPOConfig`` gives plain
     GRPO. Only the seams differ from :class:`~learners.core.trainer.CountdownGRPOTrainer`: dynamic sampling and
     the zero-advantage filter in ``shape_batch``; the DPPO mask, adv_tau and the squared-log-ratio KL in
     ``select_loss_tokens``.

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..grpo.config import GRPOLearnerConfig
+from ..grpo.config import GRPOPresetConfig
 
 
 @dataclass
-class OracleShapedConfig(GRPOLearnerConfig):
+class OracleShapedConfig(GRPOPresetConfig):
     r"""A GRPO learner config (the registry applies prime-rl's preset) plus the shaping of
     :mod:`learners.oracle_shaped`.
 

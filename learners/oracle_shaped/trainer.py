@@ -12,17 +12,17 @@ from countdown_env.solving.oracle import StepOracle
 from ..contrastive.paragraphs import split_paragraphs, token_texts
 from ..contrastive.potential import shaping_terms, token_shaping
 from ..core.trainer import Rollout
-from ..grpo.trainer import GRPOLearner
+from ..grpo.trainer import GRPOPresetTrainer
 from .config import OracleShapedConfig
 from .potential import oracle_potentials
 
 __all__ = ["OracleShapedConfig", "OracleShapedTrainer"]
 
 
-class OracleShapedTrainer(GRPOLearner):
+class OracleShapedTrainer(GRPOPresetTrainer):
     """Potential-based shaping with the exact step oracle as Φ; see the package docstring for the equations.
 
-    The only change w.r.t. :class:`~learners.grpo.GRPOLearner`: ``shape_batch`` adds the per-paragraph shaping term
+    The only change w.r.t. :class:`~learners.grpo.GRPOPresetTrainer`: ``shape_batch`` adds the per-paragraph shaping term
     to the advantages of every row it can read, then lets the GRPO learner's seam 1 act on the shaped advantages.
     """
 

@@ -13,6 +13,7 @@ SPEC = AlgorithmSpec(
             "PSPPOConfig",
             "PSPPOTrainer",
             "PS-PPO: unbiased random prefixes",
+            compare_default=True,
             mechanisms=(
                 Mechanism(
                     "ps_ppo/cutoff_kept_frac", "survival design: share of loss tokens truncated", complement=True

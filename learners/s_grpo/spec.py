@@ -13,6 +13,7 @@ SPEC = AlgorithmSpec(
             "SGRPOConfig",
             "SGRPOTrainer",
             "S-GRPO: α + Bernoulli(P) loss tokens ≤ k",
+            compare_default=True,
             mechanisms=(
                 Mechanism("s_grpo/loss_token_frac", "token selection: share of loss tokens dropped", complement=True),
             ),

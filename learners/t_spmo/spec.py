@@ -13,6 +13,7 @@ SPEC = AlgorithmSpec(
             "TSPMOConfig",
             "TSPMOTrainer",
             "T-SPMO: prefix-trie token advantages",
+            compare_default=True,
             mechanisms=(
                 Mechanism(
                     "tspmo/loss_token_share", "trie: share of tokens merged into shared transitions", complement=True

@@ -12,7 +12,7 @@ import numpy as np
 
 from countdown_env.helpers.atomic import write_bytes
 
-from .settings import DEFAULT_LEARNERS, EVAL_SET, EVAL_TEMPERATURE
+from .settings import EVAL_SET, EVAL_TEMPERATURE, default_learners
 
 
 def plot_curves(rows: Sequence[Mapping[str, Any]], path: str | Path, learners: Sequence[str], title: str = "") -> Path:
@@ -24,7 +24,7 @@ def plot_curves(rows: Sequence[Mapping[str, Any]], path: str | Path, learners: S
 
     fig, axes = plt.subplots(2, 2, figsize=(12, 8), dpi=110)
     colours = plt.get_cmap("tab10")
-    order = list(dict.fromkeys([*DEFAULT_LEARNERS, *learners]))
+    order = list(dict.fromkeys([*default_learners(), *learners]))
     for learner in learners:
         mine = [r for r in rows if r["learner"] == learner]
         if not mine:

@@ -10,9 +10,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-DEFAULT_LEARNERS: tuple[str, ...] = ("grpo", "dr_grpo", "dapo", "prime_rl", "contrastive", "ps_ppo", "s_grpo", "t_spmo")
 BASELINE = "grpo"
 EVAL_SET = "tiny_n3"
+
+
+def default_learners() -> tuple[str, ...]:
+    """The learners ``countdown compare`` runs without ``--learners``: those whose spec says so (``compare_default``),
+    the baseline first, then in the registry's order."""
+    from ...core.registry import LEARNERS
+
+    chosen = [name for name, spec in LEARNERS.items() if spec.compare_default]
+    return tuple(sorted(chosen, key=lambda name: name != BASELINE))
+
 EVAL_SAMPLES = 4
 EVAL_TEMPERATURE = 0.8
 SETTINGS_FILE = "compare.json"
