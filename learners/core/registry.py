@@ -25,13 +25,12 @@ ENTRY_POINT_GROUP = "countdown.learners"
 def project_algorithms() -> list[tuple[str, str]]:
     """``(name, "learners.NAME.spec:SPEC")`` for every sub-folder of ``learners`` holding a ``spec.py`` (but this
     one, whose ``spec.py`` defines the spec classes), by name."""
-    import learners
-
+    folder = Path(__file__).resolve().parents[1]  # the learners package (not imported: it is the layer above)
     found = []
-    for info in pkgutil.iter_modules(learners.__path__):
+    for info in pkgutil.iter_modules([str(folder)]):
         if f"learners.{info.name}" == __package__:
             continue
-        if info.ispkg and (Path(info.module_finder.path) / info.name / "spec.py").is_file():
+        if info.ispkg and (folder / info.name / "spec.py").is_file():
             found.append((info.name, f"learners.{info.name}.spec:SPEC"))
     return sorted(found)
 
