@@ -423,3 +423,23 @@ def test_the_built_trl_args_switch_off_ddps_unused_parameter_search(learner, tmp
     assert learner_config(learner, {"output_dir": str(tmp_path)}).ddp_find_unused_parameters is False
     given = learner_config(learner, {"output_dir": str(tmp_path), "ddp_find_unused_parameters": True})
     assert given.ddp_find_unused_parameters is True
+
+
+def test_the_real_model_demo_is_refused_from_scratch_and_its_preset_loads(tmp_path, capsys):
+    """``demo-train --model smollm2-135m``: the preset its RL stage uses loads and trains a LoRA adapter in loss
+    micro-batches that divide the step's rows; ``--from-scratch`` (the tiny model's recipe) is one line."""
+    from countdown_env.cli import main
+    from learners.pipeline.runs.config import load_config
+    from learners.pipeline.runs.demo import DEMO_MODELS, GROUP_SIZE
+
+    profile = DEMO_MODELS["smollm2-135m"]
+    config = load_config(profile.preset)
+    assert config["model"] == profile.warm_start and config["lora"] == {"rank": 16, "targets": "all-linear"}
+    rows = profile.defaults["prompts_per_step"] * GROUP_SIZE
+    trainer = config["trainer"]
+    assert trainer["per_device_train_batch_size"] == profile.micro_batch
+    assert trainer["per_device_train_batch_size"] * trainer["gradient_accumulation_steps"] == rows
+    assert main(["demo-train", "--model", "smollm2-135m", "--from-scratch", "--out", str(tmp_path / "demo")]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "--from-scratch rebuilds the tiny model's warm start only" in line
+    assert not (tmp_path / "demo").exists()
