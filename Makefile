@@ -35,7 +35,7 @@ TORCH_PLAN_LINE = make install: $(TORCH_SPEC) from $${index:-the sources pip is 
 # it as a BuildBackendWarning even under -q: that one message is filtered out.
 QUIET_EDITABLE := PYTHONWARNINGS='ignore:Editable installation:UserWarning'
 
-.PHONY: install torch-plan install-vf-classic demo demo-smollm2 test lint bench clean
+.PHONY: install torch-plan install-vf-classic demo demo-smollm2 test test-fast lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -94,6 +94,10 @@ test: $(STAMP) $(VF_CLASSIC_STAMP)
 	$(VF_CLASSIC)/bin/python -m pytest -q -p no:cacheprovider tests/test_verifiers_ext.py \
 		tests/test_task.py::test_every_consumer_scores_alike_for_every_template \
 		tests/test_trivial_puzzles.py::test_verifiers_puzzle_source_and_classic_dataset
+
+# The torch-free tier: the environment's own tests (no torch, transformers, trl or vLLM imported), in seconds.
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m torchfree -p no:cacheprovider
 
 lint: $(STAMP)
 	$(PY) -m ruff check countdown_env learners verifiers_ext tests benchmarks experiments

@@ -15,6 +15,41 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("WANDB_MODE", "disabled")
 
+HEAVY = ("torch", "transformers", "trl", "vllm", "peft", "learners", "verifiers_ext", "datasets", "verifiers")
+"""A test module naming none of these (as an import or a fixture that builds a model) is in the torch-free tier."""
+MODEL_FIXTURES = ("tiny_model_dir", "tiny_tokenizer", "smollm2", "warm_start")
+
+
+def _torch_free(path: Path) -> bool:
+    import re
+
+    text = path.read_text(encoding="utf-8")
+    heavy = "|".join(HEAVY)
+    if re.search(rf"^\s*(from|import)\s+({heavy})\b", text, re.MULTILINE):
+        return False
+    return not any(name in text for name in MODEL_FIXTURES)
+
+
+def pytest_collection_modifyitems(config, items):
+    """``-m torchfree``: the tier of test modules that import none of :data:`HEAVY` (seconds, no torch); the
+    session then fails if torch was imported anyway."""
+    seen: dict[Path, bool] = {}
+    for item in items:
+        path = Path(str(item.fspath))
+        if path not in seen:
+            seen[path] = _torch_free(path)
+        if seen[path]:
+            item.add_marker(pytest.mark.torchfree)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import sys
+
+    markexpr = session.config.getoption("markexpr", "") or ""
+    if markexpr.strip() == "torchfree" and "torch" in sys.modules and exitstatus == 0:
+        session.exitstatus = 1
+        print("\nthe torch-free tier imported torch", file=sys.stderr)
+
 
 def _free_port() -> int:
     """A free port below Linux's ephemeral range (32768-60999): a port from that range can be taken meanwhile by any
