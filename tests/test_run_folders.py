@@ -89,7 +89,7 @@ def test_overwrite_is_checked_again_at_rename(tmp_path):
 
 KILL_BETWEEN_RENAMES = """
 import os, signal, sys
-from countdown_env import atomic
+from countdown_env.helpers import atomic
 real = os.replace
 def replace(src, dst):
     real(src, dst)
