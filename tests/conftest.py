@@ -17,7 +17,8 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 
 HEAVY = ("torch", "transformers", "trl", "vllm", "peft", "learners", "verifiers_ext", "datasets", "verifiers")
 """A test module naming none of these (as an import or a fixture that builds a model) is in the torch-free tier."""
-MODEL_FIXTURES = ("tiny_model_dir", "tiny_tokenizer", "smollm2", "warm_start")
+MODEL_FIXTURES = ("tiny_model_dir", "tiny_tokenizer", "smollm2", "warm_start", "accelerate", '"benchmarks"')
+"""Names whose presence puts a module outside the tier: model fixtures, accelerate's parser, a loaded benchmark script."""
 
 
 def _torch_free(path: Path) -> bool:
@@ -28,6 +29,16 @@ def _torch_free(path: Path) -> bool:
     if re.search(rf"^\s*(from|import)\s+({heavy})\b", text, re.MULTILINE):
         return False
     return not any(name in text for name in MODEL_FIXTURES)
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Under ``-m torchfree`` the other modules are not even imported (collecting them would import torch)."""
+    path = Path(collection_path)
+    if (config.getoption("markexpr", "") or "").strip() != "torchfree":
+        return None
+    if path.is_file() and path.name.startswith("test_") and path.suffix == ".py":
+        return True if not _torch_free(path) else None
+    return None
 
 
 def pytest_collection_modifyitems(config, items):
