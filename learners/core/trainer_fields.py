@@ -52,21 +52,22 @@ def fields_of(config_class: type) -> dict[str, Any]:
     return out
 
 
-def fields_file() -> Path:
-    """Where the option list of the installed stack is cached."""
+def fields_file(stack: dict[str, str] | None = None) -> Path:
+    """Where the option list of the installed stack (``stack``, default :func:`stack_key`) is cached."""
     from countdown_env.helpers.cache import cache_root
 
-    key = hashlib.sha256(json.dumps(stack_key(), sort_keys=True).encode()).hexdigest()[:16]
+    key = hashlib.sha256(json.dumps(stack or stack_key(), sort_keys=True).encode()).hexdigest()[:16]
     return cache_root() / "trainer_fields" / f"{key}.json"
 
 
 def all_fields() -> dict[str, dict[str, Any]]:
     """``{config class name: {option: default}}`` of every registered learner: from the cache when it holds this
     stack's list, else built (importing the classes) and cached."""
-    path = fields_file()
+    stack = stack_key()  # reads every config module: once per call
+    path = fields_file(stack)
     try:
         recorded = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(recorded, dict) and recorded.get("stack") == stack_key():
+        if isinstance(recorded, dict) and recorded.get("stack") == stack:
             return recorded["classes"]
     except (OSError, ValueError, KeyError):
         pass
