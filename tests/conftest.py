@@ -21,6 +21,10 @@ MODEL_FIXTURES = ("tiny_model_dir", "tiny_tokenizer", "smollm2", "warm_start", "
 """Names whose presence puts a module outside the tier: model fixtures, accelerate's parser, a loaded benchmark script."""
 
 
+FOLDER_MARKERS = ("countdown_env", "verifiers_ext", "learners", "integration", "experiments", "multiproc")
+"""The test folders (each mirrors a part of the project); every test is marked with its folder's name."""
+
+
 def _torch_free(path: Path) -> bool:
     import re
 
@@ -42,11 +46,14 @@ def pytest_ignore_collect(collection_path, config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """``-m torchfree``: the tier of test modules that import none of :data:`HEAVY` (seconds, no torch); the
-    session then fails if torch was imported anyway."""
+    """Each test is marked with its folder (:data:`FOLDER_MARKERS`: ``-m learners`` runs tests/learners/), and with
+    ``torchfree`` when its module imports none of :data:`HEAVY`: ``-m torchfree`` is the tier that runs in seconds
+    with no torch (the session then fails if torch was imported anyway)."""
     seen: dict[Path, bool] = {}
     for item in items:
         path = Path(str(item.fspath))
+        if path.parent.name in FOLDER_MARKERS:  # tests/learners/test_x.py -> -m learners
+            item.add_marker(getattr(pytest.mark, path.parent.name))
         if path not in seen:
             seen[path] = _torch_free(path)
         if seen[path]:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 CONFIGS = sorted((ROOT / "learners" / "pipeline" / "configs" / "accelerate").glob("*.yaml"))
 COMMANDS = ("train", "compare", "demo-train")

@@ -1,6 +1,6 @@
 """The real pretrained model (SmolLM2-135M-Instruct, converted from its wheel) with vLLM's CPU build: every learner
 trains its architecture through ``countdown train`` with colocated vLLM (on a 2-layer copy, sharing one engine).
-The weight sync on the full model and with LoRA: ``tests/test_real_model_sync.py`` (a module of its own, so that
+The weight sync on the full model and with LoRA: ``tests/integration/test_real_model_sync.py`` (a module of its own, so that
 these engines are shut down before its 30-layer model is loaded)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.test_vllm import train_two_colocated_steps
+from tests.integration.test_vllm import train_two_colocated_steps
 
 pytest.importorskip("vllm")
 pytest.importorskip("gguf")
@@ -21,7 +21,7 @@ def shared_colocated_engines():
     """The learners' runs share TRL's colocated ``vllm.LLM`` (one per engine configuration) instead of starting one
     each (~20-60 s apiece on 2 cores). Sound because TRL pushes the trainer's weights into the engine before its first
     generation (``_last_loaded_step`` starts at -1), so every run samples from its own policy. A run's end keeps the
-    engine (its release is tested in tests/test_vllm.py)."""
+    engine (its release is tested in tests/integration/test_vllm.py)."""
     import trl.generation.vllm_generation as trl_generation
     import vllm
 
@@ -47,8 +47,8 @@ def shared_colocated_engines():
 
 def _learners():
     """test_vllm's learners: every registered one but the presets whose only change is TRL's loss (they train
-    with HF generation in tests/test_trl_presets.py; each engine start here costs ~20-40 s)."""
-    from tests.test_vllm import _learners as colocated_learners
+    with HF generation in tests/learners/test_trl_presets.py; each engine start here costs ~20-40 s)."""
+    from tests.integration.test_vllm import _learners as colocated_learners
 
     return colocated_learners()
 

@@ -17,7 +17,7 @@ from tests.synthetic_gguf import CHAT_TEMPLATE, source_model, vocabulary, write_
 
 pytest.importorskip("gguf")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TINY_N3 = REPO / "datasets" / "tiny_n3.jsonl"
 
 

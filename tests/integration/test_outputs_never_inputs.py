@@ -15,7 +15,7 @@ from test_careless_user import SMALL, assert_user_error, countdown, tree_digest
 from countdown_env.helpers.atomic import OutputError, check_output, foreign_entries, output_claim, remove_owned
 from countdown_env.cli import main
 
-SHIPPED = Path(__file__).resolve().parent.parent / "learners" / "pipeline" / "tiny_warm_start"
+SHIPPED = Path(__file__).resolve().parents[2] / "learners" / "pipeline" / "tiny_warm_start"
 
 
 def one_error_line(capsys) -> str:

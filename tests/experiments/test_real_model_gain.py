@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 _spec = importlib.util.spec_from_file_location(
-    "real_model_gain", Path(__file__).resolve().parents[1] / "experiments" / "real_model_gain.py"
+    "real_model_gain", Path(__file__).resolve().parents[2] / "experiments" / "real_model_gain.py"
 )
 real_model_gain = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(real_model_gain)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-FOLDER = Path(__file__).resolve().parents[1] / "experiments" / "r2_smollm2"
+FOLDER = Path(__file__).resolve().parents[2] / "experiments" / "r2_smollm2"
 
 
 def _load(name: str):

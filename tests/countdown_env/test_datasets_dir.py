@@ -22,7 +22,7 @@ from countdown_env.splits.eval_sets import (
 )
 from tests.brute_force import fewest
 
-DATASETS = Path(__file__).resolve().parent.parent / "datasets"
+DATASETS = Path(__file__).resolve().parents[2] / "datasets"
 # Rows rebuilt in the fast test: counting solutions of 6 numbers takes ~0.5 s a puzzle.
 PREFIX = {
     "countdown_n3": 12,

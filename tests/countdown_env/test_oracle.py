@@ -15,7 +15,7 @@ from countdown_env.solving.oracle import OracleLimitError, OracleLimits, StepOra
 from countdown_env.solving.solver import count_solutions, solve
 from tests.brute_force import fewest as _brute_fewest
 
-DATASETS = Path(__file__).resolve().parent.parent / "datasets"
+DATASETS = Path(__file__).resolve().parents[2] / "datasets"
 
 
 def _rows(name: str) -> list[dict]:

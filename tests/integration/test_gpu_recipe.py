@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 RECIPE = "qwen2.5-3b-tinyzero-vllm"
-COMMITTED = Path(__file__).resolve().parents[1] / "datasets" / "tinyzero_3to4.jsonl"
+COMMITTED = Path(__file__).resolve().parents[2] / "datasets" / "tinyzero_3to4.jsonl"
 
 
 def committed_puzzles() -> list[tuple[list[int], int]]:
@@ -75,7 +75,7 @@ def test_the_recipe_runs_on_the_cpu_at_smoke_size(tmp_path):
 def smoke_script():
     import importlib.util
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_recipe_smoke.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_recipe_smoke.py"
     spec = importlib.util.spec_from_file_location("gpu_recipe_smoke", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

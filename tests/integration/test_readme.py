@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 PAGES = [README, *(ROOT / "docs" / f"{name}.md" for name in ("install", "task", "training", "scaling", "comparing",
                                                             "learners", "verifiers", "testing", "warm_start",

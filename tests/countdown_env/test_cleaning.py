@@ -19,7 +19,7 @@ from countdown_env.sft.cleaning import (
     split_stated_result,
 )
 
-FIXTURE = Path(__file__).parent / "fixtures" / "external_sft.jsonl"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "external_sft.jsonl"
 EXPECTED_DROPS = {
     "forbidden_characters": 1,
     "unused_number": 1,

@@ -12,7 +12,7 @@ import pytest
 
 from countdown_env import Puzzle
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DATASETS = ROOT / "datasets"
 EVAL_SET_NAMES = ["tiny_n3", "countdown_n3", "countdown_n4", "countdown_n5", "countdown_n6", "tinyzero_3to4"]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "COUNTDOWN_DEBUG": "", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 SMALL = ["--n-numbers", "3", "--train", "12", "--eval", "4", "--value-range", "1", "20", "--target-range", "10", "200"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_vllm import SYNC_MAX_TOLERANCE, SYNC_MEAN_TOLERANCE, sampling_metric
+from tests.integration.test_vllm import SYNC_MAX_TOLERANCE, SYNC_MEAN_TOLERANCE, sampling_metric
 
 pytest.importorskip("vllm")
 pytest.importorskip("gguf")

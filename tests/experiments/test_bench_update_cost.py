@@ -11,7 +11,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_benchmark_runs_and_prints_every_method(capsys):
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_update_cost.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_update_cost.py"
     spec = importlib.util.spec_from_file_location("bench_update_cost", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -14,7 +14,7 @@ import pytest
 
 from learners.sampling.vllm_serve import serve
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_serve_on_a_port_in_use_is_one_line_before_the_engine(tmp_path):

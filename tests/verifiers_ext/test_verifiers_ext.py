@@ -28,7 +28,7 @@ from verifiers_ext.classic_env import classic_api_installed
 from verifiers_ext.dataset_rows import PuzzleSource
 from verifiers_ext.reply_scoring import correctness, format_score, puzzle_from_info, reply_text
 
-ENV_DIR = Path(__file__).resolve().parents[1] / "environments" / "countdown"
+ENV_DIR = Path(__file__).resolve().parents[2] / "environments" / "countdown"
 CLASSIC_SKIP = "the classic API is verifiers 0.3.x: `make test` runs it in .venv-vf-classic (make install-vf-classic)"
 classic_api = pytest.mark.skipif(not classic_api_installed(), reason=CLASSIC_SKIP)
 v1_api = pytest.mark.skipif(

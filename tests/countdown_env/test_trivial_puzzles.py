@@ -1,6 +1,6 @@
 """Trivial puzzles (the target is one of the numbers, so the answer "23" scores 1.0) are one task rule (issue 23
 item 4): ``CountdownTask.allow_trivial`` (default False) reaches every consumer that draws puzzles, and the split
-builder keeps its rows (the committed eval sets are rebuilt byte for byte by tests/test_datasets_dir.py).
+builder keeps its rows (the committed eval sets are rebuilt byte for byte by tests/countdown_env/test_datasets_dir.py).
 
 Each consumer is checked over a few hundred draws, where the unfiltered generator gives about 2 % trivial puzzles;
 "trivial" is tested here as ``target in numbers``, not through the project's function."""
@@ -18,7 +18,7 @@ import pytest
 from countdown_env import CountdownTask, Puzzle
 from verifiers_ext.classic_env import classic_api_installed
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DRAWS = 300
 
 

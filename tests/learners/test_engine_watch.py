@@ -1,7 +1,7 @@
 """Every wait on a vLLM engine ends when its core process dies (issue 35 item 8), through one helper,
 :func:`learners.sampling.vllm_engine.generate_watched`: the sampler's and the contrastive vLLM scorer's. A fake engine
 stands in for vLLM here (its ``generate`` blocks on the client's output queue as vLLM 0.31's does, and its core
-process is already dead); ``tests/test_vllm.py`` kills a real core."""
+process is already dead); ``tests/integration/test_vllm.py`` kills a real core."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("vllm")
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TINY_N3 = REPO / "datasets" / "tiny_n3.jsonl"
 
 # |log p_vLLM - log p_trainer| of the same sampled tokens, float32 on the CPU: measured 0.0008-0.0013 (mean) and
@@ -169,7 +169,7 @@ def sampling_metric(history, name):
 
 def _learners():
     """Every registered learner except the TRL-loss presets whose only change is in TRL's loss (each engine start
-    costs ~20 s; those presets train with HF generation in tests/test_trl_presets.py), but with the two presets
+    costs ~20 s; those presets train with HF generation in tests/learners/test_trl_presets.py), but with the two presets
     whose change acts on vLLM's sampling log-probs (truncated and masked importance sampling)."""
     from learners.core.registry import LEARNERS
     from learners.grpo.presets import ADVANTAGE_PRESETS, TRL_LOSS_PRESETS
@@ -209,7 +209,7 @@ def train_two_colocated_steps(learner: str, model_dir, out) -> None:
 def _one_learner_per_algorithm() -> list[str]:
     """The first learner of each algorithm package (its own trainer and seams): the toy model's colocated runs. Every
     learner of :func:`_learners` trains with colocated vLLM on the real model's layers
-    (tests/test_real_model_vllm.py, the same checks); here each run also starts and frees an engine of its own."""
+    (tests/integration/test_real_model_vllm.py, the same checks); here each run also starts and frees an engine of its own."""
     from learners.core.registry import LEARNERS
 
     first: dict[str, str] = {}
@@ -441,7 +441,7 @@ def test_vllm_scorer_equals_naive_and_prefix_shared(scorer_engine, tiny_model_di
     from transformers import AutoModelForCausalLM
 
     from learners.contrastive.scoring import NaiveScorer, PrefixSharedScorer, VLLMScorer
-    from tests.test_scoring import ANSWERS, _jobs
+    from tests.learners.test_scoring import ANSWERS, _jobs
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
     jobs = _jobs(tiny_tokenizer, n_rollouts=6, seed=3)
@@ -507,7 +507,7 @@ def test_a_cache_read_into_the_span_is_wrong_and_the_guard_catches_it(scorer_eng
 
 def test_vllm_scorer_follows_the_joint_split_of_a_bpe_tokenizer(tmp_path):
     """Answers whose first token merges with the bridge (``>(``) under a byte-level BPE: vLLM's span sums equal the
-    hand-built reference of tests/test_scoring_bpe.py (the joint text encoded once, the span located by reading the
+    hand-built reference of tests/learners/test_scoring_bpe.py (the joint text encoded once, the span located by reading the
     token strings)."""
     import numpy as np
     import torch
@@ -515,7 +515,7 @@ def test_vllm_scorer_follows_the_joint_split_of_a_bpe_tokenizer(tmp_path):
 
     from learners.contrastive.scoring import NaiveScorer, VLLMScorer
     from learners.sampling import build_llm
-    from tests.test_scoring_bpe import _job, _reference, make_bpe_tokenizer
+    from tests.learners.test_scoring_bpe import _job, _reference, make_bpe_tokenizer
 
     tokenizer = make_bpe_tokenizer()
     config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,

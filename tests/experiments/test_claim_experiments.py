@@ -28,7 +28,7 @@ def t_interval(values: list[float]) -> tuple[float, float, float]:
 
 @pytest.fixture(scope="module")
 def claims():
-    path = Path(__file__).resolve().parents[1] / "experiments" / "claim_experiments.py"
+    path = Path(__file__).resolve().parents[2] / "experiments" / "claim_experiments.py"
     spec = importlib.util.spec_from_file_location("claim_experiments", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses resolve their annotations through sys.modules
