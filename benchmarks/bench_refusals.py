@@ -190,15 +190,16 @@ def cli_cases(work: Path) -> list[tuple[str, list[str], float]]:
 def _finished_run(work: Path) -> Path:
     """A grpo run folder of the cpu-tiny preset (its record and one complete checkpoint; no weights trained)."""
     from learners.core.checkpoints import write_checkpoint_manifest
-    from learners.pipeline.runs.config import RESOLVED_CONFIG, load_config
+    from learners.pipeline.runs.config import RESOLVED_CONFIG
     from learners.pipeline.runs.record import run_record
+    from learners.pipeline.runs.run_config import RunConfig
 
     out = work / "grpo-run"
     checkpoint = out / "checkpoint-2"
     checkpoint.mkdir(parents=True, exist_ok=True)
     (checkpoint / "model.safetensors").write_bytes(b"0" * 64)
     write_checkpoint_manifest(checkpoint)
-    (out / RESOLVED_CONFIG).write_text(json.dumps(run_record("grpo", load_config("cpu-tiny"))))
+    (out / RESOLVED_CONFIG).write_text(json.dumps(run_record(RunConfig.load("cpu-tiny"))))
     return out
 
 

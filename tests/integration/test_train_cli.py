@@ -358,13 +358,16 @@ def test_config_errors_need_no_trl_import(tmp_path):
 
 # ------------------------------------------------------------------------------------------------ TRL's spellings
 def _captured_run(monkeypatch, argv):
-    """What ``countdown train ARGV`` would train: (learner, config, output folder), without training."""
+    """What ``countdown train ARGV`` would train: (learner, config sections, output folder), without training (and
+    without the trackers' packages: ``report_to`` names them here)."""
+    import learners.pipeline.runs.checks as checks
     import learners.pipeline.runs.driver as run_driver
     from countdown_env.cli import main
 
+    monkeypatch.setattr(checks, "_check_trackers", lambda report_to: None)
     seen = []
     monkeypatch.setattr(
-        run_driver, "train", lambda learner, config, out, **kw: seen.append((learner, config, out)) or {}
+        run_driver, "train", lambda run, out, **kw: seen.append((run.learner, run.to_mapping(), out)) or {}
     )
     assert main(["train", *argv]) == 0
     return seen[0]
@@ -399,7 +402,7 @@ def test_trl_flags_and_a_plain_grpoconfig_yaml(monkeypatch, tmp_path, capsys):
     )
     learner, config, out = _captured_run(monkeypatch, ["--learner", "dapo", "--config", str(flat)])
     assert learner == "dapo" and out == str(tmp_path / "flat") and config["model"] == "warm-start"
-    assert config["data"] == {"train": str(folder / "train.jsonl"), "eval": str(folder / "test.jsonl")}
+    assert config["data"]["train"] == str(folder / "train.jsonl") and config["data"]["eval"] == str(folder / "test.jsonl")
     assert (config["trainer"]["learning_rate"], config["trainer"]["max_steps"]) == (3e-6, 7)
     assert config["task"]["template"] == "compact"  # the cpu-tiny preset's task section under the flat keys
 

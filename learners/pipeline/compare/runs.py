@@ -23,7 +23,7 @@ from ..runs.warm_start import SHIPPED_DIR
 from .counting import Tally, instrumented
 from .results import rows_to_csv
 from .run_progress import Progress
-from .settings import EVAL_SAMPLES, EVAL_TEMPERATURE, CompareSettings, learner_trainer_kwargs
+from .settings import EVAL_SAMPLES, EVAL_TEMPERATURE, CompareSettings, run_config
 
 STATE_FILE = "compare_state.json"
 
@@ -232,8 +232,7 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
     from transformers import PrinterCallback
 
     from ..data import prompt_dataset
-    from ..runs.driver import make_trainer, write_run_record
-    from ..runs.lora import lora_config
+    from ..runs.driver import learner_config, make_trainer, write_run_record
     from ..runs.processes import run_processes
 
     settings, progress = comparison.settings, comparison.progress
@@ -248,25 +247,26 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
     if checkpoint is not None:
         progress.line(f"resuming from {checkpoint.name}")
 
-    trainer_args = learner_trainer_kwargs(settings, learner, seed, run_dir)
     train_puzzles = comparison.train_puzzles(seed)
+    train_file = comparison.out / "data" / f"train-s{seed}.jsonl"
+    run = run_config(settings, learner, seed, run_dir, model=comparison.model, task=comparison.task,
+                     train_file=train_file)  # fmt: skip
     trainer = make_trainer(
         learner,
-        trainer_args,
+        learner_config(learner, run.trainer),
         model=comparison.model,
         task=comparison.task,
         tokenizer=comparison.tokenizer,
         train_dataset=prompt_dataset(train_puzzles, comparison.task),
         train_puzzles=train_puzzles,
-        rollouts=settings.rollouts,
+        rollouts=run.rollouts,
         wrap=instrumented,
-        peft_config=lora_config(settings.lora_rank, settings.lora_targets) if settings.lora_rank else None,
+        peft_config=run.lora.peft_config() if run.lora is not None else None,
     )
-    # the model as the user named it ("warm-start" for the shipped one): no absolute path of this machine in the record
-    model_name = settings.model or "warm-start"
-    record = {"learner": learner, "model": model_name, "task": comparison.task.to_dict(),
-              "rollouts": settings.rollouts, "lora_rank": settings.lora_rank, "lora_targets": settings.lora_targets,
-              "trainer": trainer_args}  # fmt: skip
+    # the model as the user named it ("warm-start" for the shipped one) and the data inside the comparison's folder:
+    # no absolute path of this machine in the record
+    record = {"learner": learner, **run.to_mapping(), "model": settings.model or "warm-start",
+              "data": {"train": train_file.relative_to(comparison.out).as_posix()}}  # fmt: skip
     if processes.is_main:
         write_run_record(run_dir, record)
     trainer.compare_tally = run_state.tally
@@ -303,7 +303,7 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
             f"pass@{EVAL_SAMPLES}": final[f"pass@{EVAL_SAMPLES}"],
             "wall_seconds": run_state.tally.wall_seconds,
             "prompt_digest": run_state.tally.prompt_digest,
-            "config": trainer_args,
+            "config": dict(run.trainer),
         }
         if not settings.keep_checkpoints:
             for folder in checkpoints(run_dir):

@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import weakref
-from typing import Any
 
 
-def make_eval_callback(eval_rows: list[dict], eval_config: dict[str, Any], task, tokenizer):
-    """The eval-every-N-steps callback (logs ``eval_pass@1``: the ``eval_`` prefix files it under ``eval/`` in
-    TensorBoard and wandb, as HF's own eval metrics). The task is recorded in checkpoints by the base trainer."""
+def make_eval_callback(eval_rows: list[dict], settings, task, tokenizer):
+    """The eval-every-N-steps callback of ``settings`` (a run's :class:`~learners.pipeline.runs.run_config.
+    EvalSection`; logs ``eval_pass@1``: the ``eval_`` prefix files it under ``eval/`` in TensorBoard and wandb, as HF's
+    own eval metrics). The task is recorded in checkpoints by the base trainer."""
     from transformers import TrainerCallback
 
     from ...sampling import HFSampler
     from ...sampling.trainer_sampler import gathered_policy, lockstep_forward
     from .evaluate import evaluate
 
-    every = int(eval_config.get("every", 0) or 0)
-    limit = eval_config.get("limit")
+    every, limit = settings.every, settings.limit
     rows = eval_rows[:limit] if limit else eval_rows
-    settings = {k: eval_config[k] for k in ("samples", "temperature", "max_new_tokens", "seed") if k in eval_config}
+    sampling = dict(samples=settings.samples, temperature=settings.temperature,
+                    max_new_tokens=settings.max_new_tokens, seed=settings.seed)  # fmt: skip
 
     class EvalCallback(TrainerCallback):
         """Evaluate the policy on the eval split at step 0, every ``every`` steps and at the end."""
@@ -48,9 +48,8 @@ def make_eval_callback(eval_rows: list[dict], eval_config: dict[str, Any], task,
                     return
                 was_training = model.training
                 device = next(model.parameters()).device
-                batch_size = int(eval_config.get("batch_size", 64))
-                report = evaluate(HFSampler(model, tokenizer, batch_size=batch_size, device=device), tokenizer, rows,
-                                  task=task, **settings)  # fmt: skip
+                sampler = HFSampler(model, tokenizer, batch_size=settings.batch_size, device=device)
+                report = evaluate(sampler, tokenizer, rows, task=task, **sampling)
                 if was_training:
                     model.train()
             if not main:

@@ -143,11 +143,17 @@ def load_config(name_or_path: str | Path, overrides: list[str] | None = None) ->
     if not isinstance(config, dict):
         raise ValueError(f"{path}: the YAML must be a mapping of sections")
     config = apply_overrides(config, overrides or [])
+    check_sections(config)
+    return config
+
+
+def check_sections(config: dict[str, Any]) -> None:
+    """Every section of ``config`` is one of :data:`SECTIONS` (one line, with a "did you mean", or naming where a
+    moved one went)."""
     for section in config:
         if section in MOVED_SECTIONS:
             raise ValueError(f"the {section!r} section moved into the task: use {MOVED_SECTIONS[section]}")
     refuse_unknown("config section", set(config), SECTIONS)
-    return config
 
 
 def _parse_yaml_file(path: Path):
@@ -183,7 +189,8 @@ DATA_KEYS = ("train", "eval", "train_size", "eval_size")
 EVAL_KEYS = ("every", "samples", "temperature", "max_new_tokens", "limit", "seed", "batch_size")
 LORA_KEYS = ("rank", "targets", "alpha")
 """``lora:`` section: train a LoRA adapter of ``rank`` on ``targets`` (``attention``, ``all-linear`` or a list of
-module names), ``alpha`` (default ``2 rank``) instead of every weight (:func:`learners.pipeline.runs.lora.lora_config`)."""
+module names), ``alpha`` (default ``2 rank``) instead of every weight
+(:func:`learners.pipeline.runs.lora.lora_config`)."""
 
 
 def apply_overrides(config: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
@@ -193,15 +200,25 @@ def apply_overrides(config: dict[str, Any], overrides: list[str]) -> dict[str, A
         key, sep, raw = item.partition("=")
         if not sep or not key:
             raise ValueError(f"override {item!r} is not of the form section.key=value")
-        *parents, leaf = key.split(".")
-        node = config
-        for part in parents:
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise ValueError(f"override {item!r}: {part!r} is not a section")
-            node = child
-        node[leaf] = parse_override_value(key, raw)
+        value = parse_override_value(key, raw)
+        try:
+            assign(config, key, value)
+        except ValueError as exc:
+            raise ValueError(f"override {item!r}: {exc}") from None
     return config
+
+
+def assign(config: dict[str, Any], key: str, value: Any) -> None:
+    """``config["a"]["b"] = value`` for ``key = "a.b"`` (sections created as needed); one line when a part of the
+    path is not a section."""
+    *parents, leaf = key.split(".")
+    node = config
+    for part in parents:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ValueError(f"{part!r} is not a section")
+        node = child
+    node[leaf] = value
 
 
 def parse_override_value(key: str, raw: str):
