@@ -54,6 +54,8 @@ def raises(fn: Callable[[], object], error: type[BaseException]) -> Callable[[],
 
 
 def in_process_cases() -> list[tuple[str, Callable[[], object], float]]:
+    from tests.test_expression import nested_alternating  # the expressions of the test this target came from
+
     from countdown_env.expressions.answers import normalize_expression
     from countdown_env.expressions.expression import ExpressionError, canonical_form, parse_expression
     from countdown_env.expressions.verifier import verify, verify_completion
@@ -61,7 +63,6 @@ def in_process_cases() -> list[tuple[str, Callable[[], object], float]]:
     from countdown_env.sft.cleaning import clean_row
     from countdown_env.solving.generator import UnsatisfiableSettings
     from countdown_env.task import PuzzleGenerator
-    from tests.test_expression import nested_alternating  # the expressions of the test this target came from
 
     def probe(**settings) -> Callable[[], None]:
         return raises(lambda: PuzzleGenerator(seed=0, **settings)[0], UnsatisfiableSettings)

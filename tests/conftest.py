@@ -18,7 +18,8 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 HEAVY = ("torch", "transformers", "trl", "vllm", "peft", "learners", "verifiers_ext", "datasets", "verifiers")
 """A test module naming none of these (as an import or a fixture that builds a model) is in the torch-free tier."""
 MODEL_FIXTURES = ("tiny_model_dir", "tiny_tokenizer", "smollm2", "warm_start", "accelerate", '"benchmarks"')
-"""Names whose presence puts a module outside the tier: model fixtures, accelerate's parser, a loaded benchmark script."""
+"""Names whose presence puts a module outside the tier: model fixtures, accelerate's parser, a loaded benchmark
+script."""
 
 
 FOLDER_MARKERS = ("countdown_env", "verifiers_ext", "learners", "integration", "experiments", "multiproc")

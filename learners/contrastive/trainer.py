@@ -64,7 +64,8 @@ def submitted_answer(completion: str, tag: str = "solution") -> str | None:
 class ContrastiveTrainer(GRPOPresetTrainer):
     """Seed 000's contrastive potential advantage shaping; see the package docstring for the equations.
 
-    A :class:`~learners.grpo.GRPOPresetTrainer` run with ``args.base_learner``'s preset (prime-rl's loss by default). The
+    A :class:`~learners.grpo.GRPOPresetTrainer` run with ``args.base_learner``'s preset (prime-rl's loss by default).
+    The
     only change w.r.t. it: ``shape_batch`` adds the per-paragraph shaping term to the advantages, then lets the
     GRPO learner's seam 1 (dynamic sampling, zero-advantage filter) act on the shaped advantages; seam 2 (prime-rl's
     DPPO mask, adv_tau and KL) is the GRPO learner's.

@@ -93,7 +93,8 @@ def test_same_arguments_give_byte_identical_files(tmp_path):
 def test_splits_take_hf_names_drawn_from_the_eval_streams(tmp_path):
     """Issue 36 item 7: the held-out split is ``test`` (HF datasets' name, TRL's --dataset_test_split default) in
     the rows, the files and the DatasetDict, drawn from the same streams as when it was ``eval`` (the committed eval
-    sets rebuild byte for byte: tests/countdown_env/test_datasets_dir.py); a folder without the asked split is one line naming the
+    sets rebuild byte for byte: tests/countdown_env/test_datasets_dir.py); a folder without the asked split is one
+    line naming the
     splits it has."""
     from countdown_env.splits import SPLIT_NAMES, stream_seed
     from countdown_env.splits.folders import read_split_rows

@@ -1,4 +1,5 @@
-"""countdown_env.helpers.threads: the thread count of each process (the rule's arithmetic, and that the command applies it
+"""countdown_env.helpers.threads: the thread count of each process (the rule's arithmetic, and that the command
+applies it
 before torch starts)."""
 
 from __future__ import annotations

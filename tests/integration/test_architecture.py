@@ -46,7 +46,8 @@ DECLARED = {
     ("learners.oracle_shaped", "learners.contrastive"),
 }
 """Dependencies between algorithm packages, each explained in docs/architecture.md: contrastive shaping is a layer
-on a GRPO-family learner's loss (``base_learner``), so its trainer subclasses ``learners.grpo.GRPOPresetTrainer``; oracle
+on a GRPO-family learner's loss (``base_learner``), so its trainer subclasses ``learners.grpo.GRPOPresetTrainer``;
+oracle
 shaping is the contrastive shaping with another potential, so it reuses its paragraphs and shaping terms on the same
 base loss."""
 

@@ -11,8 +11,8 @@ import shutil
 import numpy as np
 import pytest
 
-from countdown_env.helpers.atomic import write_text
 from countdown_env.cli import main
+from countdown_env.helpers.atomic import write_text
 from learners.pipeline import compare
 from learners.pipeline.compare import (
     CSV_COLUMNS,

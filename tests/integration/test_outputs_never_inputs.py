@@ -1,6 +1,7 @@
 """Nothing lost (issue 35 items 1-3): every writer refuses an output that is one of its inputs (by name, through a
 symlink or a hard link, around or inside one), ``--overwrite`` removes only what the command itself writes, and two
-writers of one report never both succeed. One helper does it for all: :func:`countdown_env.helpers.atomic.check_output`."""
+writers of one report never both succeed. One helper does it for all:
+:func:`countdown_env.helpers.atomic.check_output`."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from pathlib import Path
 import pytest
 from test_careless_user import SMALL, assert_user_error, countdown, tree_digest
 
-from countdown_env.helpers.atomic import OutputError, check_output, foreign_entries, output_claim, remove_owned
 from countdown_env.cli import main
+from countdown_env.helpers.atomic import OutputError, check_output, foreign_entries, output_claim, remove_owned
 
 SHIPPED = Path(__file__).resolve().parents[2] / "learners" / "pipeline" / "tiny_warm_start"
 

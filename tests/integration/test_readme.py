@@ -28,9 +28,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
-PAGES = [README, *(ROOT / "docs" / f"{name}.md" for name in ("install", "task", "training", "scaling", "comparing",
-                                                            "learners", "verifiers", "testing", "warm_start",
-                                                            "gpu_recipe", "experiments", "architecture", "references"))]  # fmt: skip
+DOCS = ("install", "task", "training", "scaling", "comparing", "learners", "verifiers", "testing", "warm_start",
+        "gpu_recipe", "experiments", "architecture", "references")  # fmt: skip
+PAGES = [README, *(ROOT / "docs" / f"{name}.md" for name in DOCS)]
 """Every page whose blocks run; ``test_every_page_is_listed`` keeps it whole."""
 NOT_RUN = re.compile(r"^<!--\s*not run:\s*(.*?)\s*-->$")
 FENCE = re.compile(r"^```(\w*)\s*$")
@@ -68,12 +68,16 @@ def readme_blocks(text: str, page: str = "README.md") -> list[Block]:
         if end is None:
             raise ValueError(f"{page}:{i + 1}: a code fence that is never closed")
         above = NOT_RUN.match(lines[i - 1].strip()) if i else None
-        blocks.append(Block(i + 1, match.group(1), "\n".join(lines[i + 1 : end]) + "\n", above and above.group(1), page))
+        blocks.append(
+            Block(i + 1, match.group(1), "\n".join(lines[i + 1 : end]) + "\n", above and above.group(1), page)
+        )
         i = end + 1
     return blocks
 
 
-BLOCKS = [b for page in PAGES for b in readme_blocks(page.read_text(encoding="utf-8"), page.relative_to(ROOT).as_posix())]
+BLOCKS = [
+    b for page in PAGES for b in readme_blocks(page.read_text(encoding="utf-8"), page.relative_to(ROOT).as_posix())
+]
 
 
 def test_every_page_is_listed():
@@ -87,7 +91,9 @@ def test_the_front_page_is_short():
 def test_every_block_runs_or_says_why_not():
     """Blocks are python, bash or marked; every mark gives a reason a reviewer can judge; the runner reads every
     not-run comment (a comment not directly above a fence would silently mark nothing)."""
-    marks = [line for page in PAGES for line in page.read_text(encoding="utf-8").splitlines() if NOT_RUN.match(line.strip())]
+    marks = [
+        line for page in PAGES for line in page.read_text(encoding="utf-8").splitlines() if NOT_RUN.match(line.strip())
+    ]
     assert BLOCKS and len(marks) == sum(b.not_run is not None for b in BLOCKS)
     for block in BLOCKS:
         if block.not_run is not None:

@@ -1,6 +1,7 @@
 """The real pretrained model (SmolLM2-135M-Instruct, converted from its wheel) with vLLM's CPU build: every learner
 trains its architecture through ``countdown train`` with colocated vLLM (on a 2-layer copy, sharing one engine).
-The weight sync on the full model and with LoRA: ``tests/integration/test_real_model_sync.py`` (a module of its own, so that
+The weight sync on the full model and with LoRA: ``tests/integration/test_real_model_sync.py`` (a module of its own,
+so that
 these engines are shut down before its 30-layer model is loaded)."""
 
 from __future__ import annotations

@@ -402,7 +402,8 @@ def test_trl_flags_and_a_plain_grpoconfig_yaml(monkeypatch, tmp_path, capsys):
     )
     learner, config, out = _captured_run(monkeypatch, ["--learner", "dapo", "--config", str(flat)])
     assert learner == "dapo" and out == str(tmp_path / "flat") and config["model"] == "warm-start"
-    assert config["data"]["train"] == str(folder / "train.jsonl") and config["data"]["eval"] == str(folder / "test.jsonl")
+    assert config["data"]["train"] == str(folder / "train.jsonl")
+    assert config["data"]["eval"] == str(folder / "test.jsonl")
     assert (config["trainer"]["learning_rate"], config["trainer"]["max_steps"]) == (3e-6, 7)
     assert config["task"]["template"] == "compact"  # the cpu-tiny preset's task section under the flat keys
 

@@ -209,7 +209,8 @@ def train_two_colocated_steps(learner: str, model_dir, out) -> None:
 def _one_learner_per_algorithm() -> list[str]:
     """The first learner of each algorithm package (its own trainer and seams): the toy model's colocated runs. Every
     learner of :func:`_learners` trains with colocated vLLM on the real model's layers
-    (tests/integration/test_real_model_vllm.py, the same checks); here each run also starts and frees an engine of its own."""
+    (tests/integration/test_real_model_vllm.py, the same checks); here each run also starts and frees an engine of its
+    own."""
     from learners.core.registry import LEARNERS
 
     first: dict[str, str] = {}
@@ -507,7 +508,8 @@ def test_a_cache_read_into_the_span_is_wrong_and_the_guard_catches_it(scorer_eng
 
 def test_vllm_scorer_follows_the_joint_split_of_a_bpe_tokenizer(tmp_path):
     """Answers whose first token merges with the bridge (``>(``) under a byte-level BPE: vLLM's span sums equal the
-    hand-built reference of tests/learners/test_scoring_bpe.py (the joint text encoded once, the span located by reading the
+    hand-built reference of tests/learners/test_scoring_bpe.py (the joint text encoded once, the span located by
+    reading the
     token strings)."""
     import numpy as np
     import torch

@@ -190,7 +190,8 @@ def test_grpo_opsm_drops_stale_negative_sequences(make_trainer, cpu_grpo_kwargs)
 @pytest.mark.parametrize("preset", ["grpo_tis", "grpo_mis"])
 def test_vllm_importance_sampling_presets(preset, make_trainer, cpu_grpo_kwargs):
     """Truncated (min(r, 2)) and masked (r outside [0.5, 2] -> 0) token-level IS weights r = π_old/μ multiply each
-    token's loss. TRL computes r at generation (tests/integration/test_vllm.py trains both presets with vLLM); here the weights
+    token's loss. TRL computes r at generation (tests/integration/test_vllm.py trains both presets with vLLM); here
+    the weights
     are built by hand from the preset's rule and the gradient checked: -w_t A / n_i / B on-policy."""
     trainer = _trainer(make_trainer, cpu_grpo_kwargs, preset)
     args = trainer.args

@@ -1,4 +1,5 @@
-"""tests/integration/test_vllm.py's weight-sync run (the tiny model, a parity reward, lr 1e-3, 5 GRPO steps, TRL's colocated
+"""tests/integration/test_vllm.py's weight-sync run (the tiny model, a parity reward, lr 1e-3, 5 GRPO steps, TRL's
+colocated
 vLLM engine with the project's sync) in every process of a launch; the main process writes what TRL logged.
 
 Launched by test_vllm_two_processes.py under 2 CPU processes: each process builds an engine of its own
