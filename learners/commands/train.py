@@ -48,6 +48,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECTION.KEY=VALUE",
         help="override any YAML entry (value parsed as YAML); repeatable",
     )
+    parser.add_argument(
+        "--async",
+        dest="async_rollouts",
+        action="store_true",
+        help="generation (the colocated vLLM engine) runs ahead of the update: the YAML's async section",
+    )
+    parser.add_argument(
+        "--max-staleness", type=int, help="with --async: samples at most this many policy versions old (default 1)"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (TRL's; trainer.disable_tqdm)")
     parser.add_argument(
         "--resume",
@@ -107,6 +116,10 @@ def run(args: argparse.Namespace) -> int:
         "rollouts": getattr(args, "rollouts", None),
     }
     flags.update({key: value for key, value in own.items() if value is not None})
+    if getattr(args, "max_staleness", None) is not None and not getattr(args, "async_rollouts", False):
+        raise ValueError("--max-staleness is a setting of --async: give both")
+    if getattr(args, "async_rollouts", False):
+        flags["async"] = {"max_staleness": 1 if args.max_staleness is None else args.max_staleness}
     # user errors (ValueError, OSError, RuntimeError) reach countdown_env.cli.main: one line, exit status 2
     from ..pipeline.runs.config import find_config
     from ..pipeline.runs.driver import train

@@ -225,7 +225,7 @@ def run_config(
         "data": {"train": str(train_file)},
         "eval": {"every": settings.eval_every, "samples": EVAL_SAMPLES, "temperature": EVAL_TEMPERATURE,
                  "max_new_tokens": settings.max_new_tokens, "limit": settings.eval_limit,
-                 "batch_size": settings.eval_batch_size},
+                 "batch_size": settings.eval_batch_size, "seed": seed},
         "trainer": learner_trainer_kwargs(settings, learner, seed, run_dir),
         "rollouts": settings.rollouts,
         "lora": lora,

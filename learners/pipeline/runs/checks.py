@@ -11,7 +11,7 @@ from typing import Any
 from countdown_env.helpers.keys import refuse_unknown
 
 from ..models import check_model
-from .config import DATA_KEYS, EVAL_KEYS, LORA_KEYS, SECTIONS
+from .config import ASYNC_KEYS, DATA_KEYS, EVAL_KEYS, LORA_KEYS, SECTIONS
 from .lora import lora_section_config
 
 TRACKER_EXTRAS = {"tensorboard": ("tensorboard", "tensorboard"), "wandb": ("wandb", None)}
@@ -62,7 +62,7 @@ def validate_config(learner: str, config: dict[str, Any]) -> None:
     from ..models.tiny import build_tiny_model
 
     refuse_unknown("config section", set(config), SECTIONS)
-    for section in ("tiny", "task", "data", "eval", "trainer", "lora"):
+    for section in ("tiny", "task", "data", "eval", "trainer", "lora", "async"):
         value = config.get(section)
         if value is not None and not isinstance(value, dict):
             raise ValueError(f"config section {section!r} must be a mapping of keys, got {type(value).__name__}")
@@ -85,6 +85,7 @@ def validate_config(learner: str, config: dict[str, Any]) -> None:
     refuse_unknown("eval key", config.get("eval") or {}, EVAL_KEYS)
     check_eval_values(config.get("eval") or {})
     check_lora(config.get("lora"))
+    check_async(config.get("async"))
     spec = get_learner(learner)
     fields = trainer_fields(spec)  # without importing TRL once cached (learners/core/trainer_fields.py)
     refuse_unknown(f"trainer key ({spec.config_class} option)", config.get("trainer") or {}, fields)
@@ -98,6 +99,14 @@ def validate_config(learner: str, config: dict[str, Any]) -> None:
         if not torch.cuda.is_available():
             check_cpu_vllm(config.get("trainer") or {})
     _check_trackers((config.get("trainer") or {}).get("report_to"))
+
+
+def check_async(section: dict[str, Any] | None) -> None:
+    """The ``async:`` section: ``max_staleness``, an integer >= 0 (one line otherwise)."""
+    if section is None:
+        return
+    refuse_unknown("async key", section, ASYNC_KEYS)
+    _check_ints("async", section, {"max_staleness": 0})
 
 
 def check_lora(section: dict[str, Any] | None) -> None:

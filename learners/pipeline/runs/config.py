@@ -14,6 +14,7 @@ A preset (``learners/pipeline/configs/*.yaml``; ``--config NAME`` finds the pack
       # train prompts from countdown_env.procedural.CountdownCurriculum, raised when train accuracy passes threshold
     rollouts: dataset   # or env (CountdownTokens-v0 episodes through a rollout_func; several turns with feedback
       # when task.max_turns > 1) or tools (environment_factory with the check tool); --rollouts X on the command line
+    async: {max_staleness: 1}   # optional: generation overlaps the update (colocated vLLM); --async on the command line
 
 Command-line ``--set section.key=value`` overrides any entry (values parsed as YAML). Reading a config imports
 neither torch nor TRL; its checks are :mod:`learners.pipeline.runs.checks`.
@@ -131,7 +132,7 @@ def find_config(name_or_path: str | Path) -> Path:
     raise FileNotFoundError(f"no config {str(name_or_path)!r}; give a YAML path or one of {choices}")
 
 
-SECTIONS = ("model", "tiny", "task", "data", "eval", "trainer", "curriculum", "rollouts", "lora")
+SECTIONS = ("model", "tiny", "task", "data", "eval", "trainer", "curriculum", "rollouts", "lora", "async")
 MOVED_SECTIONS = {"template": "task.template", "reward": "task (format_bonus, use_all_numbers, ...)"}
 
 
@@ -187,6 +188,9 @@ RESOLVED_CONFIG = "resolved_config.json"
 
 DATA_KEYS = ("train", "eval", "train_size", "eval_size")
 EVAL_KEYS = ("every", "samples", "temperature", "max_new_tokens", "limit", "seed", "batch_size")
+ASYNC_KEYS = ("max_staleness",)
+"""``async:`` section: generate the next steps' completions while the trainer updates, at most ``max_staleness``
+policy versions behind (:mod:`learners.core.async_rollouts`)."""
 LORA_KEYS = ("rank", "targets", "alpha")
 """``lora:`` section: train a LoRA adapter of ``rank`` on ``targets`` (``attention``, ``all-linear`` or a list of
 module names), ``alpha`` (default ``2 rank``) instead of every weight

@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..evaluation.callback import make_eval_callback
 from ..models import resolve_model
 from .config import CPU_SETTINGS, RESOLVED_CONFIG
 from .record import check_resume, merged_record, run_record
@@ -76,6 +75,7 @@ def build_trainer(run: RunConfig, output_dir: str | Path):
     from countdown_env.task import CountdownTask
 
     from ..data import model_task, prompt_dataset
+    from ..evaluation.callback import EvalCallback
     from ..models.tiny import build_tiny_model
     from ..models.tokenizer_io import load_tokenizer
     from .curriculum_callback import CurriculumCallback
@@ -87,6 +87,8 @@ def build_trainer(run: RunConfig, output_dir: str | Path):
     curriculum = _curriculum(run)  # `curriculum:` section: levels raised on train accuracy (procedural.py)
     if curriculum is not None:
         trainer_args["shuffle_dataset"] = False  # no shuffle buffer reading ahead at the old level
+    if run.async_rollouts is not None:
+        trainer_args["async_max_staleness"] = run.async_rollouts.max_staleness
     args = learner_config(run.learner, trainer_args)  # the learner's own checks (TRL's too), before anything is written
     processes = run_processes()  # the main process writes the init model and the data; every process reads them
     model = resolve_model(run.model)
@@ -109,7 +111,7 @@ def build_trainer(run: RunConfig, output_dir: str | Path):
 
     progress = line_progress(trainer_args, f"{run.learner} RL")  # plain lines instead of TRL's bar into a log
     train_puzzles = rows_to_puzzles(train_rows)
-    eval_callback = make_eval_callback(eval_rows, run.eval, task, tokenizer)
+    eval_callback = EvalCallback(eval_rows, run.eval, task, tokenizer)
     trainer = make_trainer(
         run.learner,
         args,

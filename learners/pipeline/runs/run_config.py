@@ -10,8 +10,9 @@ learner_config`), where TRL's own checks run: that class is their type.
 
 Sections (the YAML keys, :mod:`learners.pipeline.runs.config`): ``model``, ``tiny``, ``task``, ``data``
 (:class:`DataSection`), ``eval`` (:class:`EvalSection`), ``trainer``, ``curriculum``, ``rollouts``, ``lora``
-(:class:`LoraSection`). :meth:`RunConfig.to_mapping` gives them back in the YAML's shape, every default written out;
-the run folder records that (``resolved_config.json``), so that a run can be redone from its folder.
+(:class:`LoraSection`), ``async`` (:class:`AsyncSection`). :meth:`RunConfig.to_mapping` gives them back in the YAML's
+shape, every default written out; the run folder records that (``resolved_config.json``), so that a run can be redone
+from its folder.
 """
 
 from __future__ import annotations
@@ -68,6 +69,14 @@ class LoraSection:
         return lora_config(self.rank, self.targets, self.alpha)
 
 
+@dataclass(frozen=True)
+class AsyncSection:
+    """``async:``: generation by the colocated vLLM engine runs ahead of the update, its samples at most
+    ``max_staleness`` policy versions old (:mod:`learners.core.async_rollouts`)."""
+
+    max_staleness: int = 1
+
+
 def _section(cls, values: Mapping[str, Any] | None):
     values = dict(values or {})
     if cls is LoraSection and isinstance(values.get("targets"), list):
@@ -89,6 +98,7 @@ class RunConfig:
     curriculum: Mapping[str, Any] | None = None
     rollouts: str = "dataset"
     lora: LoraSection | None = None
+    async_rollouts: AsyncSection | None = None  # the YAML's ``async`` section
 
     @classmethod
     def load(
@@ -131,6 +141,7 @@ class RunConfig:
             curriculum=dict(mapping["curriculum"]) if mapping.get("curriculum") else None,
             rollouts=mapping.get("rollouts") or "dataset",
             lora=_section(LoraSection, mapping["lora"]) if mapping.get("lora") else None,
+            async_rollouts=_section(AsyncSection, mapping["async"]) if mapping.get("async") is not None else None,
         )
 
     def to_mapping(self) -> dict[str, Any]:
@@ -145,6 +156,7 @@ class RunConfig:
             "curriculum": dict(self.curriculum) if self.curriculum else None,
             "rollouts": self.rollouts,
             "lora": dataclasses.asdict(self.lora) if self.lora is not None else None,
+            "async": dataclasses.asdict(self.async_rollouts) if self.async_rollouts is not None else None,
         }
         if sections["lora"] is not None and isinstance(self.lora.targets, tuple):
             sections["lora"]["targets"] = list(self.lora.targets)
