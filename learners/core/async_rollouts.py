@@ -30,7 +30,7 @@ route only (the env and tools routes run their own multi-turn loop on the engine
 queue of samples is not part of a checkpoint: a resumed run starts with an empty queue (its first step generates
 on the restored weights). A worker that fails stops the run at the step that needs its batch with its error, and a
 worker that does not answer within :data:`RESULT_TIMEOUT` seconds stops it with one line; the worker is a daemon
-thread, stopped with the trainer (``release_generation_engine``).
+thread that lives for the length of ``train()`` and is stopped when it returns or raises.
 """
 
 from __future__ import annotations
@@ -164,9 +164,11 @@ class AsyncRollouts:
             self._result(future)
 
     def close(self) -> None:
-        """Drop what is in flight and stop the worker (it ends after its current batch)."""
+        """Drop what is in flight and stop the worker: it ends after its current batch, which is waited for (the
+        engine is then free), bounded by :data:`RESULT_TIMEOUT`."""
         for _, _, future in self.pending:
             future.cancel()
         self.pending.clear()
         self.jobs.put(None)
+        self.worker.join(timeout=RESULT_TIMEOUT)
         self.trainer.vllm_generation.sync_weights = self._real_sync

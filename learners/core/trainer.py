@@ -153,11 +153,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
             from .vllm_sync import use_layerwise_sync
 
             use_layerwise_sync(self)  # colocated vLLM on the CPU: TRL's per-parameter sync cannot load there
-        self.async_rollouts = None
-        if getattr(self.args, "async_max_staleness", None) is not None:
-            from .async_rollouts import AsyncRollouts
-
-            self.async_rollouts = AsyncRollouts(self, self.args.async_max_staleness)
+        self.async_rollouts = None  # the generation worker, for the length of train() (core/async_rollouts.py)
 
     @classmethod
     def async_refusal(cls, args) -> str | None:
@@ -183,10 +179,21 @@ class CountdownGRPOTrainer(GRPOTrainer):
         it outlived the trainer, 1 GiB per run on the CPU); returns whether there was one."""
         from .vllm_release import release_colocated_engine
 
-        if self.async_rollouts is not None:
+        return release_colocated_engine(self)
+
+    def train(self, *args, **kwargs):
+        """TRL's training loop; with ``async_max_staleness`` set, its generation worker runs for the loop's length and
+        is stopped when the loop ends, however it ends (no thread is left behind)."""
+        if getattr(self.args, "async_max_staleness", None) is None:
+            return super().train(*args, **kwargs)
+        from .async_rollouts import AsyncRollouts
+
+        self.async_rollouts = AsyncRollouts(self, self.args.async_max_staleness)
+        try:
+            return super().train(*args, **kwargs)
+        finally:
             self.async_rollouts.close()
             self.async_rollouts = None
-        return release_colocated_engine(self)
 
     def training_step(self, model, inputs, *args, **kwargs):
         loss = super().training_step(model, inputs, *args, **kwargs)

@@ -5,6 +5,7 @@ supports it with its samples one policy version old, and every refusal is one li
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
@@ -54,6 +55,7 @@ def test_one_step_ahead_trains_on_samples_one_version_old(learner, tiny_model_di
     assert len(_per_step(history, "sampling/importance_sampling_ratio/max")) == STEPS
     resolved = json.loads((tmp_path / "run" / "resolved_config.json").read_text())
     assert resolved["async"] == {"max_staleness": 1}
+    assert not [t for t in threading.enumerate() if t.name == "countdown-async-rollouts"]  # no worker left behind
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tests.integration.test_vllm import train_two_colocated_steps
+from tests.integration.test_vllm import train_argv, train_two_colocated_steps
 
 pytest.importorskip("vllm")
 pytest.importorskip("gguf")
@@ -62,3 +62,20 @@ def test_every_learner_trains_smollm2_layers_with_colocated_vllm(
     train_two_colocated_steps(learner, smollm2_truncated_dir, out)
     assert len(shared_colocated_engines) == 1
     assert (out / "final" / "model.safetensors").is_file()
+
+
+@pytest.mark.parametrize("learner", ["grpo", "ps_ppo", "s_grpo"])
+def test_async_rollouts_train_smollm2_layers(learner, smollm2_truncated_dir, shared_colocated_engines, tmp_path):
+    """Issue 47: every algorithm that takes async rollouts trains the real model's architecture with them, the second
+    step on samples generated while the first updated (one policy version old)."""
+    import threading
+
+    from countdown_env.cli import main
+
+    out = tmp_path / "run"
+    correction = "trainer.vllm_importance_sampling_correction=true"
+    argv = train_argv(learner, out, f"model={smollm2_truncated_dir}", correction)
+    assert main([*argv, "--async"]) == 0
+    history = json.loads((out / "log_history.json").read_text())
+    assert [e["async/staleness"] for e in history if "async/staleness" in e] == [0.0, 1.0]
+    assert not [t for t in threading.enumerate() if t.name == "countdown-async-rollouts"]  # the worker stopped
