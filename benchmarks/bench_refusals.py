@@ -54,6 +54,8 @@ def raises(fn: Callable[[], object], error: type[BaseException]) -> Callable[[],
 
 
 def in_process_cases() -> list[tuple[str, Callable[[], object], float]]:
+    from tests.test_expression import nested_alternating  # the expressions of the test this target came from
+
     from countdown_env.expressions.answers import normalize_expression
     from countdown_env.expressions.expression import ExpressionError, canonical_form, parse_expression
     from countdown_env.expressions.verifier import verify, verify_completion
@@ -61,7 +63,6 @@ def in_process_cases() -> list[tuple[str, Callable[[], object], float]]:
     from countdown_env.sft.cleaning import clean_row
     from countdown_env.solving.generator import UnsatisfiableSettings
     from countdown_env.task import PuzzleGenerator
-    from tests.test_expression import nested_alternating  # the expressions of the test this target came from
 
     def probe(**settings) -> Callable[[], None]:
         return raises(lambda: PuzzleGenerator(seed=0, **settings)[0], UnsatisfiableSettings)
@@ -190,15 +191,16 @@ def cli_cases(work: Path) -> list[tuple[str, list[str], float]]:
 def _finished_run(work: Path) -> Path:
     """A grpo run folder of the cpu-tiny preset (its record and one complete checkpoint; no weights trained)."""
     from learners.core.checkpoints import write_checkpoint_manifest
-    from learners.pipeline.runs.config import RESOLVED_CONFIG, load_config
+    from learners.pipeline.runs.config import RESOLVED_CONFIG
     from learners.pipeline.runs.record import run_record
+    from learners.pipeline.runs.run_config import RunConfig
 
     out = work / "grpo-run"
     checkpoint = out / "checkpoint-2"
     checkpoint.mkdir(parents=True, exist_ok=True)
     (checkpoint / "model.safetensors").write_bytes(b"0" * 64)
     write_checkpoint_manifest(checkpoint)
-    (out / RESOLVED_CONFIG).write_text(json.dumps(run_record("grpo", load_config("cpu-tiny"))))
+    (out / RESOLVED_CONFIG).write_text(json.dumps(run_record(RunConfig.load("cpu-tiny"))))
     return out
 
 

@@ -21,7 +21,7 @@ it does, on one CUDA GPU (one H200 planned):
 
 Needs on the device: a CUDA torch and transformers (preinstalled there), the project with its dependencies (trl,
 accelerate, datasets, ...: carried as wheels), optionally vllm. ``--cpu-smoke`` runs the same plumbing on the CPU
-with a 2-layer model, 2 steps and no vLLM (``tests/test_gpu_recipe_smoke.py``).
+with a 2-layer model, 2 steps and no vLLM (``tests/integration/test_gpu_recipe.py``).
 
     python benchmarks/gpu_recipe_smoke.py --out "$OUT"            # on the GPU machine
     python benchmarks/gpu_recipe_smoke.py --out /tmp/x --cpu-smoke  # the plumbing, on a CPU

@@ -961,7 +961,9 @@ def plot(exp: Experiment, base: Path, out: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("experiment", choices=sorted([*EXPERIMENTS, "e1"]))
-    parser.add_argument("--root", default=str(ROOT / "experiments" / "results"), help="folder of the experiment folders")
+    parser.add_argument(
+        "--root", default=str(ROOT / "experiments" / "results"), help="folder of the experiment folders"
+    )
     args = parser.parse_args(argv)
     command = f"python experiments/claim_experiments.py {args.experiment}"
     if args.experiment == "e1":

@@ -18,7 +18,12 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 HEAVY = ("torch", "transformers", "trl", "vllm", "peft", "learners", "verifiers_ext", "datasets", "verifiers")
 """A test module naming none of these (as an import or a fixture that builds a model) is in the torch-free tier."""
 MODEL_FIXTURES = ("tiny_model_dir", "tiny_tokenizer", "smollm2", "warm_start", "accelerate", '"benchmarks"')
-"""Names whose presence puts a module outside the tier: model fixtures, accelerate's parser, a loaded benchmark script."""
+"""Names whose presence puts a module outside the tier: model fixtures, accelerate's parser, a loaded benchmark
+script."""
+
+
+FOLDER_MARKERS = ("countdown_env", "verifiers_ext", "learners", "integration", "experiments", "multiproc")
+"""The test folders (each mirrors a part of the project); every test is marked with its folder's name."""
 
 
 def _torch_free(path: Path) -> bool:
@@ -42,11 +47,14 @@ def pytest_ignore_collect(collection_path, config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """``-m torchfree``: the tier of test modules that import none of :data:`HEAVY` (seconds, no torch); the
-    session then fails if torch was imported anyway."""
+    """Each test is marked with its folder (:data:`FOLDER_MARKERS`: ``-m learners`` runs tests/learners/), and with
+    ``torchfree`` when its module imports none of :data:`HEAVY`: ``-m torchfree`` is the tier that runs in seconds
+    with no torch (the session then fails if torch was imported anyway)."""
     seen: dict[Path, bool] = {}
     for item in items:
         path = Path(str(item.fspath))
+        if path.parent.name in FOLDER_MARKERS:  # tests/learners/test_x.py -> -m learners
+            item.add_marker(getattr(pytest.mark, path.parent.name))
         if path not in seen:
             seen[path] = _torch_free(path)
         if seen[path]:

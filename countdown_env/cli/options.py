@@ -53,7 +53,8 @@ def excluded_keys(paths: Iterable[str]) -> list[tuple]:
 
 
 def claiming_out(build: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """A subcommand's ``run`` that holds the exclusive claim on ``args.out`` (:func:`countdown_env.helpers.atomic.output_claim`)
+    """A subcommand's ``run`` that holds the exclusive claim on ``args.out``
+    (:func:`countdown_env.helpers.atomic.output_claim`)
     from its first check to its last rename: a second writer into the same output is refused at once."""
 
     @functools.wraps(build)

@@ -160,8 +160,8 @@ def write_sft_folder(
 
     from datasets import DatasetDict
 
-    from ..helpers.atomic import atomic_dir
     from ..dataset_card import write_card
+    from ..helpers.atomic import atomic_dir
     from ..helpers.jsonl import write_jsonl
     from ..splits.hf_datasets import records_to_dataset
 

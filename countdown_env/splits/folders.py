@@ -2,7 +2,8 @@
 copy, a dataset card (``README.md``) and, last, ``manifest.json`` (:mod:`countdown_env.splits.manifest`), all
 atomically; :func:`read_split_rows` reads a split's rows back after checking them against the manifest.
 
-The bytes follow from the rows alone (:func:`countdown_env.helpers.jsonl.write_jsonl`; the HF copy's fingerprint hashes the
+The bytes follow from the rows alone (:func:`countdown_env.helpers.jsonl.write_jsonl`; the HF copy's fingerprint
+hashes the
 rows), so the same :class:`~countdown_env.splits.SplitSpec` gives the same folder on any machine.
 """
 
@@ -12,8 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..helpers.atomic import atomic_dir
 from ..dataset_card import write_card
+from ..helpers.atomic import atomic_dir
 from ..helpers.jsonl import read_jsonl, write_jsonl
 from . import HELD_OUT, LEGACY_SPLIT_NAMES, SPLIT_NAMES, SplitSpec
 from .hf_datasets import save_datasets

@@ -160,8 +160,9 @@ def verdict(runs: dict[str, Path], start: Path | None, step: int) -> dict[str, A
             missing.append(label)
             continue
         keys, scores = puzzle_scores(path)
-        base_keys, bases[label] = (start_keys, start_scores) if start is not None else puzzle_scores(
-            run / "evals" / "step-0.jsonl")
+        base_keys, bases[label] = (
+            (start_keys, start_scores) if start is not None else puzzle_scores(run / "evals" / "step-0.jsonl")
+        )
         if keys != base_keys:
             raise ValueError(f"{path}: not the step-0 eval's puzzles in its order")
         ends[label], ends4[label] = scores, puzzle_scores(path, k=4)[1]
@@ -170,7 +171,8 @@ def verdict(runs: dict[str, Path], start: Path | None, step: int) -> dict[str, A
         raise ValueError(f"no run has evals/step-{step}.jsonl")
     mean, t_low, t_high = mean_ci(list(gains.values()))
     seeds = range(len(ends))
-    _, b_low, b_high, _ = paired_bootstrap_diff(dict(zip(seeds, ends.values())), dict(zip(seeds, bases.values())),
+    _, b_low, b_high, _ = paired_bootstrap_diff(dict(zip(seeds, ends.values(), strict=True)),
+                                                dict(zip(seeds, bases.values(), strict=True)),
                                                 joint=True, resamples=10_000)  # fmt: skip
     intervals = {"t over seeds": (t_low, t_high), "joint puzzle bootstrap": (b_low, b_high)}
     finite = {k: v for k, v in intervals.items() if all(math.isfinite(x) for x in v)}
@@ -180,7 +182,9 @@ def verdict(runs: dict[str, Path], start: Path | None, step: int) -> dict[str, A
         "step": step,
         "seeds": list(gains),
         "missing": missing,
-        "baseline": "the shared step-0 eval (256 x 16)" if start is not None else "each run's own step-0 eval (256 x 4)",
+        "baseline": "the shared step-0 eval (256 x 16)"
+        if start is not None
+        else "each run's own step-0 eval (256 x 4)",
         "start_pass@1": {k: float(v.mean()) for k, v in bases.items()},
         "end_pass@1": {k: float(v.mean()) for k, v in ends.items()},
         "end_pass@4": {k: float(v.mean()) for k, v in ends4.items()},
@@ -226,10 +230,15 @@ def main(argv: list[str] | None = None) -> int:
     decide = sub.add_parser("verdict")
     decide.add_argument("folders", nargs="+", type=Path)
     decide.add_argument("--step", type=int, default=100)
-    decide.add_argument("--start", type=Path, default=Path(__file__).parent / "step0_256x16.jsonl",
-                        help="the shared step-0 eval (registered baseline)")
-    decide.add_argument("--own-start", action="store_true",
-                        help="baseline: each run's own step-0 eval instead (amendment 3, secondary)")
+    decide.add_argument(
+        "--start",
+        type=Path,
+        default=Path(__file__).parent / "step0_256x16.jsonl",
+        help="the shared step-0 eval (registered baseline)",
+    )
+    decide.add_argument(
+        "--own-start", action="store_true", help="baseline: each run's own step-0 eval instead (amendment 3, secondary)"
+    )
     decide.add_argument("--out", type=Path, help="write the verdict as markdown here (and print it)")
     args = parser.parse_args(argv)
     runs = labelled_runs(args.folders)

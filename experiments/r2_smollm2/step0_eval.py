@@ -17,6 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="smollm2-135m-warm-start")
     parser.add_argument("--limit", type=int, default=256)
     parser.add_argument("--samples", type=int, default=16)
+    parser.add_argument("--seed", type=int, default=0, help="the engine's seed (on the CPU it alone sets the draw)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
 
@@ -31,10 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     model_dir = resolve_model(args.model)
     tokenizer = load_tokenizer(model_dir)
     rows = load_eval_set("tiny_n3", as_dataset=False)[: args.limit]
-    sampler = model_sampler(model_dir, tokenizer, "vllm", progress=True)
+    sampler = model_sampler(model_dir, tokenizer, "vllm", progress=True, seed=args.seed)
     try:
         report = evaluate(sampler, tokenizer, rows, task=model_task(model_dir), samples=args.samples, temperature=0.8,
-                          max_new_tokens=128, seed=0, per_puzzle=True)  # fmt: skip
+                          max_new_tokens=128, seed=args.seed, per_puzzle=True)  # fmt: skip
     finally:
         sampler.close()
     write_text(args.out, "".join(json.dumps(p, separators=(",", ":")) + "\n" for p in report["puzzles"]))

@@ -48,6 +48,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECTION.KEY=VALUE",
         help="override any YAML entry (value parsed as YAML); repeatable",
     )
+    parser.add_argument(
+        "--async",
+        dest="async_rollouts",
+        action="store_true",
+        help="generation (the colocated vLLM engine) runs ahead of the update: the YAML's async section",
+    )
+    parser.add_argument(
+        "--max-staleness", type=int, help="with --async: samples at most this many policy versions old (default 1)"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (TRL's; trainer.disable_tqdm)")
     parser.add_argument(
         "--resume",
@@ -85,39 +94,42 @@ def add_trl_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..pipeline.runs.trl_args import FLAT_BASE_PRESET, flat_trl_yaml, to_overrides, yaml_value
+    """One :class:`~learners.pipeline.runs.run_config.RunConfig`, in its order: the preset (or a flat TRL YAML over
+    ``cpu-tiny``), then ``--set``, then the flags (TRL's spellings, then this command's own)."""
+    from ..pipeline.runs.trl_args import FLAT_BASE_PRESET, flat_trl_yaml, to_settings, yaml_value
 
-    config_name, overrides, output_dir = args.config, [], None
+    preset, yaml_settings, yaml_output_dir = args.config, {}, None
     flat = flat_trl_yaml(args.config)
     if flat is not None:  # a plain TRL GRPOConfig YAML: its keys on top of the cpu-tiny preset
-        config_name = FLAT_BASE_PRESET
-        overrides, output_dir = to_overrides(flat)
-    flags = {
+        preset = FLAT_BASE_PRESET
+        yaml_settings, yaml_output_dir = to_settings(flat)
+    trl_flags = {
         key[4:]: yaml_value(value) for key, value in vars(args).items() if key.startswith("trl:") and value is not None
     }
-    flag_overrides, flag_output_dir = to_overrides(flags)
-    overrides += flag_overrides
-    output_dir = args.output_dir or flag_output_dir or output_dir or "runs/train"
-    overrides += list(args.overrides)
-    if args.model:
-        overrides.append(f"model={args.model}")
-    if args.max_steps is not None:
-        overrides.append(f"trainer.max_steps={args.max_steps}")
-    if args.report_to:
-        overrides.append(f"trainer.report_to={args.report_to}")
-    if getattr(args, "no_progress", False):
-        overrides.append("trainer.disable_tqdm=true")
-    if getattr(args, "rollouts", None):
-        overrides.append(f"rollouts={args.rollouts}")
+    flags, flag_output_dir = to_settings(trl_flags)
+    output_dir = args.output_dir or flag_output_dir or yaml_output_dir or "runs/train"
+    own = {
+        "model": args.model,
+        "trainer.max_steps": args.max_steps,
+        "trainer.report_to": args.report_to,
+        "trainer.disable_tqdm": True if getattr(args, "no_progress", False) else None,
+        "rollouts": getattr(args, "rollouts", None),
+    }
+    flags.update({key: value for key, value in own.items() if value is not None})
+    if getattr(args, "max_staleness", None) is not None and not getattr(args, "async_rollouts", False):
+        raise ValueError("--max-staleness is a setting of --async: give both")
+    if getattr(args, "async_rollouts", False):
+        flags["async"] = {"max_staleness": 1 if args.max_staleness is None else args.max_staleness}
     # user errors (ValueError, OSError, RuntimeError) reach countdown_env.cli.main: one line, exit status 2
-    from ..pipeline.runs.config import find_config, load_config
+    from ..pipeline.runs.config import find_config
     from ..pipeline.runs.driver import train
     from ..pipeline.runs.processes import run_processes
+    from ..pipeline.runs.run_config import RunConfig
 
-    config = load_config(config_name, overrides)
+    run = RunConfig.load(preset, learner=args.learner, yaml=yaml_settings, sets=args.overrides, flags=flags)
     summary = train(
-        args.learner, config, output_dir, resume=args.resume, overwrite=args.overwrite,
-        inputs=[find_config(args.config)], allow_changes=args.allow_changes,
+        run, output_dir, resume=args.resume, overwrite=args.overwrite, inputs=[find_config(args.config)],
+        allow_changes=args.allow_changes,
     )  # fmt: skip
     if run_processes().is_main:  # under accelerate launch: one summary, not one per process
         print(json.dumps(summary, indent=2))

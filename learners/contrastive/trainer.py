@@ -64,11 +64,22 @@ def submitted_answer(completion: str, tag: str = "solution") -> str | None:
 class ContrastiveTrainer(GRPOPresetTrainer):
     """Seed 000's contrastive potential advantage shaping; see the package docstring for the equations.
 
-    A :class:`~learners.grpo.GRPOPresetTrainer` run with ``args.base_learner``'s preset (prime-rl's loss by default). The
-    only change w.r.t. it: ``shape_batch`` adds the per-paragraph shaping term to the advantages, then lets the
+    A :class:`~learners.grpo.GRPOPresetTrainer` run with ``args.base_learner``'s preset (prime-rl's loss by default).
+    The only change w.r.t. it: ``shape_batch`` adds the per-paragraph shaping term to the advantages, then lets the
     GRPO learner's seam 1 (dynamic sampling, zero-advantage filter) act on the shaped advantages; seam 2 (prime-rl's
     DPPO mask, adv_tau and KL) is the GRPO learner's.
+
+    Asynchronous rollouts: with the frozen scorer, as the GRPO learner (the potential is a fixed function of the
+    prefix); with the moving scorer, refused: its potential is the current policy's success estimate, while stale
+    samples come from an older policy, and the shaping term's telescoping assumes one policy for both.
     """
+
+    @classmethod
+    def async_refusal(cls, args) -> str | None:
+        if getattr(args, "scorer", None) == "moving":
+            return ("contrastive with scorer='moving' cannot train on async rollouts: its potential is the current "
+                    "policy's, the stale samples an older policy's (use scorer='frozen')")  # fmt: skip
+        return None
 
     _tag_names = ["trl", "contrastive-shaping", "countdown"]
 

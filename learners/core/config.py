@@ -17,11 +17,23 @@ class CountdownConfig(GRPOConfig):
         max_buckets (`int`, defaults to 4): length buckets per micro-batch when a learner trains on prefixes
             (seam 2, ``truncate_to_loss_tokens``); more buckets cut closer to each row's last loss token but run
             more, smaller forward passes.
+        async_max_staleness (`int` or `None`, defaults to `None`): generate the next steps' completions while the
+            trainer updates, at most this many policy versions behind (0: the same machinery with nothing ahead,
+            i.e. the synchronous run); :mod:`learners.core.async_rollouts`.
     """
 
     max_buckets: int = field(default=4, metadata={"help": "Length buckets per micro-batch when training on prefixes."})
+    async_max_staleness: int | None = field(
+        default=None,
+        metadata={"help": "Asynchronous rollouts: generate up to this many policy versions ahead (None: off)."},
+    )
 
     def __post_init__(self):
         super().__post_init__()
         if self.max_buckets < 1:
             raise ValueError(f"max_buckets must be >= 1, got {self.max_buckets}")
+        if self.async_max_staleness is not None and (
+            isinstance(self.async_max_staleness, bool) or not isinstance(self.async_max_staleness, int)
+            or self.async_max_staleness < 0
+        ):  # fmt: skip
+            raise ValueError(f"async_max_staleness must be an integer >= 0 or None, got {self.async_max_staleness!r}")

@@ -120,6 +120,12 @@ class CountdownGRPOTrainer(GRPOTrainer):
         self.uses_env_reward = reward_funcs is None and trainer_kwargs.get("environment_factory") is None
         if self.uses_env_reward:
             reward_funcs = [self.countdown_env_reward]
+        if getattr(args, "async_max_staleness", None) is not None:
+            from .async_rollouts import async_problem
+
+            problem = async_problem(type(self), args, trainer_kwargs)
+            if problem is not None:
+                raise ValueError(problem)
         engine_dtype = contextlib.nullcontext()
         if getattr(args, "use_vllm", False) and not torch.cuda.is_available():
             from .vllm_sync import CPU_ENGINE_DTYPE, colocated_engine_dtype, cpu_engine_defaults
@@ -147,6 +153,26 @@ class CountdownGRPOTrainer(GRPOTrainer):
             from .vllm_sync import use_layerwise_sync
 
             use_layerwise_sync(self)  # colocated vLLM on the CPU: TRL's per-parameter sync cannot load there
+        self.async_rollouts = None  # the generation worker, for the length of train() (core/async_rollouts.py)
+
+    @classmethod
+    def async_refusal(cls, args) -> str | None:
+        """Why this learner, with ``args``, cannot train on asynchronous rollouts
+        (:mod:`learners.core.async_rollouts`), or ``None``."""
+        return None
+
+    def get_batch_samples(self, epoch_iterator, num_batches, device):
+        """With async rollouts, the step's batches and the next steps' read ahead (same order as without)."""
+        if self.async_rollouts is None:
+            return super().get_batch_samples(epoch_iterator, num_batches, device)
+        fetch = lambda: super(CountdownGRPOTrainer, self).get_batch_samples(epoch_iterator, num_batches, device)  # noqa: E731
+        return self.async_rollouts.batch_samples(fetch, self.async_rollouts.max_staleness)
+
+    def _generate(self, prompts):
+        """TRL's generation, through the async worker when there is one (training batches only)."""
+        if self.async_rollouts is None or not self.model.training:
+            return super()._generate(prompts)
+        return self.async_rollouts.generate(prompts, super()._generate)
 
     def release_generation_engine(self) -> bool:
         """Free a colocated vLLM engine and its KV cache once training is over (:mod:`learners.core.vllm_release`:
@@ -154,6 +180,20 @@ class CountdownGRPOTrainer(GRPOTrainer):
         from .vllm_release import release_colocated_engine
 
         return release_colocated_engine(self)
+
+    def train(self, *args, **kwargs):
+        """TRL's training loop; with ``async_max_staleness`` set, its generation worker runs for the loop's length and
+        is stopped when the loop ends, however it ends (no thread is left behind)."""
+        if getattr(self.args, "async_max_staleness", None) is None:
+            return super().train(*args, **kwargs)
+        from .async_rollouts import AsyncRollouts
+
+        self.async_rollouts = AsyncRollouts(self, self.args.async_max_staleness)
+        try:
+            return super().train(*args, **kwargs)
+        finally:
+            self.async_rollouts.close()
+            self.async_rollouts = None
 
     def training_step(self, model, inputs, *args, **kwargs):
         loss = super().training_step(model, inputs, *args, **kwargs)

@@ -20,6 +20,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+
 def _config_sources() -> list[Path]:
     """The base config's file and every registered algorithm's config files (its spec's ``config_sources``)."""
     from .registry import ALGORITHMS

@@ -5,7 +5,8 @@ not freed: its attention layers, reachable from vLLM's ``static_forward_context`
 garbage collector cannot see through (vLLM's ``msgspec`` structures are not tracked), and every layer keeps its KV
 cache. On the CPU each engine's cache is ``VLLM_CPU_KVCACHE_SPACE`` GiB (1 here), so a process that trains several
 runs one after another (``countdown compare --vllm``, the test suite) grew by 1 GiB per run: ``make test`` peaked at
-15.4 GB, 1 GiB for each colocated run of ``tests/test_vllm.py``. :func:`release_colocated_engine` drops those
+15.4 GB, 1 GiB for each colocated run of ``tests/integration/test_vllm.py``. :func:`release_colocated_engine` drops
+those
 references (the layers' caches, the forward context, the runner's cache list) and the trainer's engine.
 
 Under several processes the engine itself is kept alive (its caches still dropped): a colocated engine runs on the

@@ -41,7 +41,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 # ---------------------------------------------------------------------------------------------------------------
 # The losses and corrections TRL 1.16's GRPOConfig already implements, as presets of the GRPO learner. Values are
 # the papers' (or TRL's paper index's) settings; every one is documented in learners/grpo/__init__.py and checked
-# against a hand computation of its loss gradient in tests/test_trl_presets.py. Several act only off-policy
+# against a hand computation of its loss gradient in tests/learners/test_trl_presets.py. Several act only off-policy
 # (num_iterations > 1, steps_per_generation > gradient_accumulation_steps, or vLLM sampling): on-policy with one
 # update per batch their ratio is 1 and they train exactly as their base.
 TRL_LOSS_PRESETS: dict[str, dict[str, Any]] = {

@@ -29,7 +29,7 @@ DESCRIPTIONS: dict[str, str] = {
     "rloo": "RLOO: leave-one-out baseline G/(G-1)·(r - mean r), sequence-sum REINFORCE",
     "reinforce_pp": "REINFORCE++-baseline: group mean, then token-level whitening over the batch",
 }
-"""One learner per preset, named as the preset (tests/test_trl_presets.py checks every preset has one)."""
+"""One learner per preset, named as the preset (tests/learners/test_trl_presets.py checks every preset has one)."""
 
 CLIP = Mechanism("clip_ratio/region_mean", "PPO clip: share of loss tokens clipped")
 DPPO = (

@@ -74,6 +74,10 @@ class GRPOPresetTrainer(CountdownGRPOTrainer):
     GRPO. Only the seams differ from :class:`~learners.core.trainer.CountdownGRPOTrainer`: dynamic sampling and
     the zero-advantage filter in ``shape_batch``; the DPPO mask, adv_tau and the squared-log-ratio KL in
     ``select_loss_tokens``.
+
+    Asynchronous rollouts: supported (as in prime-rl and TRL's async trainer): TRL's truncated importance weight
+    π/μ on the engine's recorded log-probabilities corrects the staleness; prime-rl's DPPO mask already compares
+    π with the sampling policy μ.
     """
 
     def __init__(self, model, reward_funcs=None, args=None, *trainer_args, **trainer_kwargs):

@@ -22,7 +22,8 @@ __all__ = ["OracleShapedConfig", "OracleShapedTrainer"]
 class OracleShapedTrainer(GRPOPresetTrainer):
     """Potential-based shaping with the exact step oracle as Φ; see the package docstring for the equations.
 
-    The only change w.r.t. :class:`~learners.grpo.GRPOPresetTrainer`: ``shape_batch`` adds the per-paragraph shaping term
+    The only change w.r.t. :class:`~learners.grpo.GRPOPresetTrainer`: ``shape_batch`` adds the per-paragraph shaping
+    term
     to the advantages of every row it can read, then lets the GRPO learner's seam 1 act on the shaped advantages.
     """
 

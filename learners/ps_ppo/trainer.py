@@ -20,6 +20,10 @@ class PSPPOTrainer(CountdownGRPOTrainer):
     The changes w.r.t. GRPO: ``shape_batch`` computes the survival function ξ of every prompt (stored per row as
     ``cutoff_survival``); ``select_loss_tokens`` draws the cutoffs and sets the 1/ξ weights;
     ``truncate_to_loss_tokens`` makes the base run TRL's loss on the kept prefixes only.
+
+    Asynchronous rollouts: supported. The cutoffs H are drawn independently of the sampled tokens whichever policy
+    sampled them, so the 1/ξ weighting stays unbiased, and TRL's truncated importance weight π/μ (the engine's
+    recorded log-probabilities) corrects each kept token's term for the staleness.
     """
 
     _tag_names = ["trl", "ps-ppo", "countdown"]

@@ -41,6 +41,10 @@ class SGRPOTrainer(CountdownGRPOTrainer):
 
     The changes w.r.t. GRPO: ``shape_batch`` draws the loss-token subset; with
     ``truncate_after_last_selected``, ``truncate_to_loss_tokens`` makes the base run the loss on bucketed prefixes.
+
+    Asynchronous rollouts: supported. The subset is drawn independently of the tokens, and the ratio's
+    π_old is then the policy that sampled the group, older than the current one: TRL's truncated
+    importance weight π/μ on the engine's recorded log-probabilities corrects the kept tokens' terms.
     """
 
     _tag_names = ["trl", "s-grpo", "countdown"]

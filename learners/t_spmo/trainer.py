@@ -36,6 +36,12 @@ class TSPMOTrainer(CountdownGRPOTrainer):
     _tag_names = ["trl", "countdown-rl", "t-spmo"]
     _name = "T-SPMO"
 
+    @classmethod
+    def async_refusal(cls, args) -> str | None:
+        return ("T-SPMO cannot train on async rollouts: its prefix-trie advantages A(v|p) estimate the values of the "
+                "policy that sampled the group, and stale samples estimate an older policy's, which no per-token "
+                "ratio corrects")  # fmt: skip
+
     def __init__(self, model, reward_funcs=None, args: TSPMOConfig | None = None, *trainer_args, **trainer_kwargs):
         args = self._check_args(args, TSPMOConfig, "t-spmo")
         super().__init__(model, reward_funcs, args, *trainer_args, **trainer_kwargs)

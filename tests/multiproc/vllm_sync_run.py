@@ -1,4 +1,5 @@
-"""tests/test_vllm.py's weight-sync run (the tiny model, a parity reward, lr 1e-3, 5 GRPO steps, TRL's colocated
+"""tests/integration/test_vllm.py's weight-sync run (the tiny model, a parity reward, lr 1e-3, 5 GRPO steps, TRL's
+colocated
 vLLM engine with the project's sync) in every process of a launch; the main process writes what TRL logged.
 
 Launched by test_vllm_two_processes.py under 2 CPU processes: each process builds an engine of its own
@@ -20,7 +21,7 @@ from probe_worker import exit_at_once
 def main(model_dir: str, out_dir: str) -> None:
     import torch.distributed as dist
 
-    from tests.test_vllm import _sync_run
+    from tests.integration.test_vllm import _sync_run
 
     means, maxes = _sync_run(Path(model_dir), Path(out_dir), "full")
     if dist.get_rank() == 0:

@@ -9,8 +9,9 @@ from typing import Any
 
 class Progress:
     """One line per eval and per finished run on stderr, and per run a progress display over its steps
-    (:func:`countdown_env.helpers.progress.progress_bar`: ``bars=None`` gives a tqdm bar when stderr is a terminal and plain
-    lines with rate and ETA otherwise; ``False``, ``--no-progress``: neither); nothing at all when ``quiet`` (the
+    (:func:`countdown_env.helpers.progress.progress_bar`: ``bars=None`` gives a tqdm bar when stderr is a terminal
+    and plain lines with rate and ETA otherwise; ``False``, ``--no-progress``: neither); nothing at all when ``quiet``
+    (the
     other processes of a multi-process launch: the main one reports)."""
 
     def __init__(self, total_runs: int, bars: bool | None = None, *, quiet: bool = False):

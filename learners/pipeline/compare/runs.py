@@ -23,7 +23,7 @@ from ..runs.warm_start import SHIPPED_DIR
 from .counting import Tally, instrumented
 from .results import rows_to_csv
 from .run_progress import Progress
-from .settings import EVAL_SAMPLES, EVAL_TEMPERATURE, CompareSettings, learner_trainer_kwargs
+from .settings import EVAL_SAMPLES, CompareSettings, run_config
 
 STATE_FILE = "compare_state.json"
 
@@ -56,49 +56,6 @@ def default_warm_start(work_dir: str | Path) -> Path:
     if not (init / "config.json").is_file():
         build_tiny_model(init, seed=0)
     return init
-
-
-def evaluate_policy(model, tokenizer, rows, task, *, max_new_tokens: int, seed: int, batch_size: int, sampler=None):
-    """``learners.pipeline.evaluation.evaluate`` of the live policy (per-puzzle results kept), leaving the training RNG
-    and the train/eval mode as they were; ``sampler``: the generator to use (default ``transformers`` on ``model``)."""
-    import torch
-
-    from ...sampling import HFSampler
-    from ..evaluation.evaluate import evaluate
-
-    was_training = model.training
-    device = next(model.parameters()).device
-    devices = [device.index or 0] if device.type == "cuda" else []
-    with torch.random.fork_rng(devices=devices):
-        sampler = sampler or HFSampler(model, tokenizer, batch_size=batch_size, device=device)
-        report = evaluate(
-            sampler,
-            tokenizer,
-            rows,
-            task=task,
-            samples=EVAL_SAMPLES,
-            temperature=EVAL_TEMPERATURE,
-            max_new_tokens=max_new_tokens,
-            seed=seed,
-            per_puzzle=True,
-        )
-    if was_training:
-        model.train()
-    return report
-
-
-def colocated_eval_sampler(trainer):
-    """The trainer's colocated vLLM engine, synced to the current policy (TRL syncs it only before generating a
-    batch, so after an optimiser step it still holds the weights before it), as the eval's sampler; ``None`` when
-    the trainer generates otherwise. On the CPU a real model generates several times faster there than with
-    ``transformers`` (benchmarks/results/smollm2_135m), and the eval samples from the very engine the training
-    batches come from."""
-    if not (getattr(trainer, "use_vllm", False) and trainer.vllm_mode == "colocate"):
-        return None
-    from ...sampling import VLLMSampler
-
-    trainer.vllm_generation.sync_weights()
-    return VLLMSampler(trainer.vllm_generation.llm, tokenizer=trainer.processing_class)
 
 
 def run_name(learner: str, seed: int) -> str:
@@ -141,74 +98,46 @@ class RunState:
         return cls(Tally(**data["tally"]), list(data["rows"]), set(data["evaluated"]))
 
 
-def _make_callback(trainer, comparison: Comparison, run_state: RunState, learner: str, seed: int, run_dir: Path):
+def _make_callbacks(run, comparison: Comparison, run_state: RunState, learner: str, seed: int, run_dir: Path):
+    """The run's eval callback (:class:`~learners.pipeline.evaluation.callback.EvalCallback` on the comparison's eval
+    rows, every ``--eval-every`` steps and at the end; each report a row of ``rows.csv`` and ``evals/step-N.jsonl``)
+    and the callback that times its optimiser steps."""
     from transformers import TrainerCallback
 
-    from ...sampling.trainer_sampler import gathered_policy, lockstep_forward
-    from ..runs.processes import run_processes
+    from ..evaluation.callback import EvalCallback
 
-    settings, progress, tally = comparison.settings, comparison.progress, run_state.tally
-    is_main = run_processes().is_main
+    progress, tally = comparison.progress, run_state.tally
 
-    class CompareCallback(TrainerCallback):
-        """Times the optimiser steps, evaluates at step 0 / every K / the end."""
+    def consume(step: int, report: dict | None) -> None:
+        if report is None:  # not the main process
+            tally.take_reward()
+            return
+        overall = report["overall"]
+        row = {
+            "learner": learner,
+            "seed": seed,
+            "step": step,
+            "pass@1": overall["pass@1"],
+            f"pass@{EVAL_SAMPLES}": overall.get(f"pass@{EVAL_SAMPLES}", math.nan),
+            "format_rate": overall["format_rate"],
+            "mean_completion_tokens": overall["mean_completion_tokens"],
+            "train_reward": tally.take_reward(),
+            "wall_seconds": tally.wall_seconds,
+            "generated_tokens": tally.generated_tokens,
+            "loss_tokens": tally.loss_tokens,
+            "forward_tokens": tally.forward_tokens,
+        }
+        lines = "".join(json.dumps(p, separators=(",", ":")) + "\n" for p in report["puzzles"])
+        write_text(run_dir / "evals" / f"step-{step}.jsonl", lines)
+        run_state.rows.append(row)
+        write_text(run_dir / "rows.csv", rows_to_csv(run_state.rows))
+        progress.eval(row)
+        comparison.on_row()
+
+    class StepTimer(TrainerCallback):
+        """Times the optimiser steps (``wall_seconds`` of each row) and drives the progress display."""
 
         started: float | None = None
-
-        def evaluate(self, step: int) -> None:
-            if step in run_state.evaluated:
-                return
-            # Every run of a seed starts from the same model and samples its eval with the same seed: step 0's
-            # report is the same for all learners, so it is computed once per seed (the other processes keep the
-            # key only, so that every process decides alike).
-            initial = comparison.initial_evals
-            report = initial[seed] if step == 0 and seed in initial else None
-            if step != 0 or seed not in initial:
-                # one eval, on the main process; every process enters the gather of sharded parameters, and where
-                # each forward is a collective (FSDP, ZeRO-3) every process runs it (same rows, same seed)
-                with gathered_policy(trainer) as model:
-                    if is_main or lockstep_forward(trainer):
-                        report = evaluate_policy(
-                            model,
-                            comparison.tokenizer,
-                            comparison.eval_rows,
-                            comparison.task,
-                            max_new_tokens=settings.max_new_tokens,
-                            seed=seed,
-                            batch_size=settings.eval_batch_size,
-                            sampler=colocated_eval_sampler(trainer),
-                        )
-                if step == 0:
-                    initial[seed] = report if is_main else None
-            if not is_main:
-                tally.take_reward()
-                run_state.evaluated.add(step)
-                return
-            overall = report["overall"]
-            row = {
-                "learner": learner,
-                "seed": seed,
-                "step": step,
-                "pass@1": overall["pass@1"],
-                f"pass@{EVAL_SAMPLES}": overall.get(f"pass@{EVAL_SAMPLES}", math.nan),
-                "format_rate": overall["format_rate"],
-                "mean_completion_tokens": overall["mean_completion_tokens"],
-                "train_reward": tally.take_reward(),
-                "wall_seconds": tally.wall_seconds,
-                "generated_tokens": tally.generated_tokens,
-                "loss_tokens": tally.loss_tokens,
-                "forward_tokens": tally.forward_tokens,
-            }
-            lines = "".join(json.dumps(p, separators=(",", ":")) + "\n" for p in report["puzzles"])
-            write_text(run_dir / "evals" / f"step-{step}.jsonl", lines)
-            run_state.rows.append(row)
-            run_state.evaluated.add(step)
-            write_text(run_dir / "rows.csv", rows_to_csv(run_state.rows))
-            progress.eval(row)
-            comparison.on_row()
-
-        def on_train_begin(self, args, state, control, **kwargs):
-            self.evaluate(state.global_step)
 
         def on_step_begin(self, args, state, control, **kwargs):
             self.started = time.perf_counter()
@@ -218,13 +147,11 @@ def _make_callback(trainer, comparison: Comparison, run_state: RunState, learner
                 tally.wall_seconds += time.perf_counter() - self.started
                 self.started = None
             progress.step()
-            if state.global_step % settings.eval_every == 0 or state.global_step >= settings.steps:
-                self.evaluate(state.global_step)
 
-        def on_train_end(self, args, state, control, **kwargs):
-            self.evaluate(state.global_step)
-
-    return CompareCallback()
+    # every run of a seed starts from the same model and samples its eval alike: step 0 is evaluated once per seed
+    evals = EvalCallback(comparison.eval_rows, run.eval, comparison.task, comparison.tokenizer, consume=consume,
+                         done=run_state.evaluated, shared_step0=comparison.initial_evals, step0_key=seed)  # fmt: skip
+    return [StepTimer(), evals]
 
 
 def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> dict:
@@ -232,8 +159,7 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
     from transformers import PrinterCallback
 
     from ..data import prompt_dataset
-    from ..runs.driver import make_trainer, write_run_record
-    from ..runs.lora import lora_config
+    from ..runs.driver import learner_config, make_trainer, write_run_record
     from ..runs.processes import run_processes
 
     settings, progress = comparison.settings, comparison.progress
@@ -248,30 +174,34 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
     if checkpoint is not None:
         progress.line(f"resuming from {checkpoint.name}")
 
-    trainer_args = learner_trainer_kwargs(settings, learner, seed, run_dir)
     train_puzzles = comparison.train_puzzles(seed)
+    train_file = comparison.out / "data" / f"train-s{seed}.jsonl"
+    run = run_config(settings, learner, seed, run_dir, model=comparison.model, task=comparison.task,
+                     train_file=train_file)  # fmt: skip
     trainer = make_trainer(
         learner,
-        trainer_args,
+        learner_config(learner, run.trainer),
         model=comparison.model,
         task=comparison.task,
         tokenizer=comparison.tokenizer,
         train_dataset=prompt_dataset(train_puzzles, comparison.task),
         train_puzzles=train_puzzles,
-        rollouts=settings.rollouts,
+        rollouts=run.rollouts,
         wrap=instrumented,
-        peft_config=lora_config(settings.lora_rank, settings.lora_targets) if settings.lora_rank else None,
+        peft_config=run.lora.peft_config() if run.lora is not None else None,
     )
-    # the model as the user named it ("warm-start" for the shipped one): no absolute path of this machine in the record
-    model_name = settings.model or "warm-start"
-    record = {"learner": learner, "model": model_name, "task": comparison.task.to_dict(),
-              "rollouts": settings.rollouts, "lora_rank": settings.lora_rank, "lora_targets": settings.lora_targets,
-              "trainer": trainer_args}  # fmt: skip
+    # the model as the user named it ("warm-start" for the shipped one) and the data inside the comparison's folder:
+    # no absolute path of this machine in the record
+    record = {"learner": learner, **run.to_mapping(), "model": settings.model or "warm-start",
+              "data": {"train": train_file.relative_to(comparison.out).as_posix()}}  # fmt: skip
     if processes.is_main:
         write_run_record(run_dir, record)
     trainer.compare_tally = run_state.tally
     trainer.remove_callback(PrinterCallback)
-    trainer.add_callback(_make_callback(trainer, comparison, run_state, learner, seed, run_dir))
+    timer, evals = _make_callbacks(run, comparison, run_state, learner, seed, run_dir)
+    trainer.add_callback(timer)
+    trainer.add_callback(evals)
+    evals.trainer = trainer
 
     def snapshot(folder: Path) -> None:  # the counters and eval rows up to this checkpoint, inside its manifest
         write_text(folder / STATE_FILE, json.dumps(run_state.to_dict(), indent=1) + "\n")
@@ -303,7 +233,7 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
             f"pass@{EVAL_SAMPLES}": final[f"pass@{EVAL_SAMPLES}"],
             "wall_seconds": run_state.tally.wall_seconds,
             "prompt_digest": run_state.tally.prompt_digest,
-            "config": trainer_args,
+            "config": dict(run.trainer),
         }
         if not settings.keep_checkpoints:
             for folder in checkpoints(run_dir):

@@ -207,3 +207,26 @@ def learner_trainer_kwargs(settings: CompareSettings, learner: str, seed: int, o
     kwargs.update(overrides.get(learner, {}))
     kwargs["output_dir"] = str(output_dir)
     return kwargs
+
+
+def run_config(
+    settings: CompareSettings, learner: str, seed: int, run_dir: Path, *, model: Path, task, train_file: Path
+):
+    """The :class:`~learners.pipeline.runs.run_config.RunConfig` of one run of the comparison (``learner``, ``seed``):
+    its model and task, the seed's training split (``train_file``), the eval protocol (:data:`EVAL_SAMPLES` at
+    :data:`EVAL_TEMPERATURE`), the learner's trainer settings (:func:`learner_trainer_kwargs`), its rollout route and
+    LoRA adapter. Built, and so checked, before the run's trainer is."""
+    from ..runs.run_config import RunConfig
+
+    lora = {"rank": settings.lora_rank, "targets": settings.lora_targets} if settings.lora_rank else None
+    return RunConfig.from_mapping(learner, {
+        "model": str(model),
+        "task": task.to_dict(),
+        "data": {"train": str(train_file)},
+        "eval": {"every": settings.eval_every, "samples": EVAL_SAMPLES, "temperature": EVAL_TEMPERATURE,
+                 "max_new_tokens": settings.max_new_tokens, "limit": settings.eval_limit,
+                 "batch_size": settings.eval_batch_size, "seed": seed},
+        "trainer": learner_trainer_kwargs(settings, learner, seed, run_dir),
+        "rollouts": settings.rollouts,
+        "lora": lora,
+    })  # fmt: skip

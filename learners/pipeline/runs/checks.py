@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from countdown_env.helpers.keys import refuse_unknown
 
 from ..models import check_model
-from .config import DATA_KEYS, EVAL_KEYS, LORA_KEYS, SECTIONS
+from .config import ASYNC_KEYS, DATA_KEYS, EVAL_KEYS, LORA_KEYS, SECTIONS
 from .lora import lora_section_config
 
 TRACKER_EXTRAS = {"tensorboard": ("tensorboard", "tensorboard"), "wandb": ("wandb", None)}
@@ -47,20 +46,10 @@ def check_cpu_vllm(trainer_args: dict[str, Any]) -> None:
         )
 
 
-@dataclass(frozen=True)
-class CheckedConfig:
-    """What :func:`validate_config` built while checking a config, so that a run builds it once: the config's task
-    (``None`` without a ``task`` section: the model's own is used) and the optimiser steps it plans."""
-
-    task: Any
-    max_steps: int
-
-
-def validate_config(learner: str, config: dict[str, Any]) -> CheckedConfig:
+def validate_config(learner: str, config: dict[str, Any]) -> None:
     """Every check that needs no model weights, before any work: sections, keys at every level (with a "did you
     mean"), the task's values, data files (their manifests, and every row a valid puzzle), the model string or
-    folder. Returns what
-    the checks built (:class:`CheckedConfig`)."""
+    folder (:class:`~learners.pipeline.runs.run_config.RunConfig` runs it once, when it is built)."""
     import inspect
 
     from countdown_env.helpers.jsonl import iter_jsonl
@@ -73,17 +62,16 @@ def validate_config(learner: str, config: dict[str, Any]) -> CheckedConfig:
     from ..models.tiny import build_tiny_model
 
     refuse_unknown("config section", set(config), SECTIONS)
-    for section in ("tiny", "task", "data", "eval", "trainer", "lora"):
+    for section in ("tiny", "task", "data", "eval", "trainer", "lora", "async"):
         value = config.get(section)
         if value is not None and not isinstance(value, dict):
             raise ValueError(f"config section {section!r} must be a mapping of keys, got {type(value).__name__}")
     tiny_keys = [k for k in inspect.signature(build_tiny_model).parameters if k != "out_dir"]
     refuse_unknown("tiny key", config.get("tiny") or {}, tiny_keys)
     check_tiny_values(config.get("tiny") or {})
-    task = None
     if config.get("task") is not None:
         refuse_unknown("task key", config["task"], CountdownTask.__dataclass_fields__)
-        task = CountdownTask.from_dict(config["task"])
+        CountdownTask.from_dict(config["task"])  # its own checks
     data = config.get("data") or {}
     refuse_unknown("data key", data, DATA_KEYS)
     check_data_values(data)
@@ -97,6 +85,7 @@ def validate_config(learner: str, config: dict[str, Any]) -> CheckedConfig:
     refuse_unknown("eval key", config.get("eval") or {}, EVAL_KEYS)
     check_eval_values(config.get("eval") or {})
     check_lora(config.get("lora"))
+    check_async(config.get("async"))
     spec = get_learner(learner)
     fields = trainer_fields(spec)  # without importing TRL once cached (learners/core/trainer_fields.py)
     refuse_unknown(f"trainer key ({spec.config_class} option)", config.get("trainer") or {}, fields)
@@ -110,8 +99,14 @@ def validate_config(learner: str, config: dict[str, Any]) -> CheckedConfig:
         if not torch.cuda.is_available():
             check_cpu_vllm(config.get("trainer") or {})
     _check_trackers((config.get("trainer") or {}).get("report_to"))
-    steps = (config.get("trainer") or {}).get("max_steps")
-    return CheckedConfig(task=task, max_steps=int(steps if steps is not None else fields["max_steps"]))
+
+
+def check_async(section: dict[str, Any] | None) -> None:
+    """The ``async:`` section: ``max_staleness``, an integer >= 0 (one line otherwise)."""
+    if section is None:
+        return
+    refuse_unknown("async key", section, ASYNC_KEYS)
+    _check_ints("async", section, {"max_staleness": 0})
 
 
 def check_lora(section: dict[str, Any] | None) -> None:

@@ -14,6 +14,7 @@ A preset (``learners/pipeline/configs/*.yaml``; ``--config NAME`` finds the pack
       # train prompts from countdown_env.procedural.CountdownCurriculum, raised when train accuracy passes threshold
     rollouts: dataset   # or env (CountdownTokens-v0 episodes through a rollout_func; several turns with feedback
       # when task.max_turns > 1) or tools (environment_factory with the check tool); --rollouts X on the command line
+    async: {max_staleness: 1}   # optional: generation overlaps the update (colocated vLLM); --async on the command line
 
 Command-line ``--set section.key=value`` overrides any entry (values parsed as YAML). Reading a config imports
 neither torch nor TRL; its checks are :mod:`learners.pipeline.runs.checks`.
@@ -131,7 +132,7 @@ def find_config(name_or_path: str | Path) -> Path:
     raise FileNotFoundError(f"no config {str(name_or_path)!r}; give a YAML path or one of {choices}")
 
 
-SECTIONS = ("model", "tiny", "task", "data", "eval", "trainer", "curriculum", "rollouts", "lora")
+SECTIONS = ("model", "tiny", "task", "data", "eval", "trainer", "curriculum", "rollouts", "lora", "async")
 MOVED_SECTIONS = {"template": "task.template", "reward": "task (format_bonus, use_all_numbers, ...)"}
 
 
@@ -143,11 +144,17 @@ def load_config(name_or_path: str | Path, overrides: list[str] | None = None) ->
     if not isinstance(config, dict):
         raise ValueError(f"{path}: the YAML must be a mapping of sections")
     config = apply_overrides(config, overrides or [])
+    check_sections(config)
+    return config
+
+
+def check_sections(config: dict[str, Any]) -> None:
+    """Every section of ``config`` is one of :data:`SECTIONS` (one line, with a "did you mean", or naming where a
+    moved one went)."""
     for section in config:
         if section in MOVED_SECTIONS:
             raise ValueError(f"the {section!r} section moved into the task: use {MOVED_SECTIONS[section]}")
     refuse_unknown("config section", set(config), SECTIONS)
-    return config
 
 
 def _parse_yaml_file(path: Path):
@@ -181,9 +188,13 @@ RESOLVED_CONFIG = "resolved_config.json"
 
 DATA_KEYS = ("train", "eval", "train_size", "eval_size")
 EVAL_KEYS = ("every", "samples", "temperature", "max_new_tokens", "limit", "seed", "batch_size")
+ASYNC_KEYS = ("max_staleness",)
+"""``async:`` section: generate the next steps' completions while the trainer updates, at most ``max_staleness``
+policy versions behind (:mod:`learners.core.async_rollouts`)."""
 LORA_KEYS = ("rank", "targets", "alpha")
 """``lora:`` section: train a LoRA adapter of ``rank`` on ``targets`` (``attention``, ``all-linear`` or a list of
-module names), ``alpha`` (default ``2 rank``) instead of every weight (:func:`learners.pipeline.runs.lora.lora_config`)."""
+module names), ``alpha`` (default ``2 rank``) instead of every weight
+(:func:`learners.pipeline.runs.lora.lora_config`)."""
 
 
 def apply_overrides(config: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
@@ -193,15 +204,25 @@ def apply_overrides(config: dict[str, Any], overrides: list[str]) -> dict[str, A
         key, sep, raw = item.partition("=")
         if not sep or not key:
             raise ValueError(f"override {item!r} is not of the form section.key=value")
-        *parents, leaf = key.split(".")
-        node = config
-        for part in parents:
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise ValueError(f"override {item!r}: {part!r} is not a section")
-            node = child
-        node[leaf] = parse_override_value(key, raw)
+        value = parse_override_value(key, raw)
+        try:
+            assign(config, key, value)
+        except ValueError as exc:
+            raise ValueError(f"override {item!r}: {exc}") from None
     return config
+
+
+def assign(config: dict[str, Any], key: str, value: Any) -> None:
+    """``config["a"]["b"] = value`` for ``key = "a.b"`` (sections created as needed); one line when a part of the
+    path is not a section."""
+    *parents, leaf = key.split(".")
+    node = config
+    for part in parents:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ValueError(f"{part!r} is not a section")
+        node = child
+    node[leaf] = value
 
 
 def parse_override_value(key: str, raw: str):

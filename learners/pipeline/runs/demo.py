@@ -159,7 +159,8 @@ def run_demo(
     if from_scratch and model != "tiny":
         raise ValueError(f"--from-scratch rebuilds the tiny model's warm start only; {model}'s recipe and rebuild "
                          "command are in docs/warm_start.md")  # fmt: skip
-    check_output(out, [] if from_scratch else [profile.shipped_folder(SHIPPED_DIR)], overwrite=True, what="--out")  # its input: the warm start
+    inputs = [] if from_scratch else [profile.shipped_folder(SHIPPED_DIR)]  # its input: the warm start
+    check_output(out, inputs, overwrite=True, what="--out")
     with run_processes().claim(out):
         return _run_demo(Path(out), profile, learner, seed, from_scratch, progress, overrides)
 
@@ -182,10 +183,10 @@ def _run_demo(
     from ..models.adapters import ADAPTERS
     from ..models.pretrained import MODELS, install
     from ..models.tokenizer_io import load_tokenizer
-    from .config import load_config
     from .driver import train
     from .plotting import plot_training
     from .processes import run_processes
+    from .run_config import RunConfig
     from .sft_training import SFT_HISTORY_FILE
     from .warm_start import EVAL_SET, RECIPE, SHIPPED_DIR, WarmStartRecipe, build_warm_start, tiny_task
 
@@ -268,30 +269,26 @@ def _run_demo(
     release_memory()  # the eval's sampler and its buffers, before the trainer and its engine are built
     with stage(f"{learner} RL"):
         steps = settings["rl_steps"]
-        config = load_config(
-            profile.preset,
-            [
-                f"model={warm}",
-                "task=" + json.dumps(task.to_dict()),
-                "data="
-                + json.dumps({"train": str(out / "data" / "train.jsonl"), "eval": str(out / "data" / "test.jsonl")}),
-                f"eval.every={settings['eval_every']}",
-                f"eval.samples={settings['samples']}",
-                f"eval.max_new_tokens={settings['max_new_tokens']}",
-                f"trainer.max_steps={steps}",
-                f"trainer.learning_rate={settings['learning_rate']}",
-                f"trainer.lr_scheduler_type={settings['lr_scheduler']}",
-                f"trainer.per_device_train_batch_size={micro_batch}",
-                f"trainer.gradient_accumulation_steps={rows_per_step // (processes.num_processes * micro_batch)}",
-                f"trainer.num_generations={GROUP_SIZE}",
-                f"trainer.max_completion_length={settings['max_new_tokens']}",
-                f"trainer.save_steps={max(steps, 1)}",
-                f"trainer.seed={seed}",
-                f"trainer.logging_steps={max(1, min(10, steps // 10))}",
-                f"trainer.disable_tqdm={str(progress is False).lower()}",
-            ],
-        )
-        rl = train(learner, config, out / learner, overwrite=True)  # the demo's own sub-folder: a rerun replaces it
+        run = RunConfig.load(profile.preset, learner=learner, flags={
+            "model": str(warm),
+            "task": task.to_dict(),
+            "data": {"train": str(out / "data" / "train.jsonl"), "eval": str(out / "data" / "test.jsonl")},
+            "eval.every": settings["eval_every"],
+            "eval.samples": settings["samples"],
+            "eval.max_new_tokens": settings["max_new_tokens"],
+            "trainer.max_steps": steps,
+            "trainer.learning_rate": settings["learning_rate"],
+            "trainer.lr_scheduler_type": settings["lr_scheduler"],
+            "trainer.per_device_train_batch_size": micro_batch,
+            "trainer.gradient_accumulation_steps": rows_per_step // (processes.num_processes * micro_batch),
+            "trainer.num_generations": GROUP_SIZE,
+            "trainer.max_completion_length": settings["max_new_tokens"],
+            "trainer.save_steps": max(steps, 1),
+            "trainer.seed": seed,
+            "trainer.logging_steps": max(1, min(10, steps // 10)),
+            "trainer.disable_tqdm": progress is False,
+        })  # fmt: skip
+        rl = train(run, out / learner, overwrite=True)  # the demo's own sub-folder: a rerun replaces it
         if processes.is_main:
             for checkpoint in (out / learner).glob("checkpoint-*"):
                 shutil.rmtree(checkpoint, ignore_errors=True)

@@ -1,7 +1,8 @@
 """The one run driver: data, task, model, trainer and callbacks of a learner's run, its folder and its end.
 
-``countdown train``, ``countdown demo-train`` and ``countdown compare`` (one run per learner and seed) build their
-trainers with :func:`build_trainer`. Without a ``task`` section the task recorded with the model
+Every run is a :class:`~learners.pipeline.runs.run_config.RunConfig`: ``countdown train`` and ``countdown demo-train``
+run it with :func:`train` (:func:`build_trainer`), and each run of ``countdown compare`` (one per learner and seed)
+builds its trainer with :func:`make_trainer` from its own. Without a ``task`` section the task recorded with the model
 (``countdown_task.json``) is used, else ``CountdownTask()``; the base trainer records it in every checkpoint and
 :func:`train` in ``final/``, so that ``countdown eval`` and ``--resume`` prompt and score exactly as training did.
 On a machine without a GPU the CPU settings are forced (``use_cpu``, no bf16, no gradient checkpointing);
@@ -24,37 +25,32 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from countdown_env.helpers.keys import refuse_unknown
-
-from ..evaluation.callback import make_eval_callback
 from ..models import resolve_model
-from .checks import CheckedConfig, check_rollouts, validate_config
-from .config import CPU_SETTINGS, DATA_KEYS, RESOLVED_CONFIG
-from .lora import lora_section_config
+from .config import CPU_SETTINGS, RESOLVED_CONFIG
 from .record import check_resume, merged_record, run_record
+from .run_config import DataSection, RunConfig
 
 
-def load_data(data: dict[str, Any], task, work_dir: Path) -> tuple[list[dict], list[dict]]:
+def load_data(data: DataSection, task, work_dir: Path) -> tuple[list[dict], list[dict]]:
     """``(train_rows, eval_rows)`` (dicts with ``numbers``/``target``): split files, or a split of ``task``'s
     puzzles built now (``train_size``/``eval_size``; eval disjoint from train) and written to ``work_dir``."""
     from countdown_env.splits.folders import read_split_rows
 
-    refuse_unknown("data key", data, DATA_KEYS)
-    if "train_size" in data:
-        if "train" in data or "eval" in data:
+    if data.train_size is not None:
+        if data.train is not None or data.eval is not None:
             raise ValueError("give data.train/data.eval files or data.train_size/eval_size, not both")
         from countdown_env.helpers.jsonl import write_jsonl
         from countdown_env.splits import build_split_records
 
-        built = build_split_records(task_split_spec(task, data["train_size"], data.get("eval_size", 0)))
+        built = build_split_records(task_split_spec(task, data.train_size, data.eval_size))
         work_dir.mkdir(parents=True, exist_ok=True)
         for name, rows in built.items():
             write_jsonl(rows, work_dir / f"{name}.jsonl")
         return built.get("train", []), built.get("test", [])
-    if "train" not in data:
+    if data.train is None:
         raise ValueError("the config needs data.train (a jsonl split) or data.train_size (a split of the task)")
-    train_rows = read_split_rows(data["train"])  # checked against a manifest.json beside it, if any
-    eval_rows = read_split_rows(data["eval"]) if data.get("eval") else []
+    train_rows = read_split_rows(data.train)  # checked against a manifest.json beside it, if any
+    eval_rows = read_split_rows(data.eval) if data.eval else []
     return train_rows, eval_rows
 
 
@@ -73,29 +69,29 @@ def rows_to_puzzles(rows: list[dict], where: str = "data.train"):
     return puzzles_from_rows(rows, where)
 
 
-def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path, checked: CheckedConfig | None = None):
-    """Everything up to ``trainer.train()`` of a ``countdown train`` config: model, tokenizer, task, data, callbacks
-    and the trainer (:func:`make_trainer`). ``checked``: the config's :func:`validate_config` result when the caller
-    has already checked it (the task is then built once per run)."""
+def build_trainer(run: RunConfig, output_dir: str | Path):
+    """Everything up to ``trainer.train()`` of a run: model, tokenizer, task, data, callbacks and the trainer
+    (:func:`make_trainer`), the learner's config built once."""
     from countdown_env.task import CountdownTask
 
     from ..data import model_task, prompt_dataset
+    from ..evaluation.callback import EvalCallback
     from ..models.tiny import build_tiny_model
     from ..models.tokenizer_io import load_tokenizer
     from .curriculum_callback import CurriculumCallback
     from .processes import run_processes
     from .trainer_progress import line_progress
 
-    if checked is None:
-        checked = validate_config(learner, config)  # everything checkable without data or weights, before any work
     out = Path(output_dir)
-    trainer_args = dict(config.get("trainer") or {}, output_dir=str(out))
-    curriculum = _curriculum(config)  # `curriculum:` section: levels raised on train accuracy (procedural.py)
+    trainer_args = dict(run.trainer, output_dir=str(out))
+    curriculum = _curriculum(run)  # `curriculum:` section: levels raised on train accuracy (procedural.py)
     if curriculum is not None:
         trainer_args["shuffle_dataset"] = False  # no shuffle buffer reading ahead at the old level
-    learner_config(learner, trainer_args)  # the learner's own checks (TRL's too), before anything is written
+    if run.async_rollouts is not None:
+        trainer_args["async_max_staleness"] = run.async_rollouts.max_staleness
+    args = learner_config(run.learner, trainer_args)  # the learner's own checks (TRL's too), before anything is written
     processes = run_processes()  # the main process writes the init model and the data; every process reads them
-    model = resolve_model(config.get("model", "tiny"))
+    model = resolve_model(run.model)
     if model == "tiny":
         if processes.is_main:
             print(
@@ -105,28 +101,28 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path, 
             )
         init = out / "init-model"
         model = processes.decide(
-            lambda: init if (init / "config.json").is_file() else build_tiny_model(init, **(config.get("tiny") or {}))
+            lambda: init if (init / "config.json").is_file() else build_tiny_model(init, **run.tiny)
         )
     tokenizer = load_tokenizer(model)
-    task = checked.task if checked.task is not None else (model_task(model) or CountdownTask())
-    train_rows, eval_rows = processes.decide(lambda: load_data(config.get("data") or {}, task, out / "data"))
+    task = run.task if run.task is not None else (model_task(model) or CountdownTask())
+    train_rows, eval_rows = processes.decide(lambda: load_data(run.data, task, out / "data"))
     if not train_rows and curriculum is None:
         raise ValueError("no training puzzles")
 
-    progress = line_progress(trainer_args, f"{learner} RL")  # plain lines instead of TRL's bar into a log
+    progress = line_progress(trainer_args, f"{run.learner} RL")  # plain lines instead of TRL's bar into a log
     train_puzzles = rows_to_puzzles(train_rows)
-    eval_callback = make_eval_callback(eval_rows, config.get("eval") or {}, task, tokenizer)
+    eval_callback = EvalCallback(eval_rows, run.eval, task, tokenizer)
     trainer = make_trainer(
-        learner,
-        trainer_args,
+        run.learner,
+        args,
         model=model,
         task=task,
         tokenizer=tokenizer,
         train_dataset=curriculum.train_dataset(task) if curriculum is not None else prompt_dataset(train_puzzles, task),
         train_puzzles=train_puzzles,
-        rollouts=check_rollouts(config),
+        rollouts=run.rollouts,
         callbacks=[eval_callback, *progress] + ([CurriculumCallback(curriculum)] if curriculum is not None else []),
-        peft_config=lora_section_config(config["lora"]) if config.get("lora") else None,
+        peft_config=run.lora.peft_config() if run.lora is not None else None,
     )
     trainer.curriculum = curriculum
     trainer.eval_callback = eval_callback
@@ -136,7 +132,7 @@ def build_trainer(learner: str, config: dict[str, Any], output_dir: str | Path, 
 
 def make_trainer(
     learner: str,
-    trainer_args: dict[str, Any],
+    args,
     *,
     model: str | Path,
     task,
@@ -149,8 +145,7 @@ def make_trainer(
     peft_config: Any = None,
 ):
     """The registered learner's trainer, as every run builds it (``train``, ``demo-train``, each run of
-    ``compare``): its config from the registry (``trainer_args`` over the learner's defaults; the CPU settings
-    forced on a machine without a GPU; ``report_to`` none unless given), the rollout route's arguments
+    ``compare``): ``args``, its config (:func:`learner_config`), the rollout route's arguments
     (:func:`learners.pipeline.rollouts.route_kwargs`), the task, ``wrap`` applied to the trainer class (compare's
     counting subclass) and ``peft_config`` (a ``peft`` config, e.g. :func:`lora_config`: TRL wraps the model and
     trains the adapter only)."""
@@ -158,7 +153,6 @@ def make_trainer(
     from ..rollouts import route_kwargs
     from .processes import sharding_problem
 
-    args = learner_config(learner, trainer_args)
     _, trainer_class = get_learner(learner).load()
     if wrap is not None:
         trainer_class = wrap(trainer_class)
@@ -218,29 +212,26 @@ def write_run_record(out: Path, record: dict[str, Any]) -> Path:
     return write_text(out / RESOLVED_CONFIG, json.dumps(record, indent=2, default=str) + "\n")
 
 
-def _curriculum(config: dict[str, Any]):
+def _curriculum(run: RunConfig):
     """The :class:`~countdown_env.procedural.CountdownCurriculum` of the ``curriculum:`` section, or ``None``. With
     one, training prompts come from the curriculum's level (``data`` gives the eval rows only)."""
-    section = config.get("curriculum")
-    if not section:
+    if not run.curriculum:
         return None
     from countdown_env.procedural import CountdownCurriculum
 
-    return CountdownCurriculum.from_dict(section)
+    return CountdownCurriculum.from_dict(dict(run.curriculum))
 
 
-def run_inputs(config: dict[str, Any]) -> list[Path]:
+def run_inputs(run: RunConfig) -> list[Path]:
     """The paths a run reads: its model folder (``tiny`` and Hub ids read none) and its data files."""
-    model = resolve_model(config.get("model", "tiny"))
+    model = resolve_model(run.model)
     folder = Path(str(model)).expanduser()
     paths = [folder] if model != "tiny" and folder.exists() else []
-    data = config.get("data") or {}
-    return paths + [Path(str(data[key])) for key in ("train", "eval") if data.get(key)]
+    return paths + [Path(str(name)) for name in (run.data.train, run.data.eval) if name]
 
 
 def train(
-    learner: str,
-    config: dict[str, Any],
+    run: RunConfig,
     output_dir: str | Path,
     resume: str | bool | None = None,
     *,
@@ -263,40 +254,37 @@ def train(
     from .processes import run_processes
 
     out = Path(output_dir)
-    checked = validate_config(learner, config)  # before the claim: a typo is one line, whatever the folder holds
-    check_output(out, [*run_inputs(config), *inputs], overwrite=True, what="--output-dir")
+    check_output(out, [*run_inputs(run), *inputs], overwrite=True, what="--output-dir")
     # under several processes the main one claims and prepares the folder; every rank starts where it decided
-    processes = run_processes((config.get("trainer") or {}).get("ddp_timeout"))
+    processes = run_processes(run.trainer.get("ddp_timeout"))
     with processes.claim(out):
         start = processes.decide(
-            lambda: prepare_run_folder(out, resume=resume, overwrite=overwrite, max_steps=checked.max_steps)
+            lambda: prepare_run_folder(out, resume=resume, overwrite=overwrite, max_steps=run.max_steps)
         )
-        record = run_record(learner, config)
+        record = run_record(run)
         changes = processes.decide(lambda: check_resume(out, record, allow_changes=allow_changes)) if resume else {}
         if start.finished is not None:
             if processes.is_main:
                 print(f"countdown train: {out} already finished at step {start.finished['steps']}; nothing to do",
                       file=sys.stderr)  # fmt: skip
             return start.finished
-        return _train(learner, config, checked, out, start.checkpoint, changes)
+        return _train(run, out, start.checkpoint, changes)
 
 
-def _train(
-    learner: str, config: dict[str, Any], checked: CheckedConfig, out: Path, checkpoint: Path | None, changes=None
-) -> dict:
+def _train(run: RunConfig, out: Path, checkpoint: Path | None, changes=None) -> dict:
     from countdown_env.helpers.atomic import write_text
 
     from ...core.checkpoints import checkpoint_step, write_checkpoint_manifest
     from ..models.tiny import save_tokenizer
     from .plotting import plot_training
 
-    restore = checkpoint is not None and 0 < checked.max_steps <= checkpoint_step(checkpoint)
+    restore = checkpoint is not None and 0 < run.max_steps <= checkpoint_step(checkpoint)
     # a run killed after its last checkpoint: finish from that checkpoint without training (TRL would train a step
     # more); its weights are the model, its trainer state the history
-    trainer = build_trainer(learner, {**config, "model": str(checkpoint)} if restore else config, out, checked)
+    trainer = build_trainer(run.replace(model=str(checkpoint)) if restore else run, out)
     if trainer.is_world_process_zero():
         # the task as trained (the model's own when the config has none); a resume's allowed changes kept with it
-        record = {**run_record(learner, config), "task": trainer.task.to_dict()}
+        record = {**run_record(run), "task": trainer.task.to_dict()}
         step = checkpoint_step(checkpoint) if checkpoint is not None else 0
         write_run_record(out, merged_record(out, record, changes or {}, step))
     try:
@@ -314,8 +302,8 @@ def _train(
     finally:
         trainer.release_generation_engine()  # a colocated vLLM engine's KV cache outlived the trainer otherwise
     final = out / "final"
-    save_final(trainer, final, lora=bool(config.get("lora")))
-    summary: dict[str, Any] = {"learner": learner, "steps": trainer.state.global_step, "final": str(final)}
+    save_final(trainer, final, lora=run.lora is not None)
+    summary: dict[str, Any] = {"learner": run.learner, "steps": trainer.state.global_step, "final": str(final)}
     if trainer.is_world_process_zero():
         save_tokenizer(trainer.processing_class, final)
         trainer.task.save(final)
@@ -324,7 +312,7 @@ def _train(
         write_text(out / "log_history.json", json.dumps(history, indent=1) + "\n")
         if getattr(trainer, "curriculum", None) is not None:
             summary["curriculum"] = trainer.curriculum.to_dict()
-        summary["plot"] = str(plot_training(history, out / "training.png", title=f"{learner} on Countdown"))
+        summary["plot"] = str(plot_training(history, out / "training.png", title=f"{run.learner} on Countdown"))
         evals = [e for e in history if "eval_pass@1" in e]
         if evals:
             summary["eval_pass@1_first"] = evals[0]["eval_pass@1"]

@@ -8,8 +8,8 @@
 - ``--resume`` of a run whose ``summary.json`` already reached ``max_steps`` is a no-op that says so (asking for more
   steps than it ran continues it), once ``final/`` matches its manifest; a damaged ``final/`` (a truncated
   ``model.safetensors``) is finished again from the newest complete checkpoint.
-The caller holds :func:`countdown_env.helpers.atomic.output_claim` on the folder for the whole run, so two runs never write
-one folder.
+The caller holds :func:`countdown_env.helpers.atomic.output_claim` on the folder for the whole run, so two runs
+never write one folder.
 """
 
 from __future__ import annotations

@@ -34,7 +34,8 @@ def lora_section_config(section: dict[str, Any]):
     a bad value."""
     rank, alpha, targets = section.get("rank"), section.get("alpha"), section.get("targets", "attention")
     for key, value in (("rank", rank), ("alpha", alpha)):
-        if (value is not None or key == "rank") and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        given = value is not None or key == "rank"
+        if given and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ValueError(f"lora.{key} must be an integer >= 1, got {value!r}")
     if not isinstance(targets, str):
         if not isinstance(targets, list) or not targets or not all(isinstance(t, str) and t for t in targets):

@@ -5,8 +5,9 @@ started by ``accelerate launch --multi_gpu --num_processes N`` (on one machine o
 several). Every copy runs the same command; :class:`RunProcesses` tells them apart:
 
 - the *global* main process (rank 0 over every machine, ``PartialState().is_main_process``) alone claims the output
-  folder (:func:`countdown_env.helpers.atomic.output_claim`) and writes run folders, resolved configs, data files, reports
-  and plots. Several machines must therefore see the output folder on shared storage (as the loopback test does);
+  folder (:func:`countdown_env.helpers.atomic.output_claim`) and writes run folders, resolved configs, data files,
+  reports and plots. Several machines must therefore see the output folder on shared storage (as the loopback test
+  does);
 - a decision that reads the disk (where a ``--resume`` starts: which checkpoint is complete, whether the run already
   finished) is made by the main process and broadcast (:meth:`RunProcesses.decide`): every rank continues from the
   same verified checkpoint, and an error there (a refused folder, no complete checkpoint) is raised on every rank;
@@ -115,8 +116,8 @@ class RunProcesses:
 
     @contextlib.contextmanager
     def claim(self, out: str | Path) -> Iterator[None]:
-        """:func:`countdown_env.helpers.atomic.output_claim` on ``out`` held by the main process for the block; the other
-        processes write nothing there and claim nothing."""
+        """:func:`countdown_env.helpers.atomic.output_claim` on ``out`` held by the main process for the block; the
+        other processes write nothing there and claim nothing."""
         if not self.is_main:
             yield
             return

@@ -20,21 +20,17 @@ DISPLAY_KEYS = ("trainer.disable_tqdm", "trainer.report_to")
 """Settings that change what a run shows, not what it trains: free to change on resume."""
 
 
-def run_record(learner: str, config: dict[str, Any]) -> dict[str, Any]:
-    """The record of a run of ``learner`` with ``config``: the config, the model as named (``tiny`` by default) and
-    the task as the run resolves it (the config's ``task``, else the model's recorded task, else the default), as
-    JSON values."""
+def run_record(run) -> dict[str, Any]:
+    """The record of ``run`` (a :class:`~learners.pipeline.runs.run_config.RunConfig`): the learner, its sections
+    with every default written out, the model as named and the task as the run resolves it (the config's ``task``,
+    else the model's recorded task, else the default), as JSON values."""
     from countdown_env.task import CountdownTask
 
     from ..data import model_task
     from ..models import resolve_model
 
-    model = config.get("model", "tiny")
-    if config.get("task") is not None:
-        task = CountdownTask.from_dict(config["task"])
-    else:
-        task = model_task(resolve_model(model)) or CountdownTask()
-    record = {"learner": learner, **config, "model": str(model), "task": task.to_dict()}
+    task = run.task if run.task is not None else (model_task(resolve_model(run.model)) or CountdownTask())
+    record = {"learner": run.learner, **run.to_mapping(), "task": task.to_dict()}
     return json.loads(json.dumps(record, default=str))
 
 

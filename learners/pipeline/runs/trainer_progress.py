@@ -1,6 +1,6 @@
 """Progress lines of a ``transformers`` training run (SFT, RL) where stderr is not a terminal: a callback that drives
-:class:`countdown_env.helpers.progress.LineProgress` over the optimiser steps, in place of the trainer's own tqdm bar (which
-writes carriage returns into a log)."""
+:class:`countdown_env.helpers.progress.LineProgress` over the optimiser steps, in place of the trainer's own tqdm bar
+(which writes carriage returns into a log)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """TRL's spellings for ``countdown train``: command-line flags as ``trl grpo`` takes them (``--learning_rate 1e-5
 --report_to tensorboard --output_dir DIR``) and a ``--config`` that is a plain TRL ``GRPOConfig`` YAML (flat keys,
-no sections), turned into the run config's ``--set`` overrides.
+no sections), turned into the run config's settings (:class:`~learners.pipeline.runs.run_config.RunConfig`).
 
 What is understood, in either form:
 
@@ -19,7 +19,6 @@ names come from :mod:`learners.core.trainer_fields` (cached): nothing here impor
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -51,28 +50,31 @@ def yaml_value(values: list[str]) -> str:
     return "[" + ", ".join(values) + "]"
 
 
-def to_overrides(options: dict[str, Any]) -> tuple[list[str], str | None]:
-    """``(["trainer.learning_rate=1e-5", "model=...", "data={...}"], output_dir or None)`` for TRL-spelled options
-    (values as YAML text, or already parsed from a YAML file); unknown keys are refused with a "did you mean"."""
+def to_settings(options: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """``({"trainer.learning_rate": 1e-5, "model": ..., "data": {...}}, output_dir or None)`` for TRL-spelled options
+    (values as command-line text, read as YAML, or already parsed from a YAML file); unknown keys are refused with a
+    "did you mean"."""
     from countdown_env.helpers.keys import refuse_unknown
+
+    from .config import parse_override_value
 
     refuse_unknown("TRL option (countdown train takes GRPOConfig fields and " + ", ".join(SCRIPT_KEYS) + ")",
                    options, known_keys())  # fmt: skip
     options = dict(options)
     output_dir = options.pop("output_dir", None)
-    overrides = []
+    settings: dict[str, Any] = {}
     model = options.pop("model_name_or_path", None)
     if model is not None:
-        overrides.append(f"model={model}")
+        settings["model"] = str(model)
     train_split = str(options.pop("dataset_train_split", "train"))
     test_split = str(options.pop("dataset_test_split", "test"))
     dataset = options.pop("dataset_name", None)
     if dataset is not None:
-        overrides.append("data=" + json.dumps(dataset_files(str(dataset), train_split, test_split)))
+        settings["data"] = dataset_files(str(dataset), train_split, test_split)
     for name, value in options.items():
-        text = value if isinstance(value, str) else json.dumps(value)
-        overrides.append(f"trainer.{name}={text}")
-    return overrides, None if output_dir is None else str(output_dir)
+        key = f"trainer.{name}"
+        settings[key] = parse_override_value(key, value) if isinstance(value, str) else value
+    return settings, None if output_dir is None else str(output_dir)
 
 
 def dataset_files(folder: str, train_split: str, test_split: str) -> dict[str, str]:

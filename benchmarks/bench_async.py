@@ -1,0 +1,136 @@
+"""Synchronous vs asynchronous rollouts (learners/core/async_rollouts.py), the same run in one invocation.
+
+Each arm is one ``countdown train`` process with the colocated vLLM engine, the same settings, seed and steps: ``sync``
+(generation, then the update), ``async K=1`` and ``async K=2``. Per arm it prints steps and samples per hour over the
+training loop (``train_runtime``: the engine's start and the model's load are before it), the share of time each core
+was busy while the arm ran (``/proc/stat``), the staleness histogram of its steps, and pass@1 of the final policy on
+held-out puzzles (a ``countdown eval`` after the run, outside its timing); then each async arm's ratio of samples per
+hour to ``sync``'s. The importance-sampling correction is on in every arm (async needs it).
+
+    python benchmarks/bench_async.py --model smollm2 --steps 6          # SmolLM2-135M warm start, LoRA r16
+    python benchmarks/bench_async.py --model tiny --steps 20 --seeds 0 1 2   # the tiny warm start; pass@1 per seed
+
+Figures depend on the machine and on what else runs on it; the script reports them, it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PRESETS = {
+    "tiny": ("cpu-tiny-vllm", ["model=warm-start", "eval.max_new_tokens=128", "trainer.max_completion_length=128",
+                               "trainer.per_device_train_batch_size=32", "trainer.temperature=1.0"]),
+    "smollm2": ("cpu-smollm2-vllm", []),
+}  # fmt: skip
+"""``--model`` -> (preset, its extra ``--set``s): the tiny one at 4 prompts x 8 completions like SmolLM2's."""
+
+ARMS = {"sync": [], "async K=1": ["--async", "--max-staleness", "1"], "async K=2": ["--async", "--max-staleness", "2"]}
+
+
+def cpu_times() -> list[tuple[int, int]]:
+    """(busy, total) jiffies of each core since boot."""
+    rows = []
+    with open("/proc/stat") as fh:
+        for line in fh:
+            if line.startswith("cpu") and line[3].isdigit():
+                values = [int(v) for v in line.split()[1:]]
+                idle = values[3] + values[4]  # idle + iowait
+                rows.append((sum(values) - idle, sum(values)))
+    return rows
+
+
+def run_arm(model: str, flags: list[str], steps: int, seed: int, eval_limit: int, out: Path) -> dict:
+    preset, sets = PRESETS[model]
+    sets = [*sets, f"trainer.max_steps={steps}", f"trainer.seed={seed}", "trainer.logging_steps=1", "eval.every=0",
+            'trainer.save_strategy="no"', "trainer.vllm_importance_sampling_correction=true"]  # fmt: skip
+    argv = [sys.executable, "-m", "countdown_env.cli", "train", "--learner", "grpo", "--config", preset,
+            "--output-dir", str(out), "--no-progress", *[x for s in sets for x in ("--set", s)], *flags]  # fmt: skip
+    before, start = cpu_times(), time.perf_counter()
+    result = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    wall, after = time.perf_counter() - start, cpu_times()
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed:\n{result.stderr[-3000:]}")
+    history = json.loads((out / "log_history.json").read_text())
+    runtime = next(e["train_runtime"] for e in history if "train_runtime" in e)
+    config = json.loads((out / "resolved_config.json").read_text())["trainer"]
+    samples_per_step = config["per_device_train_batch_size"] * config.get("gradient_accumulation_steps", 1)
+    busy = [(a[0] - b[0]) / max(a[1] - b[1], 1) for a, b in zip(after, before, strict=True)]
+    return {
+        "seed": seed,
+        "wall_seconds": wall,
+        "train_runtime": runtime,
+        "steps_per_hour": steps / runtime * 3600,
+        "samples_per_hour": steps * samples_per_step / runtime * 3600,
+        "core_busy": busy,
+        "staleness": dict(Counter(int(e["async/staleness"]) for e in history if "async/staleness" in e)),
+        "dropped": max([e["async/dropped"] for e in history if "async/dropped" in e], default=0),
+        "wait_seconds": sum(e["async/wait_seconds"] for e in history if "async/wait_seconds" in e),
+        "pass@1": final_pass_at_1(out / "final", eval_limit) if eval_limit else None,
+    }
+
+
+def final_pass_at_1(model: Path, limit: int) -> float:
+    """pass@1 (4 samples at T = 0.8, 128 tokens) of ``model`` on the first ``limit`` tiny_n3 puzzles (held out)."""
+    report = model.parent / "final_eval.json"
+    argv = [sys.executable, "-m", "countdown_env.cli", "eval", "--model", str(model), "--split",
+            str(ROOT / "datasets" / "tiny_n3.jsonl"), "--limit", str(limit), "--samples", "4", "--temperature", "0.8",
+            "--max-new-tokens", "128", "--out", str(report)]  # fmt: skip
+    subprocess.run(argv, check=True, capture_output=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    return json.loads(report.read_text())["overall"]["pass@1"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", choices=sorted(PRESETS), default="tiny")
+    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--eval-limit", type=int, default=64, help="held-out puzzles of the final eval (0: none)")
+    parser.add_argument("--arms", nargs="+", choices=sorted(ARMS), default=list(ARMS))
+    parser.add_argument("--out", type=Path, help="write every figure as JSON here")
+    args = parser.parse_args(argv)
+
+    results: dict[str, list[dict]] = {}
+    with tempfile.TemporaryDirectory() as work:
+        for seed in args.seeds:
+            for arm in args.arms:
+                out = Path(work) / f"{arm}-{seed}".replace(" ", "_")
+                figures = run_arm(args.model, ARMS[arm], args.steps, seed, args.eval_limit, out)
+                results.setdefault(arm, []).append(figures)
+                print(f"{arm:10s} seed {seed}: {figures['samples_per_hour']:8.0f} samples/h "
+                      f"({figures['steps_per_hour']:.1f} steps/h, loop {figures['train_runtime']:.0f} s of "
+                      f"{figures['wall_seconds']:.0f} s), cores busy {[round(b, 2) for b in figures['core_busy']]}, "
+                      f"staleness {figures['staleness'] or '-'}, dropped {figures['dropped']:.0f}, "
+                      f"waited {figures['wait_seconds']:.0f} s, pass@1 {figures['pass@1']}", flush=True)  # fmt: skip
+    base = np.mean([r["samples_per_hour"] for r in results.get("sync", [])]) if "sync" in results else None
+    summary = {"model": args.model, "steps": args.steps, "seeds": args.seeds, "arms": results}
+    for arm, rows in results.items():
+        rate = float(np.mean([r["samples_per_hour"] for r in rows]))
+        passes = [r["pass@1"] for r in rows if r["pass@1"] is not None]
+        line = f"{arm:10s}: {rate:8.0f} samples/h"
+        if base:
+            summary.setdefault("ratio_to_sync", {})[arm] = rate / base
+            line += f" = {rate / base:.2f}x sync"
+        if passes:
+            line += f"; pass@1 {np.mean(passes):.3f} (seeds {', '.join(f'{p:.3f}' for p in passes)})"
+        print(line)
+    if args.out:
+        from countdown_env.helpers.atomic import write_text
+
+        write_text(args.out, json.dumps(summary, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+"""The one settings type of a training run: :class:`RunConfig`, built by ``countdown train``, ``countdown demo-train``
+and each run of ``countdown compare``.
+
+It is filled in one order, each layer over the one before: the preset (``learners/pipeline/configs/NAME.yaml``) or a
+YAML file -> ``--set section.key=value`` -> the command's own flags (``--model``, ``--max-steps``, TRL's spellings
+such as ``--learning_rate``); and checked once, when it is built (:func:`learners.pipeline.runs.checks.validate_config`:
+every check that needs no model weights, one line per problem). The learner's own options (the ``trainer`` section)
+stay a mapping until the run builds the learner's config class from them (:func:`learners.pipeline.runs.driver.
+learner_config`), where TRL's own checks run: that class is their type.
+
+Sections (the YAML keys, :mod:`learners.pipeline.runs.config`): ``model``, ``tiny``, ``task``, ``data``
+(:class:`DataSection`), ``eval`` (:class:`EvalSection`), ``trainer``, ``curriculum``, ``rollouts``, ``lora``
+(:class:`LoraSection`), ``async`` (:class:`AsyncSection`). :meth:`RunConfig.to_mapping` gives them back in the YAML's
+shape, every default written out; the run folder records that (``resolved_config.json``), so that a run can be redone
+from its folder.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import apply_overrides, assign, check_sections, load_config
+
+
+@dataclass(frozen=True)
+class DataSection:
+    """``data:``: split files (``train``, optional ``eval``), or a split of the task built now (``train_size`` puzzles,
+    ``eval_size`` disjoint ones); with a ``curriculum`` the training prompts come from it and ``data`` gives the eval
+    rows only."""
+
+    train: str | None = None
+    eval: str | None = None
+    train_size: int | None = None
+    eval_size: int = 0
+
+
+@dataclass(frozen=True)
+class EvalSection:
+    """``eval:``: evaluate the policy every ``every`` steps (0: never), at step 0 and at the end, on the first ``limit``
+    eval rows (all when ``None``): ``samples`` completions per puzzle at ``temperature``, up to ``max_new_tokens`` each
+    (pass@1 with its 95 % interval over puzzles, logged as ``eval_pass@1``)."""
+
+    every: int = 0
+    samples: int = 4
+    temperature: float = 0.8
+    max_new_tokens: int = 768
+    limit: int | None = None
+    seed: int = 0
+    batch_size: int = 64
+
+
+@dataclass(frozen=True)
+class LoraSection:
+    """``lora:``: train a LoRA adapter of ``rank`` on ``targets`` (``attention``, ``all-linear`` or module names) with
+    ``alpha`` (default ``2 rank``) instead of every weight; ``final/`` then holds the merged weights."""
+
+    rank: int
+    targets: str | tuple[str, ...] = "attention"
+    alpha: int | None = None
+
+    def peft_config(self):
+        """The ``peft`` ``LoraConfig`` (:func:`learners.pipeline.runs.lora.lora_config`)."""
+        from .lora import lora_config
+
+        return lora_config(self.rank, self.targets, self.alpha)
+
+
+@dataclass(frozen=True)
+class AsyncSection:
+    """``async:``: generation by the colocated vLLM engine runs ahead of the update, its samples at most
+    ``max_staleness`` policy versions old (:mod:`learners.core.async_rollouts`)."""
+
+    max_staleness: int = 1
+
+
+def _section(cls, values: Mapping[str, Any] | None):
+    values = dict(values or {})
+    if cls is LoraSection and isinstance(values.get("targets"), list):
+        values["targets"] = tuple(values["targets"])
+    return cls(**values)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that defines a training run (see the module's docstring for the order it is filled in)."""
+
+    learner: str = "grpo"
+    model: str = "tiny"
+    tiny: Mapping[str, Any] = field(default_factory=dict)
+    task: Any = None  # a countdown_env.task.CountdownTask; None: the model's recorded task, else the default one
+    data: DataSection = field(default_factory=DataSection)
+    eval: EvalSection = field(default_factory=EvalSection)
+    trainer: Mapping[str, Any] = field(default_factory=dict)
+    curriculum: Mapping[str, Any] | None = None
+    rollouts: str = "dataset"
+    lora: LoraSection | None = None
+    async_rollouts: AsyncSection | None = None  # the YAML's ``async`` section
+
+    @classmethod
+    def load(
+        cls,
+        preset: str,
+        *,
+        learner: str = "grpo",
+        yaml: Mapping[str, Any] | None = None,
+        sets: Sequence[str] = (),
+        flags: Mapping[str, Any] | None = None,
+    ) -> RunConfig:
+        """The preset or YAML file ``preset``; then ``yaml`` (``{"section.key": value}`` from a second YAML: a flat
+        TRL one); then ``sets`` (``section.key=value`` strings, values read as YAML); then ``flags``
+        (``{"section.key": value}``, values as given). Checked once, at the end."""
+        mapping = load_config(preset)
+        assign_all(mapping, yaml or {})
+        mapping = apply_overrides(mapping, list(sets))
+        assign_all(mapping, flags or {})
+        check_sections(mapping)
+        return cls.from_mapping(learner, mapping)
+
+    @classmethod
+    def from_mapping(cls, learner: str, mapping: Mapping[str, Any]) -> RunConfig:
+        """A run of ``learner`` from sections in the YAML's shape, after every check
+        (:func:`~learners.pipeline.runs.checks.validate_config`): one line on the first problem."""
+        from countdown_env.task import CountdownTask
+
+        from .checks import validate_config
+
+        mapping = {key: value for key, value in mapping.items() if value is not None}
+        validate_config(learner, mapping)
+        return cls(
+            learner=learner,
+            model=str(mapping.get("model", "tiny")),
+            tiny=dict(mapping.get("tiny") or {}),
+            task=CountdownTask.from_dict(mapping["task"]) if mapping.get("task") is not None else None,
+            data=_section(DataSection, mapping.get("data")),
+            eval=_section(EvalSection, mapping.get("eval")),
+            trainer=dict(mapping.get("trainer") or {}),
+            curriculum=dict(mapping["curriculum"]) if mapping.get("curriculum") else None,
+            rollouts=mapping.get("rollouts") or "dataset",
+            lora=_section(LoraSection, mapping["lora"]) if mapping.get("lora") else None,
+            async_rollouts=_section(AsyncSection, mapping["async"]) if mapping.get("async") is not None else None,
+        )
+
+    def to_mapping(self) -> dict[str, Any]:
+        """The sections in the YAML's shape (JSON values), every default written out; ``None`` ones left out."""
+        sections = {
+            "model": self.model,
+            "tiny": dict(self.tiny),
+            "task": self.task.to_dict() if self.task is not None else None,
+            "data": dataclasses.asdict(self.data),
+            "eval": dataclasses.asdict(self.eval),
+            "trainer": copy.deepcopy(dict(self.trainer)),
+            "curriculum": dict(self.curriculum) if self.curriculum else None,
+            "rollouts": self.rollouts,
+            "lora": dataclasses.asdict(self.lora) if self.lora is not None else None,
+            "async": dataclasses.asdict(self.async_rollouts) if self.async_rollouts is not None else None,
+        }
+        if sections["lora"] is not None and isinstance(self.lora.targets, tuple):
+            sections["lora"]["targets"] = list(self.lora.targets)
+        return {key: value for key, value in sections.items() if value is not None}
+
+    def replace(self, **changes: Any) -> RunConfig:
+        """A copy with ``changes`` (e.g. ``model=`` a checkpoint), checked again."""
+        mapping = self.to_mapping()
+        mapping.update({key: value for key, value in changes.items()})
+        return RunConfig.from_mapping(self.learner, mapping)
+
+    @property
+    def max_steps(self) -> int:
+        """The optimiser steps the run plans: ``trainer.max_steps``, else the learner's default."""
+        from ...core.registry import get_learner
+        from ...core.trainer_fields import trainer_fields
+
+        steps = self.trainer.get("max_steps")
+        return int(steps if steps is not None else trainer_fields(get_learner(self.learner))["max_steps"])
+
+
+def assign_all(mapping: dict[str, Any], settings: Mapping[str, Any]) -> None:
+    """Each ``{"section.key": value}`` of ``settings`` into ``mapping`` (:func:`~learners.pipeline.runs.config.assign`);
+    one line naming the key when a part of its path is not a section."""
+    for key, value in settings.items():
+        try:
+            assign(mapping, key, value)
+        except ValueError as exc:
+            raise ValueError(f"{key}: {exc}") from None

@@ -1,0 +1,123 @@
+"""R2's helper scripts (experiments/r2_smollm2): the learnable band and the registered learning-rate rule, on
+hand-built inputs whose answers are worked out here."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+
+FOLDER = Path(__file__).resolve().parents[2] / "experiments" / "r2_smollm2"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"r2_{name}", FOLDER / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_band_keeps_puzzles_solved_sometimes_but_not_always():
+    band = _load("learnable_band")
+    puzzles = [
+        {"numbers": [1, 2, 3], "target": 6, "correct": [False] * 4},  # never: out
+        {"numbers": [4, 5, 6], "target": 15, "correct": [True, False, False, False]},  # 1 of 4: in
+        {"numbers": [7, 8, 9], "target": 24, "correct": [True, True, True, False]},  # 3 of 4: in
+        {"numbers": [2, 3, 4], "target": 24, "correct": [True] * 4},  # always: out
+    ]
+    assert band.band_of(puzzles, 4) == [{"numbers": [4, 5, 6], "target": 15}, {"numbers": [7, 8, 9], "target": 24}]
+
+
+def _history(reward: float, kl: float, format_rate: float, steps: int = 30) -> list[dict]:
+    return [{"step": s, "reward": reward, "kl": kl, "countdown/format_rate": format_rate} for s in range(1, steps + 1)]
+
+
+@pytest.mark.parametrize(
+    ("high", "expected"),
+    [
+        (dict(kl=0.02, format_rate=0.98), "high"),  # the higher reward passes both checks: chosen
+        (dict(kl=0.30, format_rate=0.98), "low"),  # it drifts too far: the other
+        (dict(kl=0.02, format_rate=0.70), "low"),  # it loses the format: the other
+    ],
+)
+def test_the_probe_rule_takes_the_better_lr_unless_it_fails_a_check(high, expected):
+    report = _load("report")
+    histories = {"high": _history(0.40, **high), "low": _history(0.25, kl=0.01, format_rate=0.99)}
+    choice = report.probe_choice({"high": 2e-4, "low": 5e-5}, histories)
+    assert choice["chosen"] == expected
+    assert choice["lr"] == {"high": 2e-4, "low": 5e-5}[expected]
+
+
+def test_the_probe_rule_chooses_nothing_when_both_fail_and_windows_are_by_step():
+    report = _load("report")
+    bad = _history(0.3, kl=0.5, format_rate=0.5)
+    assert report.probe_choice({"a": 1e-4, "b": 2e-4}, {"a": bad, "b": bad})["chosen"] is None
+    # steps 1-10 do not enter the reward window (11-30)
+    history = [{"step": s, "reward": 1.0 if s <= 10 else 0.0} for s in range(1, 31)]
+    assert report.window_mean(history, "reward", 11, 30) == 0.0
+    assert math.isnan(report.window_mean(history, "kl", 11, 30))
+
+
+def test_the_probe_windows_scale_with_its_length():
+    report = _load("report")
+    # 20 steps (amendment 1): reward over 7-20, format and KL over 14-20; the early reward of a, the late KL of b
+    a = [{"step": s, "reward": 0.9 if s <= 6 else 0.1, "kl": 0.0} for s in range(1, 21)]
+    b = [{"step": s, "reward": 0.2, "kl": 0.5 if s >= 14 else 0.0} for s in range(1, 21)]
+    choice = report.probe_choice({"a": 1e-4, "b": 2e-4}, {"a": a, "b": b}, steps=20)
+    assert choice["figures"]["a"]["windows"] == {"reward": [7, 20], "format_and_kl": [14, 20]}
+    assert choice["figures"]["a"]["reward"] == pytest.approx(0.1) and choice["figures"]["b"]["kl"] == 0.5
+    assert choice["chosen"] == "a"  # b has the higher reward in the window but fails the KL check
+
+
+def _write_eval(path: Path, correct: list[list[bool]]) -> None:
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [{"numbers": [i, i + 1, i + 2], "target": 10 + i, "correct": c, "lengths": [50] * len(c)}
+            for i, c in enumerate(correct)]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_verdict_gains_intervals_and_decision_on_hand_built_evals(tmp_path):
+    """Three puzzles; the shared start solves 1/4, 2/4, 0/4 (pass@1 0.25). Seed A ends at 3/4, 2/4, 1/4 (0.5), seed
+    B at 2/4, 2/4, 1/4 (5/12): gains +0.25 and +1/6, mean 5/24, t interval 5/24 ± t_{0.975,1} (1/12)/sqrt(2) / ...
+    computed here from the definition."""
+    from scipy.stats import t
+
+    report = _load("report")
+    start = tmp_path / "start.jsonl"
+    _write_eval(start, [[1, 0, 0, 0], [1, 1, 0, 0], [0, 0, 0, 0]])
+    runs = {}
+    for name, ends in (("a", [[1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0]]),
+                       ("b", [[1, 1, 0, 0], [1, 1, 0, 0], [1, 0, 0, 0]])):  # fmt: skip
+        run = tmp_path / name / "runs" / "grpo-s0"
+        _write_eval(run / "evals" / "step-100.jsonl", ends)
+        _write_eval(run / "evals" / "step-0.jsonl", [[0, 0, 0, 0], [1, 1, 0, 0], [0, 0, 0, 0]])
+        runs[name] = run
+    result = report.verdict(runs, start, 100)
+    assert result["gain_per_seed"]["a"] == pytest.approx(0.5 - 0.25)
+    assert result["gain_per_seed"]["b"] == pytest.approx(5 / 12 - 0.25)
+    gains = [0.25, 5 / 12 - 0.25]
+    mean, sd = sum(gains) / 2, abs(gains[0] - gains[1]) / math.sqrt(2)
+    half = t.ppf(0.975, 1) * sd / math.sqrt(2)
+    low, high = result["intervals"]["t over seeds"]
+    assert result["mean_gain"] == pytest.approx(mean) and low == pytest.approx(mean - half)
+    assert high == pytest.approx(mean + half)
+    assert result["mde"] == pytest.approx((t.ppf(0.975, 1) + t.ppf(0.80, 1)) * sd / math.sqrt(2))
+    assert result["decisive"] == "t over seeds" and result["verdict"] == "learning not shown"  # low < 0 with 1 df
+    own = report.verdict(runs, None, 100)  # each run's own step 0: 1/12 lower than the shared start's 0.25
+    assert own["gain_per_seed"]["a"] == pytest.approx(0.5 - 1 / 6)
+    text = report.verdict_markdown(result, "cmd")
+    assert "learning not shown" in text and "+0.2500" in text
+
+
+def test_verdict_refuses_evals_of_other_puzzles(tmp_path):
+    report = _load("report")
+    start = tmp_path / "start.jsonl"
+    _write_eval(start, [[1, 0], [0, 0]])
+    run = tmp_path / "a" / "runs" / "grpo-s0"
+    _write_eval(run / "evals" / "step-50.jsonl", [[1, 0]])
+    with pytest.raises(ValueError, match="not the step-0 eval's puzzles"):
+        report.verdict({"a": run}, start, 50)

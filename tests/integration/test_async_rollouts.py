@@ -1,0 +1,87 @@
+"""Asynchronous rollouts (issue 47, learners/core/async_rollouts.py) on the tiny model with the colocated vLLM engine
+(CPU build): the machinery with nothing ahead reproduces the synchronous run, one step ahead trains every learner that
+supports it with its samples one policy version old, and every refusal is one line before any engine starts."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from tests.integration.test_vllm import sampling_metric, train_argv
+
+pytestmark = pytest.mark.slow
+
+STEPS = 3
+
+
+def _run(learner, model_dir, out, *flags, sets=()):
+    from countdown_env.cli import main
+
+    argv = train_argv(learner, out, f"model={model_dir}", f"trainer.max_steps={STEPS}",
+                      "trainer.vllm_importance_sampling_correction=true", *sets)  # fmt: skip
+    assert main([*argv, *flags]) == 0
+    return json.loads((out / "log_history.json").read_text())
+
+
+def _per_step(history, name):
+    return [entry[name] for entry in history if name in entry]
+
+
+def test_max_staleness_zero_reproduces_the_synchronous_run(tiny_model_dir, tmp_path):
+    """With nothing ahead the worker generates each step's batch on fresh weights while the trainer waits: the same
+    samples (the engine's log-probs of them) and the same updates (losses) as the synchronous run."""
+    sync = _run("grpo", tiny_model_dir, tmp_path / "sync")
+    zero = _run("grpo", tiny_model_dir, tmp_path / "zero", "--async", "--max-staleness", "0")
+    assert len(_per_step(sync, "loss")) == STEPS
+    assert _per_step(zero, "loss") == _per_step(sync, "loss")
+    assert _per_step(zero, "completions/mean_length") == _per_step(sync, "completions/mean_length")
+    assert sampling_metric(zero, "mean") == sampling_metric(sync, "mean")
+    assert _per_step(zero, "async/staleness") == [0.0] * STEPS
+    assert "async/staleness" not in json.dumps(sync)
+
+
+@pytest.mark.parametrize("learner", ["grpo", "ps_ppo", "s_grpo"])
+def test_one_step_ahead_trains_on_samples_one_version_old(learner, tiny_model_dir, tmp_path):
+    """The first step generates on its own; every later step takes the batch generated while the step before it
+    updated, one policy version old, none dropped; the sampling log-probs stay those of the engine that sampled
+    them (TRL's truncated importance weight corrects the loss), and the resolved config records the section."""
+    history = _run(learner, tiny_model_dir, tmp_path / "run", "--async")
+    assert _per_step(history, "async/staleness") == [0.0] + [1.0] * (STEPS - 1)
+    assert _per_step(history, "async/dropped") == [0.0] * STEPS
+    assert len(_per_step(history, "loss")) == STEPS
+    assert all(abs(x) < 1e6 for x in _per_step(history, "loss"))
+    assert len(_per_step(history, "sampling/importance_sampling_ratio/max")) == STEPS
+    resolved = json.loads((tmp_path / "run" / "resolved_config.json").read_text())
+    assert resolved["async"] == {"max_staleness": 1}
+    assert not [t for t in threading.enumerate() if t.name == "countdown-async-rollouts"]  # no worker left behind
+
+
+@pytest.mark.parametrize(
+    ("learner", "sets", "expected"),
+    [
+        ("t_spmo", (), "T-SPMO cannot train on async rollouts"),
+        ("grpo", ("trainer.vllm_importance_sampling_correction=false",), "need vllm_importance_sampling_correction"),
+        ("grpo", ("trainer.use_vllm=false",), "generate with the colocated vLLM engine"),
+    ],
+)
+def test_a_learner_or_setting_that_cannot_is_refused_in_one_line(learner, sets, expected, tiny_model_dir, tmp_path,
+                                                                capsys):  # fmt: skip
+    from countdown_env.cli import main
+
+    argv = train_argv(learner, tmp_path / "run", f"model={tiny_model_dir}",
+                      "trainer.vllm_importance_sampling_correction=true", *sets)  # fmt: skip
+    assert main([*argv, "--async"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert expected in line
+
+
+def test_max_staleness_needs_async_and_is_an_integer(tmp_path, capsys):
+    from countdown_env.cli import main
+
+    assert main(["train", "--max-staleness", "2", "--output-dir", str(tmp_path / "a")]) == 2
+    assert "--max-staleness is a setting of --async" in capsys.readouterr().err
+    assert main(["train", "--config", "cpu-tiny-vllm", "--set", "async.max_staleness=-1",
+                 "--output-dir", str(tmp_path / "b")]) == 2  # fmt: skip
+    assert "async.max_staleness must be >= 0" in capsys.readouterr().err
