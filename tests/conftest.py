@@ -93,6 +93,21 @@ def _free_port() -> int:
 # machine picked the same port and failed with EADDRINUSE. A free port drawn for this run instead.
 os.environ.setdefault("MASTER_PORT", str(_free_port()))
 
+
+
+@pytest.fixture(autouse=True)
+def _restore_environment():
+    """Each test leaves the process environment as it found it. TRL's colocated vLLM engine writes ``RANK``,
+    ``LOCAL_RANK``, ``WORLD_SIZE`` and ``MASTER_ADDR`` into ``os.environ`` of the process that builds it; a
+    ``countdown`` launched by a later test inherited them and took itself for a process of a distributed launch,
+    which hid the one-process warning and bound the port the earlier engine's group still held."""
+    saved = dict(os.environ)
+    yield
+    if dict(os.environ) != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 # No wall-clock assertion in any test (a timed test failed CI under load): hypothesis's per-example deadline (200 ms
 # by default) is one, so it is off for every property test; speed targets are benchmarks (benchmarks/).
 try:
