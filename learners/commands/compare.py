@@ -67,6 +67,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "instead of generating them; none may be an eval puzzle",
     )
     parser.add_argument(
+        "--async",
+        dest="async_rollouts",
+        action="store_true",
+        help="generation runs ahead of the update (with --vllm): each run's async section (core/async_rollouts.py)",
+    )
+    parser.add_argument("--max-staleness", type=int, help="with --async: samples at most this many versions old (1)")
+    parser.add_argument(
         "--vllm",
         action="store_true",
         help="generate with a colocated vLLM engine (CPU or GPU build): --set all.use_vllm=true all.vllm_mode=colocate",
@@ -77,6 +84,9 @@ VLLM_OVERRIDES = ("all.use_vllm=true", "all.vllm_mode=colocate")
 
 
 def settings_from_args(args: argparse.Namespace) -> CompareSettings:
+    staleness = getattr(args, "max_staleness", None)
+    if staleness is not None and not getattr(args, "async_rollouts", False):
+        raise ValueError("--max-staleness is a setting of --async: give both")
     sizes = dict(QUICK if args.quick else FULL)
     for key in sizes:
         value = getattr(args, key, None)
@@ -94,6 +104,7 @@ def settings_from_args(args: argparse.Namespace) -> CompareSettings:
         lora_rank=getattr(args, "lora_rank", None),
         lora_targets=getattr(args, "lora_targets", "attention"),
         train_file=getattr(args, "train_file", None),
+        async_max_staleness=(1 if staleness is None else staleness) if getattr(args, "async_rollouts", False) else None,
         **sizes,
     )
 

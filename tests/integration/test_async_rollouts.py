@@ -85,3 +85,25 @@ def test_max_staleness_needs_async_and_is_an_integer(tmp_path, capsys):
     assert main(["train", "--config", "cpu-tiny-vllm", "--set", "async.max_staleness=-1",
                  "--output-dir", str(tmp_path / "b")]) == 2  # fmt: skip
     assert "async.max_staleness must be >= 0" in capsys.readouterr().err
+
+
+def test_compare_gives_every_run_the_async_section(tiny_model_dir, tmp_path):
+    """``countdown compare --vllm --async`` (no engine started here): the settings record it, their command
+    reproduces it, and each run's RunConfig carries it into the learner's options."""
+    import argparse
+
+    from countdown_env.helpers.jsonl import write_jsonl
+    from countdown_env.task import CountdownTask
+    from learners.commands.compare import add_arguments, settings_from_args
+    from learners.pipeline.compare.settings import run_config
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    settings = settings_from_args(parser.parse_args(["--learners", "grpo", "--quick", "--vllm", "--async"]))
+    assert settings.async_max_staleness == 1 and "--async --max-staleness 1" in settings.command()
+    write_jsonl([{"numbers": [3, 4, 5], "target": 12}], tmp_path / "train-s0.jsonl")
+    run = run_config(settings, "grpo", 0, tmp_path / "run", model=tiny_model_dir, task=CountdownTask(),
+                     train_file=tmp_path / "train-s0.jsonl")  # fmt: skip
+    assert run.async_rollouts.max_staleness == 1 and run.learner_options()["async_max_staleness"] == 1
+    with pytest.raises(ValueError, match="--max-staleness is a setting of --async"):
+        settings_from_args(parser.parse_args(["--learners", "grpo", "--max-staleness", "2"]))

@@ -180,7 +180,7 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
                      train_file=train_file)  # fmt: skip
     trainer = make_trainer(
         learner,
-        learner_config(learner, run.trainer),
+        learner_config(learner, run.learner_options()),
         model=comparison.model,
         task=comparison.task,
         tokenizer=comparison.tokenizer,

@@ -88,6 +88,7 @@ class CompareSettings:
     lora_rank: int | None = None  # train a LoRA adapter of this rank (runs.lora.lora_config), not every weight
     lora_targets: str = "attention"  # runs.lora.LORA_TARGET_SETS: attention or all-linear
     train_file: str | None = None  # JSONL of training puzzles (numbers/target) instead of a generated split
+    async_max_staleness: int | None = None  # every run's async section (learners/core/async_rollouts.py); None: off
 
     # fields that may change between a run and its --resume
     RESUMABLE = ("learners", "seeds", "eval_batch_size", "keep_checkpoints")
@@ -116,6 +117,8 @@ class CompareSettings:
 
         if self.lora_targets not in LORA_TARGET_SETS:
             raise ValueError(f"--lora-targets must be one of {sorted(LORA_TARGET_SETS)}, got {self.lora_targets!r}")
+        if self.async_max_staleness is not None and self.async_max_staleness < 0:
+            raise ValueError("--max-staleness must be >= 0")
         if self.train_file is not None and not Path(self.train_file).is_file():
             raise ValueError(f"--train-file {self.train_file}: no such file")
         parse_overrides(self.overrides, self.learners)
@@ -149,6 +152,8 @@ class CompareSettings:
                 parts += ["--lora-targets", self.lora_targets]
         if self.train_file is not None:
             parts += ["--train-file", self.train_file]
+        if self.async_max_staleness is not None:
+            parts += ["--async", "--max-staleness", str(self.async_max_staleness)]
         return shlex.join(parts)
 
 
@@ -229,4 +234,5 @@ def run_config(
         "trainer": learner_trainer_kwargs(settings, learner, seed, run_dir),
         "rollouts": settings.rollouts,
         "lora": lora,
+        "async": {"max_staleness": settings.async_max_staleness} if settings.async_max_staleness is not None else None,
     })  # fmt: skip

@@ -83,12 +83,10 @@ def build_trainer(run: RunConfig, output_dir: str | Path):
     from .trainer_progress import line_progress
 
     out = Path(output_dir)
-    trainer_args = dict(run.trainer, output_dir=str(out))
+    trainer_args = dict(run.learner_options(), output_dir=str(out))
     curriculum = _curriculum(run)  # `curriculum:` section: levels raised on train accuracy (procedural.py)
     if curriculum is not None:
         trainer_args["shuffle_dataset"] = False  # no shuffle buffer reading ahead at the old level
-    if run.async_rollouts is not None:
-        trainer_args["async_max_staleness"] = run.async_rollouts.max_staleness
     args = learner_config(run.learner, trainer_args)  # the learner's own checks (TRL's too), before anything is written
     processes = run_processes()  # the main process writes the init model and the data; every process reads them
     model = resolve_model(run.model)

@@ -168,6 +168,14 @@ class RunConfig:
         mapping.update({key: value for key, value in changes.items()})
         return RunConfig.from_mapping(self.learner, mapping)
 
+    def learner_options(self) -> dict[str, Any]:
+        """The keyword arguments of the learner's config class: the ``trainer`` section, and ``async_max_staleness``
+        from the ``async`` one."""
+        options = dict(self.trainer)
+        if self.async_rollouts is not None:
+            options["async_max_staleness"] = self.async_rollouts.max_staleness
+        return options
+
     @property
     def max_steps(self) -> int:
         """The optimiser steps the run plans: ``trainer.max_steps``, else the learner's default."""
