@@ -24,6 +24,10 @@ correction off is refused. A learner whose estimator needs samples of the curren
 ``async_refusal`` (T-SPMO; contrastive with its moving scorer), and is refused in one line before any engine
 starts.
 
+After each weight sync the engine's log-probabilities of a fixed probe are checked against the trainer's
+(:meth:`AsyncRollouts.check_sync`): a sync that left the engine on other weights stops the run in one line before any
+of its samples are trained on.
+
 Limits, each refused in one line: one process only (TRL gathers prompts and lengths across processes inside
 ``_generate``, and a worker thread would enter those collectives out of step with the main thread); the dataset
 route only (the env and tools routes run their own multi-turn loop on the engine); the colocated engine only. The
@@ -45,6 +49,13 @@ from typing import Any
 
 RESULT_TIMEOUT = 3600.0
 """Longest wait for a batch the worker generates (seconds): a wedged engine stops the run, never hangs it."""
+
+SYNC_PROBE_TOLERANCE = 0.02
+"""Largest difference allowed, after a weight sync, between the engine's and the trainer's log-probability of any
+token of the probe: the colocated sync meets 0.003-0.006 on the CPU (docs/training.md), a stale engine 0.26+."""
+
+SYNC_PROBE = "Countdown: reach 24 with 3, 4, 6 and 8 using + - * / once each. (3 - 8 / 4) * ..."
+"""The fixed text whose token log-probabilities the engine and the trainer must agree on after each sync."""
 
 
 def async_problem(trainer_class, args, trainer_kwargs: dict) -> str | None:
@@ -138,6 +149,7 @@ class AsyncRollouts:
             self.pending.clear()
         if not self.pending:  # nothing in flight: the engine takes the current weights, the next steps are submitted
             self._real_sync()
+            self.check_sync()
             if result is None:
                 start = time.perf_counter()
                 result = self._result(self.submit(generate, prompts))
@@ -149,6 +161,34 @@ class AsyncRollouts:
         log("async/dropped", float(self.dropped))
         log("async/wait_seconds", waited)
         return result
+
+    def check_sync(self) -> float:
+        """Stop the run, in one line, unless the engine now holds the trainer's weights: the largest difference of
+        the two's log-probability of each token of :data:`SYNC_PROBE` (given the tokens before it) must stay within
+        :data:`SYNC_PROBE_TOLERANCE`. Logged as ``async/sync_probe_max_diff``; returns it."""
+        import torch
+        from vllm import SamplingParams
+
+        trainer = self.trainer
+        ids = trainer.processing_class(SYNC_PROBE, add_special_tokens=False)["input_ids"]
+        # greedy: the probe draws nothing from the engine's random stream, which the next batches sample from
+        params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False)
+        output = trainer.vllm_generation.llm.generate([{"prompt_token_ids": ids}], params, use_tqdm=False)[0]
+        engine = torch.tensor([step[token].logprob for step, token in zip(output.prompt_logprobs[1:], ids[1:],
+                                                                            strict=True)])  # fmt: skip
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        with torch.no_grad():
+            logits = model(torch.tensor([ids], device=trainer.accelerator.device)).logits[0, :-1].float()
+        policy = torch.log_softmax(logits, dim=-1).gather(-1, torch.tensor(ids[1:], device=logits.device)[:, None])
+        difference = float((policy[:, 0].cpu() - engine).abs().max())
+        trainer.log_metric("async/sync_probe_max_diff", difference)
+        if not difference <= SYNC_PROBE_TOLERANCE:
+            raise RuntimeError(
+                f"async rollouts: after the weight sync at step {trainer.state.global_step} the engine's log-probs of "
+                f"a probe differ from the trainer's by {difference:.3g} (more than {SYNC_PROBE_TOLERANCE}): the engine "
+                "does not hold the trainer's weights; the run stops before training on its samples"
+            )
+        return difference
 
     def _result(self, future: Future):
         try:

@@ -107,3 +107,21 @@ def test_compare_gives_every_run_the_async_section(tiny_model_dir, tmp_path):
     assert run.async_rollouts.max_staleness == 1 and run.learner_options()["async_max_staleness"] == 1
     with pytest.raises(ValueError, match="--max-staleness is a setting of --async"):
         settings_from_args(parser.parse_args(["--learners", "grpo", "--max-staleness", "2"]))
+
+
+def test_a_sync_that_leaves_the_engine_behind_stops_the_run(tmp_path, monkeypatch, capfd):
+    """With the weight sync switched off, the engine keeps the start's weights; after one update of the warm start at
+    lr 1e-3 (96 tokens, so that some answers are right and the update is not zero) the probe's log-probs differ from
+    the trainer's by far more than the tolerance (8.6 when written), and the run stops in one line at that step
+    instead of training on the stale engine."""
+    from countdown_env.cli import main
+    from learners.core import vllm_sync
+
+    monkeypatch.setattr(vllm_sync, "use_layerwise_sync", lambda trainer: setattr(trainer.vllm_generation,
+                                                                                  "sync_weights", lambda: None))
+    argv = train_argv("grpo", tmp_path / "run", "model=warm-start", f"trainer.max_steps={STEPS}",
+                      "trainer.vllm_importance_sampling_correction=true", "trainer.learning_rate=1e-3",
+                      "trainer.max_completion_length=96", "trainer.num_generations=8")  # fmt: skip
+    assert main([*argv, "--async"]) == 2
+    (line,) = [x for x in capfd.readouterr().err.splitlines() if "error:" in x]  # capfd: vLLM's engine needs fileno
+    assert "engine does not hold the trainer's weights" in line and "at step 1" in line
