@@ -88,6 +88,7 @@ class AsyncRollouts:
         self.jobs: queue.Queue = queue.Queue()
         self.worker = threading.Thread(target=self._work, name="countdown-async-rollouts", daemon=True)
         self.worker.start()
+        self.probe_ids = trainer.processing_class(SYNC_PROBE, add_special_tokens=False)["input_ids"]
         self._real_sync = trainer.vllm_generation.sync_weights
         trainer.vllm_generation.sync_weights = self._sync_outside_worker
 
@@ -169,8 +170,7 @@ class AsyncRollouts:
         import torch
         from vllm import SamplingParams
 
-        trainer = self.trainer
-        ids = trainer.processing_class(SYNC_PROBE, add_special_tokens=False)["input_ids"]
+        trainer, ids = self.trainer, self.probe_ids
         # greedy: the probe draws nothing from the engine's random stream, which the next batches sample from
         params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False)
         output = trainer.vllm_generation.llm.generate([{"prompt_token_ids": ids}], params, use_tqdm=False)[0]

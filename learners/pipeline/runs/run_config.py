@@ -165,7 +165,7 @@ class RunConfig:
     def replace(self, **changes: Any) -> RunConfig:
         """A copy with ``changes`` (e.g. ``model=`` a checkpoint), checked again."""
         mapping = self.to_mapping()
-        mapping.update({key: value for key, value in changes.items()})
+        mapping.update(changes)
         return RunConfig.from_mapping(self.learner, mapping)
 
     def learner_options(self) -> dict[str, Any]:
