@@ -27,7 +27,8 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -155,6 +156,9 @@ def write_text(path: str | os.PathLike, text: str) -> Path:
     return write_bytes(path, text.encode("utf-8"))
 
 
+CLAIM_POLL_SECONDS = 0.25
+"""How often a waiting :func:`output_claim` tries the lock again."""
+
 _HELD: set[Path] = set()
 """The lock files this process holds (claims are re-entrant within a process)."""
 
@@ -166,10 +170,15 @@ def claim_path(target: str | os.PathLike) -> Path:
 
 
 @contextlib.contextmanager
-def output_claim(target: str | os.PathLike) -> Iterator[Path]:
+def output_claim(
+    target: str | os.PathLike, *, wait: float = 0.0, on_wait: Callable[[str], None] | None = None
+) -> Iterator[Path]:
     """Hold an exclusive claim on the output ``target`` for the ``with`` block; a claim on the same target by
-    another process raises :class:`OutputBusy` at once. Re-entrant in one process (a command that claims its output
-    and then builds it with :func:`atomic_dir` holds one claim).
+    another process raises :class:`OutputBusy` at once, or after ``wait`` seconds of polling for its release (for a
+    shared cache entry that two runs may build at once: the second waits for the first's folder, then reads it);
+    ``on_wait`` is told once, in one line, that the claim is waiting.
+    Re-entrant in one process (a command that claims its output and then builds it with :func:`atomic_dir` holds one
+    claim).
 
     The claim is a ``flock`` on ``.NAME.lock`` beside the target, so a killed holder releases it with its process
     (its lock file stays until the next claim of the target removes it). The holder removes the file while it still
@@ -185,15 +194,24 @@ def output_claim(target: str | os.PathLike) -> Iterator[Path]:
         yield _output_path(target)
         return
     lock.parent.mkdir(parents=True, exist_ok=True)
-    for _ in range(100):
+    deadline = time.monotonic() + max(0.0, wait)
+    races = 0
+    while races < 100:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
             os.close(fd)
+            if time.monotonic() < deadline:
+                if on_wait is not None:
+                    on_wait(f"{_output_path(target)} is being written by process {holder}: waiting up to {wait:g} s")
+                    on_wait = None
+                time.sleep(CLAIM_POLL_SECONDS)
+                continue
+            waited = f" after waiting {wait:g} s" if wait > 0 else ""
             raise OutputBusy(
-                f"{_output_path(target)} is being written by another process (PID {holder}); "
+                f"{_output_path(target)} is being written by another process (PID {holder}){waited}; "
                 "wait for it to finish or write elsewhere"
             ) from None
         try:
@@ -203,6 +221,7 @@ def output_claim(target: str | os.PathLike) -> Iterator[Path]:
         if same:
             break
         os.close(fd)  # locked a file its holder had just removed: claim the new one
+        races += 1
     else:
         raise OutputBusy(f"{_output_path(target)}: could not claim {lock}")
     _HELD.add(lock)

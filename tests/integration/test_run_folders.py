@@ -63,6 +63,37 @@ def test_a_claim_is_exclusive_across_processes_reentrant_in_one_and_released_by_
         pass
 
 
+def test_a_waiting_claim_takes_over_when_the_holder_finishes_and_gives_up_in_one_line_otherwise(tmp_path):
+    """Two runs that start together on one model both build the shared cache folder (an install, a merged warm
+    start): the second waits for the first instead of failing, and says once that it waits."""
+    out = tmp_path / "models" / "shared"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys\nfrom countdown_env.helpers.atomic import output_claim\n"
+         "with output_claim(sys.argv[1]):\n    print('held', flush=True)\n    sys.stdin.read()\n", str(out)],
+        env=ENV, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(OutputBusy, match=f"PID {holder.pid}\\) after waiting 0.3 s"):
+            with output_claim(out, wait=0.3):
+                pass
+        told = []
+
+        def release(message):  # the holder finishes once the waiter has said it waits
+            told.append(message)
+            holder.stdin.close()
+
+        with output_claim(out, wait=600, on_wait=release) as claimed:
+            assert claimed == out
+        assert len(told) == 1 and f"process {holder.pid}: waiting up to 600 s" in told[0]
+        assert holder.wait(timeout=60) == 0
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+    assert leftovers(out.parent) == []
+
+
 def test_two_clean_sft_runs_into_one_output_never_both_succeed(tmp_path):
     data = tmp_path / "data.jsonl"
     row = {"numbers": [3, 4], "target": 7, "response": "<think>add</think><answer>3 + 4</answer>"}

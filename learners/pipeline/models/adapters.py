@@ -111,7 +111,7 @@ def merged_model(adapter: ShippedAdapter | str, cache: str | Path | None = None,
     from countdown_env.helpers.atomic import atomic_dir, output_claim
 
     from ...core.checkpoints import checkpoint_problem, write_checkpoint_manifest
-    from .pretrained import MODELS, installed_model
+    from .pretrained import MODELS, SHARED_BUILD_WAIT_SECONDS, installed_model
 
     adapter = ADAPTERS[adapter] if isinstance(adapter, str) else adapter
     problem = adapter_problem(adapter)
@@ -124,12 +124,11 @@ def merged_model(adapter: ShippedAdapter | str, cache: str | Path | None = None,
         if not base.is_dir():
             raise FileNotFoundError(f"{adapter.name}: its base model {adapter.base} is not a folder")
     target = merged_folder(adapter, cache)
-    with output_claim(target):
+    log = log or (lambda message: print(message, file=sys.stderr, flush=True))
+    with output_claim(target, wait=SHARED_BUILD_WAIT_SECONDS, on_wait=log):
         if target.is_dir() and checkpoint_problem(target) is None:
             return target
-        (log or (lambda m: print(m, file=sys.stderr, flush=True)))(
-            f"merging the shipped {adapter.name} adapter onto {adapter.base} into {target} (once, ~20 s)"
-        )
+        log(f"merging the shipped {adapter.name} adapter onto {adapter.base} into {target} (once, ~20 s)")
         with atomic_dir(target, overwrite=True) as out:
             merge_adapter(adapter.folder, out, base=base)  # the base of this cache, resolved once
             write_checkpoint_manifest(out)

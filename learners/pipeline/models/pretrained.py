@@ -254,6 +254,11 @@ def check_conversion(folder: str | Path, model, tokenizer) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------- installing
+SHARED_BUILD_WAIT_SECONDS = 900.0
+"""How long a run waits for another process that is building the same cache folder (an install, a merged warm
+start) before it gives up in one line: two runs started together on one model share the one build."""
+
+
 def install(name: str, *, cache: str | Path | None = None, force: bool = False, log=print) -> Path:
     """Install model ``name`` into ``CACHE/models/NAME`` (module docstring) and return the folder. An installed,
     intact folder is kept unless ``force``."""
@@ -264,7 +269,7 @@ def install(name: str, *, cache: str | Path | None = None, force: bool = False, 
     spec = get_model_spec(name)
     target = model_folder(name, cache)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with output_claim(target):
+    with output_claim(target, wait=SHARED_BUILD_WAIT_SECONDS, on_wait=log):
         if not force and target.is_dir() and checkpoint_problem(target) is None:
             log(f"{name} is installed and intact")
             return target
