@@ -139,10 +139,25 @@ def probe_choice(runs: dict[str, float], histories: dict[str, list[dict[str, Any
     return {"figures": figures, "chosen": chosen, "lr": figures[chosen]["lr"] if chosen else None}
 
 
-def verdict(runs: dict[str, Path], start: Path | None, step: int) -> dict[str, Any]:
+def pooled_scores(paths: list[Path]):
+    """``(puzzles, pass@1 per puzzle)`` of several evals of the same puzzles in the same order, their samples pooled:
+    amendment 4(d)'s step-0 baseline drawn as the end evals are (4 draws of 4 samples, 16 per puzzle)."""
+    from learners.pipeline.evaluation.statistics import puzzle_scores
+
+    keys, scores = puzzle_scores(paths[0])
+    for path in paths[1:]:
+        other_keys, other = puzzle_scores(path)
+        if other_keys != keys:
+            raise ValueError(f"{path}: not the puzzles of {paths[0]} in their order")
+        scores = scores + other
+    return keys, scores / len(paths)
+
+
+def verdict(runs: dict[str, Path], start: Path | list[Path] | None, step: int) -> dict[str, Any]:
     """The registered statistic at ``step`` (module docstring) from each run's ``evals/step-STEP.jsonl`` and the
-    shared step-0 eval ``start``; runs without that eval are left out and named. ``start=None``: each run's own
-    step-0 eval (``evals/step-0.jsonl``, the same route as its later evals: amendment 3) is its baseline."""
+    shared step-0 eval ``start`` (several files: their samples pooled per puzzle, :func:`pooled_scores`); runs
+    without that eval are left out and named. ``start=None``: each run's own step-0 eval (``evals/step-0.jsonl``,
+    the same route as its later evals: amendment 3) is its baseline."""
     import numpy as np
 
     from learners.pipeline.evaluation.statistics import (
@@ -152,7 +167,8 @@ def verdict(runs: dict[str, Path], start: Path | None, step: int) -> dict[str, A
         puzzle_scores,
     )
 
-    start_keys, start_scores = puzzle_scores(start) if start is not None else (None, None)
+    starts = [start] if isinstance(start, Path) else start
+    start_keys, start_scores = pooled_scores(starts) if starts else (None, None)
     gains, ends, ends4, bases, missing = {}, {}, {}, {}, []
     for label, run in runs.items():
         path = run / "evals" / f"step-{step}.jsonl"
@@ -182,9 +198,8 @@ def verdict(runs: dict[str, Path], start: Path | None, step: int) -> dict[str, A
         "step": step,
         "seeds": list(gains),
         "missing": missing,
-        "baseline": "the shared step-0 eval (256 x 16)"
-        if start is not None
-        else "each run's own step-0 eval (256 x 4)",
+        "baseline": (f"the shared step-0 eval ({', '.join(p.name for p in starts)}; 256 x 16)" if starts
+                     else "each run's own step-0 eval (256 x 4)"),
         "start_pass@1": {k: float(v.mean()) for k, v in bases.items()},
         "end_pass@1": {k: float(v.mean()) for k, v in ends.items()},
         "end_pass@4": {k: float(v.mean()) for k, v in ends4.items()},
@@ -233,8 +248,10 @@ def main(argv: list[str] | None = None) -> int:
     decide.add_argument(
         "--start",
         type=Path,
-        default=Path(__file__).parent / "step0_256x16.jsonl",
-        help="the shared step-0 eval (registered baseline)",
+        nargs="+",
+        default=[Path(__file__).parent / "step0_256x16.jsonl"],
+        help="the shared step-0 eval (registered baseline); several files: their samples pooled per puzzle "
+        "(amendment 4(d)'s secondary: step0_route_check/standalone_256x4_seed*.jsonl)",
     )
     decide.add_argument(
         "--own-start", action="store_true", help="baseline: each run's own step-0 eval instead (amendment 3, secondary)"

@@ -121,3 +121,22 @@ def test_verdict_refuses_evals_of_other_puzzles(tmp_path):
     _write_eval(run / "evals" / "step-50.jsonl", [[1, 0]])
     with pytest.raises(ValueError, match="not the step-0 eval's puzzles"):
         report.verdict({"a": run}, start, 50)
+
+
+def test_a_start_drawn_in_several_files_pools_their_samples_per_puzzle(tmp_path):
+    """Amendment 4(d): four 4-sample step-0 draws are one 16-sample baseline; a puzzle solved 1/4 and 3/4 in two draws
+    has pass@1 4/8, not the mean of anything else; draws of other puzzles are refused."""
+    report = _load("report")
+    first, second = tmp_path / "s0.jsonl", tmp_path / "s1.jsonl"
+    _write_eval(first, [[1, 0, 0, 0], [0, 0, 0, 0]])
+    _write_eval(second, [[1, 1, 1, 0], [1, 0, 0, 0]])
+    keys, scores = report.pooled_scores([first, second])
+    assert keys == [((0, 1, 2), 10), ((1, 2, 3), 11)] and scores.tolist() == [4 / 8, 1 / 8]
+    run = tmp_path / "a" / "runs" / "grpo-s0"
+    _write_eval(run / "evals" / "step-50.jsonl", [[1, 1, 0, 0], [1, 1, 0, 0]])
+    result = report.verdict({"a": run}, [first, second], 50)
+    assert result["gain_per_seed"]["a"] == pytest.approx(0.5 - (4 / 8 + 1 / 8) / 2)
+    assert "s0.jsonl, s1.jsonl" in result["baseline"]
+    _write_eval(second, [[1, 1, 1, 0]])
+    with pytest.raises(ValueError, match="not the puzzles of"):
+        report.pooled_scores([first, second])
