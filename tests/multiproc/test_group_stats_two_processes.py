@@ -28,7 +28,7 @@ def _check_against_rows(rows: dict) -> None:
 
 @pytest.mark.slow
 def test_group_statistics_match_between_one_and_two_processes(tiny_model_dir, tmp_path):
-    single, double = one_and_two_processes(SCRIPT, tiny_model_dir, tmp_path, port=29517)
+    single, double = one_and_two_processes(SCRIPT, tiny_model_dir, tmp_path)
 
     assert {r["processes"] for r in single.values()} == {1}
     assert {r["processes"] for r in double.values()} == {2}

@@ -12,7 +12,7 @@ SCRIPT = Path(__file__).with_name("ps_ppo_survival_run.py")
 
 @pytest.mark.slow
 def test_survival_matches_between_one_and_two_processes(tiny_model_dir, tmp_path):
-    single, double = one_and_two_processes(SCRIPT, tiny_model_dir, tmp_path, port=29519)
+    single, double = one_and_two_processes(SCRIPT, tiny_model_dir, tmp_path)
 
     assert {r["processes"] for r in double.values()} == {2}
     assert single.keys() == double.keys() and len(single) == 2 * 12

@@ -32,8 +32,11 @@ def run_rows(cmd: list[str], out_dir: Path) -> dict[tuple[int, int], dict]:
     return {(r["step"], r["row"]): r for r in rows}
 
 
-def one_and_two_processes(script: Path, model_dir: Path, tmp_path: Path, port: int) -> tuple[dict, dict]:
-    """The rows of ``script MODEL_DIR OUT_DIR`` run as one process and under two (see :func:`run_rows`)."""
+def one_and_two_processes(script: Path, model_dir: Path, tmp_path: Path) -> tuple[dict, dict]:
+    """The rows of ``script MODEL_DIR OUT_DIR`` run as one process and under two (see :func:`run_rows`), the two on
+    a free port (a fixed one collides with a test running beside it)."""
+    from cli_launch import free_port
+
     single = run_rows([sys.executable, str(script), str(model_dir)], tmp_path / "one")
-    double = run_rows(accelerate_launcher(port) + [str(script), str(model_dir)], tmp_path / "two")
+    double = run_rows(accelerate_launcher(free_port()) + [str(script), str(model_dir)], tmp_path / "two")
     return single, double
