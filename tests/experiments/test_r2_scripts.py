@@ -125,7 +125,8 @@ def test_verdict_refuses_evals_of_other_puzzles(tmp_path):
 
 def test_a_start_drawn_in_several_files_pools_their_samples_per_puzzle(tmp_path):
     """Amendment 4(d): four 4-sample step-0 draws are one 16-sample baseline; a puzzle solved 1/4 and 3/4 in two draws
-    has pass@1 4/8, not the mean of anything else; draws of other puzzles are refused."""
+    has pass@1 4/8; draws of unequal size pool their samples (1 of 2 and 4 of 4: 5/6, where the mean of the two draws'
+    pass@1 would be 3/4); draws of other puzzles are refused."""
     report = _load("report")
     first, second = tmp_path / "s0.jsonl", tmp_path / "s1.jsonl"
     _write_eval(first, [[1, 0, 0, 0], [0, 0, 0, 0]])
@@ -137,6 +138,10 @@ def test_a_start_drawn_in_several_files_pools_their_samples_per_puzzle(tmp_path)
     result = report.verdict({"a": run}, [first, second], 50)
     assert result["gain_per_seed"]["a"] == pytest.approx(0.5 - (4 / 8 + 1 / 8) / 2)
     assert "s0.jsonl, s1.jsonl" in result["baseline"]
+    unequal = tmp_path / "s2.jsonl"
+    _write_eval(first, [[1, 0], [0, 0]])
+    _write_eval(unequal, [[1, 1, 1, 1], [0, 0, 0, 0]])
+    assert report.pooled_scores([first, unequal])[1].tolist() == [5 / 6, 0.0]
     _write_eval(second, [[1, 1, 1, 0]])
     with pytest.raises(ValueError, match="not the puzzles of"):
         report.pooled_scores([first, second])
