@@ -93,11 +93,15 @@ def _free_port() -> int:
     return 0  # TRL then picks one
 
 
+def _draw_port() -> None:
+    os.environ["MASTER_PORT"] = os.environ[_DRAWN_PORT] = str(_free_port())
+
+
 # for fixtures wider than a test (a module's shared engine), which are built before the per-test port below; drawn
 # again in each pytest-xdist worker, which inherits the controller's environment (two workers shared one port, and
 # one's colocated engine failed to bind it while the other's held it: EADDRINUSE)
 if os.environ.get(_DRAWN_PORT, "unset") == os.environ.get("MASTER_PORT", "unset"):
-    os.environ["MASTER_PORT"] = os.environ[_DRAWN_PORT] = str(_free_port())
+    _draw_port()
 
 
 @pytest.fixture(autouse=True)
@@ -112,7 +116,7 @@ def _restore_environment():
     started pytest is kept)."""
     saved = dict(os.environ)
     if os.environ.get(_DRAWN_PORT) == os.environ.get("MASTER_PORT"):
-        os.environ["MASTER_PORT"] = os.environ[_DRAWN_PORT] = str(_free_port())
+        _draw_port()
     yield
     if dict(os.environ) != saved:
         os.environ.clear()
