@@ -9,6 +9,7 @@ hour to ``sync``'s. The importance-sampling correction is on in every arm (async
 
     python benchmarks/bench_async.py --model smollm2 --steps 6          # SmolLM2-135M warm start, LoRA r16
     python benchmarks/bench_async.py --model tiny --steps 20 --seeds 0 1 2   # the tiny warm start; pass@1 per seed
+    python benchmarks/bench_async.py --summarize benchmarks/results/async/tiny*.json   # pass@1 over every file's seeds
 
 Figures depend on the machine and on what else runs on it; the script reports them, it asserts nothing.
 """
@@ -91,6 +92,27 @@ def final_pass_at_1(model: Path, limit: int) -> float:
     return json.loads(report.read_text())["overall"]["pass@1"]
 
 
+def summarize(paths: list[Path]) -> dict[str, dict]:
+    """pass@1 per arm over the seeds of several result files (``--out`` of earlier runs of the same settings): the
+    mean with its Student t 95 % interval over seeds, and each async arm's paired difference from ``sync`` over the
+    seeds both ran."""
+    from learners.pipeline.evaluation.statistics import mean_ci
+
+    by_arm: dict[str, dict[int, float]] = {}
+    for path in paths:
+        for arm, rows in json.loads(path.read_text())["arms"].items():
+            for row in rows:
+                if row.get("pass@1") is not None:
+                    by_arm.setdefault(arm, {})[row["seed"]] = row["pass@1"]
+    summary = {}
+    for arm, seeds in by_arm.items():
+        summary[arm] = {"seeds": sorted(seeds), "pass@1": mean_ci(list(seeds.values()))}
+        shared = sorted(set(seeds) & set(by_arm.get("sync", {}))) if arm != "sync" else []
+        if shared:
+            summary[arm]["minus_sync"] = mean_ci([seeds[s] - by_arm["sync"][s] for s in shared])
+    return summary
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", choices=sorted(PRESETS), default="tiny")
@@ -99,7 +121,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-limit", type=int, default=64, help="held-out puzzles of the final eval (0: none)")
     parser.add_argument("--arms", nargs="+", choices=sorted(ARMS), default=list(ARMS))
     parser.add_argument("--out", type=Path, help="write every figure as JSON here")
+    parser.add_argument("--summarize", type=Path, nargs="+", help="run nothing: pass@1 over these result files' seeds")
     args = parser.parse_args(argv)
+    if args.summarize:
+        for arm, figures in summarize(args.summarize).items():
+            mean, low, high = figures["pass@1"]
+            line = f"{arm:10s}: pass@1 {mean:.3f} [{low:.3f}, {high:.3f}] over seeds {figures['seeds']}"
+            if "minus_sync" in figures:
+                line += " ; minus sync {:+.3f} [{:+.3f}, {:+.3f}]".format(*figures["minus_sync"])
+            print(line)
+        return 0
 
     results: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory() as work:
