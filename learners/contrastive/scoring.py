@@ -65,6 +65,8 @@ from typing import Any
 
 import numpy as np
 
+from ..core.vllm_sync import vllm_sampling_kwargs
+
 ENGINES = ("naive", "prefix_shared", "vllm")
 
 
@@ -522,18 +524,6 @@ def build_span_requests(jobs: Sequence[ScoringJob]) -> SpanRequestPlan:
             requests.append(SpanRequest(*key))
         index[j][i, k] = r
     return SpanRequestPlan(requests, index, warm if rest else len(requests))
-
-
-def vllm_sampling_kwargs(*, read_prefix_cache: bool = True) -> dict[str, Any]:
-    """``vllm.SamplingParams`` keywords of a scoring request: one dummy output token, the logprob of each prompt
-    token (``prompt_logprobs=0``: the actual token only), no detokenization (cached rows are never decoded)."""
-    return dict(
-        max_tokens=1,
-        temperature=0.0,
-        prompt_logprobs=0,
-        detokenize=False,
-        skip_reading_prefix_cache=not read_prefix_cache,
-    )
 
 
 def span_logprob_sum(prompt_logprobs, request: SpanRequest, num_cached_tokens: int | None = 0) -> float | None:

@@ -170,9 +170,11 @@ class AsyncRollouts:
         import torch
         from vllm import SamplingParams
 
+        from .vllm_sync import vllm_sampling_kwargs
+
         trainer, ids = self.trainer, self.probe_ids
         # greedy: the probe draws nothing from the engine's random stream, which the next batches sample from
-        params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False)
+        params = SamplingParams(**vllm_sampling_kwargs())
         output = trainer.vllm_generation.llm.generate([{"prompt_token_ids": ids}], params, use_tqdm=False)[0]
         engine = torch.tensor([step[token].logprob for step, token in zip(output.prompt_logprobs[1:], ids[1:],
                                                                             strict=True)])  # fmt: skip

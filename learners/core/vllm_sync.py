@@ -32,6 +32,7 @@ import functools
 import os
 import types
 from collections.abc import Mapping, MutableMapping
+from typing import Any
 
 CPU_ENGINE_DTYPE = "float32"
 """The dtype of a vLLM engine on the CPU: that of the policy, which trains in float32 there (``CPU_SETTINGS``)."""
@@ -81,6 +82,19 @@ def check_kv_cache_space(env: Mapping[str, str] | None = None) -> None:
             f"VLLM_CPU_KVCACHE_SPACE={gib} GiB does not fit this machine's {total:.0f} GiB of memory: give 1 to "
             f"{max(1, int(total) - 1)} (the KV cache of a CPU engine)"
         )
+
+
+def vllm_sampling_kwargs(*, read_prefix_cache: bool = True) -> dict[str, Any]:
+    """``vllm.SamplingParams`` keywords of a scoring request: one dummy output token, the logprob of each prompt
+    token (``prompt_logprobs=0``: the actual token only), no detokenization (cached rows are never decoded). The
+    contrastive scorer's requests and the async rollouts' sync probe."""
+    return dict(
+        max_tokens=1,
+        temperature=0.0,
+        prompt_logprobs=0,
+        detokenize=False,
+        skip_reading_prefix_cache=not read_prefix_cache,
+    )
 
 
 def free_port() -> int:
