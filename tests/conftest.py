@@ -17,9 +17,10 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 
 HEAVY = ("torch", "transformers", "trl", "vllm", "peft", "learners", "verifiers_ext", "datasets", "verifiers")
 """A test module naming none of these (as an import or a fixture that builds a model) is in the torch-free tier."""
-MODEL_FIXTURES = ("tiny_model_dir", "tiny_tokenizer", "smollm2", "warm_start", "accelerate", '"benchmarks"')
+MODEL_FIXTURES = ("tiny_model_dir", "tiny_tokenizer", "smollm2", "warm_start", "accelerate", '"benchmarks"',
+                  "load_script(")
 """Names whose presence puts a module outside the tier: model fixtures, accelerate's parser, a loaded benchmark
-script."""
+script (``tests/scripts.py``)."""
 
 
 FOLDER_MARKERS = ("countdown_env", "verifiers_ext", "learners", "integration", "experiments", "multiproc")

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-from pathlib import Path
 
 import pytest
 
-
-def _load():
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_async.py"
-    spec = importlib.util.spec_from_file_location("bench_async", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.scripts import load_script
 
 
 def test_summarize_pools_the_seeds_of_several_files_and_pairs_async_with_sync(tmp_path):
@@ -27,7 +19,7 @@ def test_summarize_pools_the_seeds_of_several_files_and_pairs_async_with_sync(tm
     first, second = tmp_path / "a.json", tmp_path / "b.json"
     first.write_text(json.dumps({"arms": {"sync": rows({0: 0.30, 1: 0.34}), "async K=1": rows({0: 0.32, 1: 0.30})}}))
     second.write_text(json.dumps({"arms": {"sync": rows({2: 0.32}), "async K=1": rows({2: 0.35})}}))
-    summary = _load().summarize([first, second])
+    summary = load_script("benchmarks/bench_async.py").summarize([first, second])
     assert summary["sync"]["seeds"] == [0, 1, 2] and summary["async K=1"]["seeds"] == [0, 1, 2]
     mean, low, high = summary["sync"]["pass@1"]
     half = t.ppf(0.975, 2) * 0.02 / math.sqrt(3)  # values 0.30, 0.34, 0.32: mean 0.32, SD 0.02

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+
+from tests.scripts import load_script
 
 pytestmark = pytest.mark.slow
 
 
 def test_benchmark_runs_and_prints_every_method(capsys):
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_update_cost.py"
-    spec = importlib.util.spec_from_file_location("bench_update_cost", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("benchmarks/bench_update_cost.py")
     module.main(
         ["--lengths", "24", "48", "--budget", "8", "--rows", "8", "--group", "4", "--micro-batch", "4", "--prompt", "6"]
         + ["--repeats", "1", "--random-repeats", "2"]

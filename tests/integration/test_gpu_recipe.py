@@ -73,13 +73,9 @@ def test_the_recipe_runs_on_the_cpu_at_smoke_size(tmp_path):
 
 
 def smoke_script():
-    import importlib.util
+    from tests.scripts import load_script
 
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_recipe_smoke.py"
-    spec = importlib.util.spec_from_file_location("gpu_recipe_smoke", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/gpu_recipe_smoke.py")
 
 
 def test_the_device_script_reads_trls_step_times_and_refuses_a_machine_without_a_gpu(tmp_path, capsys):
