@@ -1,11 +1,14 @@
 """Synchronous vs asynchronous rollouts (learners/core/async_rollouts.py), the same run in one invocation.
 
-Each arm is one ``countdown train`` process with the colocated vLLM engine, the same settings, seed and steps: ``sync``
-(generation, then the update), ``async K=1`` and ``async K=2``. Per arm it prints steps and samples per hour over the
-training loop (``train_runtime``: the engine's start and the model's load are before it), the share of time each core
-was busy while the arm ran (``/proc/stat``), the staleness histogram of its steps, and pass@1 of the final policy on
-held-out puzzles (a ``countdown eval`` after the run, outside its timing); then each async arm's ratio of samples per
-hour to ``sync``'s. The importance-sampling correction is on in every arm (async needs it).
+Each arm is one ``countdown train`` process with the colocated vLLM engine, the same settings, seed and steps:
+``sync`` (generation, then the update) on one torch thread and on two, ``async K=0`` (the synchronous run through the
+async worker, which times generation apart from the rest of a step), ``async K=1`` and ``async K=2``. Per arm it
+prints steps and samples per hour over the training loop (``train_runtime``: the engine's start and the model's load
+are before it), the share of time each core was busy while the arm ran (``/proc/stat``), the staleness histogram of
+its steps, and pass@1 of the final policy on held-out puzzles (a ``countdown eval`` after the run, outside its
+timing); for the async arms the median seconds and CPU share of a step's generation (the worker thread) and of the
+rest (the training thread); then each arm's ratio of samples per hour to ``sync``'s, and the ceiling that K=0's split
+puts on any overlap. The importance-sampling correction is on in every arm (async needs it).
 
     python benchmarks/bench_async.py --model smollm2 --steps 6          # SmolLM2-135M warm start, LoRA r16
     python benchmarks/bench_async.py --model tiny --steps 20 --seeds 0 1 2   # the tiny warm start; pass@1 per seed
@@ -37,7 +40,17 @@ PRESETS = {
 }  # fmt: skip
 """``--model`` -> (preset, its extra ``--set``s): the tiny one at 4 prompts x 8 completions like SmolLM2's."""
 
-ARMS = {"sync": [], "async K=1": ["--async", "--max-staleness", "1"], "async K=2": ["--async", "--max-staleness", "2"]}
+ARMS = {
+    "sync": [],
+    "sync 2 threads": ["--threads", "2"],
+    "async K=0": ["--async", "--max-staleness", "0"],
+    "async K=1": ["--async", "--max-staleness", "1"],
+    "async K=2": ["--async", "--max-staleness", "2"],
+}
+"""Every arm runs one torch thread (``OMP_NUM_THREADS=1``) except ``sync 2 threads``, the synchronous run given both
+cores. ``async K=0`` is the synchronous run through the async worker: its timings split a step into generation and
+the rest (scoring, update), which bounds what any overlap can give: (G + U) / max(G, U)."""
+TIMINGS = ("async/generate_seconds", "async/generate_cpu_share", "async/train_seconds", "async/train_cpu_share")
 
 
 def cpu_times() -> list[tuple[int, int]]:
@@ -78,8 +91,24 @@ def run_arm(model: str, flags: list[str], steps: int, seed: int, eval_limit: int
         "staleness": dict(Counter(int(e["async/staleness"]) for e in history if "async/staleness" in e)),
         "dropped": max([e["async/dropped"] for e in history if "async/dropped" in e], default=0),
         "wait_seconds": sum(e["async/wait_seconds"] for e in history if "async/wait_seconds" in e),
+        # medians over the steps after the first (which also starts the engine's caches)
+        **{
+            name.split("/")[1]: float(np.median(values[1:])) if len(values) > 1 else None
+            for name in TIMINGS
+            for values in [[e[name] for e in history if name in e]]
+        },  # fmt: skip
         "pass@1": final_pass_at_1(out / "final", eval_limit) if eval_limit else None,
     }
+
+
+def overlap_ceiling(rows: list[dict]) -> float | None:
+    """The most any overlap of generation (G) with the rest of a step (U) can give over running them one after the
+    other, (G + U) / max(G, U), from the synchronous split of ``async K=0``'s per-step medians (averaged over seeds)."""
+    pairs = [(r["generate_seconds"], r["train_seconds"]) for r in rows if r.get("train_seconds")]
+    if not pairs:
+        return None
+    g, u = np.mean([p[0] for p in pairs]), np.mean([p[1] for p in pairs])
+    return float((g + u) / max(g, u))
 
 
 def final_pass_at_1(model: Path, limit: int) -> float:
@@ -144,6 +173,10 @@ def main(argv: list[str] | None = None) -> int:
                       f"{figures['wall_seconds']:.0f} s), cores busy {[round(b, 2) for b in figures['core_busy']]}, "
                       f"staleness {figures['staleness'] or '-'}, dropped {figures['dropped']:.0f}, "
                       f"waited {figures['wait_seconds']:.0f} s, pass@1 {figures['pass@1']}", flush=True)  # fmt: skip
+                if figures["generate_seconds"] is not None:
+                    print(f"{'':10s} per step (median): generate {figures['generate_seconds']:.1f} s at CPU share "
+                          f"{figures['generate_cpu_share']:.2f}, train {figures['train_seconds'] or 0:.1f} s at CPU "
+                          f"share {figures['train_cpu_share'] or 0:.2f}", flush=True)  # fmt: skip
     base = np.mean([r["samples_per_hour"] for r in results.get("sync", [])]) if "sync" in results else None
     summary = {"model": args.model, "steps": args.steps, "seeds": args.seeds, "arms": results}
     for arm, rows in results.items():
@@ -156,6 +189,10 @@ def main(argv: list[str] | None = None) -> int:
         if passes:
             line += f"; pass@1 {np.mean(passes):.3f} (seeds {', '.join(f'{p:.3f}' for p in passes)})"
         print(line)
+    ceiling = overlap_ceiling(results.get("async K=0", []))
+    if ceiling:
+        summary["overlap_ceiling"] = ceiling
+        print(f"overlap ceiling from async K=0's split: (G + U) / max(G, U) = {ceiling:.2f}x sync")
     if args.out:
         from countdown_env.helpers.atomic import write_text
 

@@ -28,6 +28,12 @@ After each weight sync the engine's log-probabilities of a fixed probe are check
 (:meth:`AsyncRollouts.check_sync`): a sync that left the engine on other weights stops the run in one line before any
 of its samples are trained on.
 
+Where the time goes, logged per step: ``async/generate_seconds`` (the worker's wall time for the step's batch) and
+``async/generate_cpu_share`` (the share of it the worker thread spent running), ``async/train_seconds`` and
+``async/train_cpu_share`` (the same for the training thread, from one generation handed over to the next). With one
+torch thread per side (``--threads 1``) a share well below 1 means the thread waited for the interpreter lock or for
+a core; ``benchmarks/bench_async.py`` reports them beside the sync run's.
+
 Limits, each refused in one line: one process only (TRL gathers prompts and lengths across processes inside
 ``_generate``, and a worker thread would enter those collectives out of step with the main thread); the dataset
 route only (the env and tools routes run their own multi-turn loop on the engine); the colocated engine only. The
@@ -85,6 +91,7 @@ class AsyncRollouts:
         self.ahead: deque = deque()  # (batch_samples, num_items_in_batch) of the next steps, in order
         self.pending: deque = deque()  # (prompts, policy step, Future) submitted to the worker, in order
         self.dropped = 0
+        self.trained_since: tuple[float, float] | None = None  # (wall, thread CPU) when the last generate() returned
         self.jobs: queue.Queue = queue.Queue()
         self.worker = threading.Thread(target=self._work, name="countdown-async-rollouts", daemon=True)
         self.worker.start()
@@ -104,10 +111,14 @@ class AsyncRollouts:
                 return
             future, generate, prompts = job
             if future.set_running_or_notify_cancel():
+                wall, cpu = time.perf_counter(), time.thread_time()
                 try:
-                    future.set_result(generate(prompts))
+                    result = generate(prompts)
                 except BaseException as exc:  # noqa: BLE001 - handed to the training thread, which raises it
                     future.set_exception(exc)
+                else:
+                    future.timing = (time.perf_counter() - wall, time.thread_time() - cpu)
+                    future.set_result(result)
 
     def submit(self, generate, prompts: list) -> Future:
         future: Future = Future()
@@ -134,14 +145,19 @@ class AsyncRollouts:
     def generate(self, prompts: list, generate) -> Any:
         """Step ``global_step``'s generation of ``prompts`` (``generate``: ``GRPOTrainer._generate``)."""
         step = self.trainer.state.global_step
-        result, staleness, waited = None, 0, 0.0
+        log = self.trainer.log_metric
+        if self.trained_since is not None:  # the training thread's work since the last generation was handed over
+            wall, cpu = time.perf_counter() - self.trained_since[0], time.thread_time() - self.trained_since[1]
+            log("async/train_seconds", wall)
+            log("async/train_cpu_share", cpu / wall if wall > 0 else 1.0)
+        result, staleness, waited, used = None, 0, 0.0, None
         if self.pending:
             ahead_prompts, version, future = self.pending.popleft()
             start = time.perf_counter()
             batch = self._result(future)
             waited = time.perf_counter() - start
             if ahead_prompts == prompts and step - version <= self.max_staleness:
-                result, staleness = batch, step - version
+                result, staleness, used = batch, step - version, future
             else:
                 self.dropped += 1
         if result is None and self.pending:  # dropped while later batches are in flight: they are older still
@@ -153,14 +169,18 @@ class AsyncRollouts:
             self.check_sync()
             if result is None:
                 start = time.perf_counter()
-                result = self._result(self.submit(generate, prompts))
+                used = self.submit(generate, prompts)
+                result = self._result(used)
                 waited += time.perf_counter() - start
             for ahead in self.next_prompts()[: self.max_staleness]:
                 self.pending.append((ahead, step, self.submit(generate, ahead)))
-        log = self.trainer.log_metric
         log("async/staleness", float(staleness))
         log("async/dropped", float(self.dropped))
         log("async/wait_seconds", waited)
+        seconds, cpu = used.timing
+        log("async/generate_seconds", seconds)
+        log("async/generate_cpu_share", cpu / seconds if seconds > 0 else 1.0)
+        self.trained_since = (time.perf_counter(), time.thread_time())
         return result
 
     def check_sync(self) -> float:

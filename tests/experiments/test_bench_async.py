@@ -27,3 +27,11 @@ def test_summarize_pools_the_seeds_of_several_files_and_pairs_async_with_sync(tm
     diff, _, _ = summary["async K=1"]["minus_sync"]  # +0.02, -0.04, +0.03 by seed
     assert diff == pytest.approx(0.01 / 3)
     assert "minus_sync" not in summary["sync"]
+
+
+def test_the_overlap_ceiling_is_the_sum_of_the_two_phases_over_the_longer():
+    ceiling = load_script("benchmarks/bench_async.py").overlap_ceiling
+    rows = [{"generate_seconds": 10.0, "train_seconds": 30.0}, {"generate_seconds": 20.0, "train_seconds": 30.0}]
+    assert ceiling(rows) == pytest.approx((15.0 + 30.0) / 30.0)  # the mean split over seeds: G 15 s, U 30 s
+    assert ceiling([{"generate_seconds": 40.0, "train_seconds": 10.0}]) == pytest.approx(50.0 / 40.0)
+    assert ceiling([{"generate_seconds": 5.0, "train_seconds": None}]) is None  # one step: nothing after the first

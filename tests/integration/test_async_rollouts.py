@@ -53,6 +53,12 @@ def test_one_step_ahead_trains_on_samples_one_version_old(tiny_model_dir, tmp_pa
     assert len(_per_step(history, "loss")) == STEPS
     assert all(abs(x) < 1e6 for x in _per_step(history, "loss"))
     assert len(_per_step(history, "sampling/importance_sampling_ratio/max")) == STEPS
+    # where the time went: the worker's generation of each step's batch, the training thread between two handovers
+    assert len(_per_step(history, "async/generate_seconds")) == STEPS
+    assert all(s > 0 for s in _per_step(history, "async/generate_seconds"))
+    assert len(_per_step(history, "async/train_seconds")) == STEPS - 1  # none before the first generation
+    shares = _per_step(history, "async/generate_cpu_share") + _per_step(history, "async/train_cpu_share")
+    assert all(0 < share <= 1.01 for share in shares)  # one thread's CPU time cannot exceed its wall time
     resolved = json.loads((tmp_path / "run" / "resolved_config.json").read_text())
     assert resolved["async"] == {"max_staleness": 1}
     assert not [t for t in threading.enumerate() if t.name == "countdown-async-rollouts"]  # no worker left behind
@@ -117,8 +123,9 @@ def test_a_sync_that_leaves_the_engine_behind_stops_the_run(tmp_path, monkeypatc
     from countdown_env.cli import main
     from learners.core import vllm_sync
 
-    monkeypatch.setattr(vllm_sync, "use_layerwise_sync", lambda trainer: setattr(trainer.vllm_generation,
-                                                                                  "sync_weights", lambda: None))
+    monkeypatch.setattr(
+        vllm_sync, "use_layerwise_sync", lambda trainer: setattr(trainer.vllm_generation, "sync_weights", lambda: None)
+    )
     argv = train_argv("grpo", tmp_path / "run", "model=warm-start", f"trainer.max_steps={STEPS}",
                       "trainer.vllm_importance_sampling_correction=true", "trainer.learning_rate=1e-3",
                       "trainer.max_completion_length=96", "trainer.num_generations=8")  # fmt: skip
