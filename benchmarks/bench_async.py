@@ -13,6 +13,7 @@ puts on any overlap. The importance-sampling correction is on in every arm (asyn
     python benchmarks/bench_async.py --model smollm2 --steps 6          # SmolLM2-135M warm start, LoRA r16
     python benchmarks/bench_async.py --model tiny --steps 20 --seeds 0 1 2   # the tiny warm start; pass@1 per seed
     python benchmarks/bench_async.py --summarize benchmarks/results/async/tiny*.json   # pass@1 over every file's seeds
+    python benchmarks/bench_async.py --contention     # an update beside a decoding process vs a decoding thread
 
 Figures depend on the machine and on what else runs on it; the script reports them, it asserts nothing.
 """
@@ -46,10 +47,12 @@ ARMS = {
     "async K=0": ["--async", "--max-staleness", "0"],
     "async K=1": ["--async", "--max-staleness", "1"],
     "async K=2": ["--async", "--max-staleness", "2"],
+    "async K=1 2 threads": ["--threads", "2", "--async", "--max-staleness", "1"],
 }
-"""Every arm runs one torch thread (``OMP_NUM_THREADS=1``) except ``sync 2 threads``, the synchronous run given both
-cores. ``async K=0`` is the synchronous run through the async worker: its timings split a step into generation and
-the rest (scoring, update), which bounds what any overlap can give: (G + U) / max(G, U)."""
+"""Every arm runs one torch thread (``OMP_NUM_THREADS=1``) except the ``2 threads`` ones (``--threads 2``: both cores
+for the update, and for generation when it does not overlap). ``async K=0`` is the synchronous run through the async
+worker: its timings split a step into generation and the rest (scoring, update), which bounds what any overlap can
+give: (G + U) / max(G, U)."""
 TIMINGS = ("async/generate_seconds", "async/generate_cpu_share", "async/train_seconds", "async/train_cpu_share")
 
 
@@ -111,6 +114,59 @@ def overlap_ceiling(rows: list[dict]) -> float | None:
     return float((g + u) / max(g, u))
 
 
+def _update_seconds(repeats: int = 12) -> float:
+    """Median seconds of one forward and backward of 8 SmolLM2-sized MLP blocks (576 -> 1536 -> 576, frozen weights as
+    under LoRA) on 400 tokens, one torch thread: the kind of work a step's update is made of."""
+    import torch
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    ups = [torch.nn.Linear(576, 1536).requires_grad_(False) for _ in range(8)]
+    downs = [torch.nn.Linear(1536, 576).requires_grad_(False) for _ in range(8)]
+    x = torch.randn(400, 576, requires_grad=True)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        h = x
+        for up, down in zip(ups, downs, strict=True):
+            h = down(torch.nn.functional.silu(up(h))) + h
+        h.sum().backward()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def _decode(stop) -> None:
+    """Until ``stop`` is set, what decoding does to memory: a batch of 32 rows through 530 MB of weights, one torch
+    thread (each SmolLM2 decode step reads all its float32 weights)."""
+    import torch
+
+    torch.set_num_threads(1)
+    weights = [torch.randn(576, 1536) for _ in range(150)]
+    x = torch.randn(32, 576)
+    while not stop.is_set():
+        for w in weights:
+            x @ w
+
+
+def contention() -> dict[str, float]:
+    """Median seconds of :func:`_update_seconds` alone, beside a decoding process and beside a decoding thread of the
+    same process: how much of async's loss is the machine (both) and how much the interpreter lock (the thread's
+    extra over the process's)."""
+    import multiprocessing
+    import threading
+
+    figures = {"alone": _update_seconds()}
+    for name, event, worker in (("beside a process", multiprocessing.Event(), multiprocessing.Process),
+                                ("beside a thread", threading.Event(), threading.Thread)):  # fmt: skip
+        other = worker(target=_decode, args=(event,))
+        other.start()
+        time.sleep(3)  # the decoder's weights are built and it is streaming
+        figures[name] = _update_seconds()
+        event.set()
+        other.join()
+    return figures
+
+
 def final_pass_at_1(model: Path, limit: int) -> float:
     """pass@1 (4 samples at T = 0.8, 128 tokens) of ``model`` on the first ``limit`` tiny_n3 puzzles (held out)."""
     report = model.parent / "final_eval.json"
@@ -151,7 +207,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arms", nargs="+", choices=sorted(ARMS), default=list(ARMS))
     parser.add_argument("--out", type=Path, help="write every figure as JSON here")
     parser.add_argument("--summarize", type=Path, nargs="+", help="run nothing: pass@1 over these result files' seeds")
+    parser.add_argument(
+        "--contention",
+        action="store_true",
+        help="run nothing else: an update's slowdown beside a "
+        "decoding process and beside a decoding thread (is it the machine or the interpreter lock?)",
+    )
     args = parser.parse_args(argv)
+    if args.contention:
+        figures = contention()
+        for name, seconds in figures.items():
+            print(f"update {name:16s}: {seconds:.3f} s ({seconds / figures['alone']:.2f}x alone)")
+        return 0
     if args.summarize:
         for arm, figures in summarize(args.summarize).items():
             mean, low, high = figures["pass@1"]
@@ -178,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
                           f"{figures['generate_cpu_share']:.2f}, train {figures['train_seconds'] or 0:.1f} s at CPU "
                           f"share {figures['train_cpu_share'] or 0:.2f}", flush=True)  # fmt: skip
     base = np.mean([r["samples_per_hour"] for r in results.get("sync", [])]) if "sync" in results else None
+    two = [r["samples_per_hour"] for r in results.get("sync 2 threads", [])]
+    best_sync = float(np.mean(two)) if two else None
     summary = {"model": args.model, "steps": args.steps, "seeds": args.seeds, "arms": results}
     for arm, rows in results.items():
         rate = float(np.mean([r["samples_per_hour"] for r in rows]))
@@ -186,6 +255,9 @@ def main(argv: list[str] | None = None) -> int:
         if base:
             summary.setdefault("ratio_to_sync", {})[arm] = rate / base
             line += f" = {rate / base:.2f}x sync"
+        if best_sync:
+            summary.setdefault("ratio_to_sync_2_threads", {})[arm] = rate / best_sync
+            line += f" = {rate / best_sync:.2f}x sync on 2 threads"
         if passes:
             line += f"; pass@1 {np.mean(passes):.3f} (seeds {', '.join(f'{p:.3f}' for p in passes)})"
         print(line)
