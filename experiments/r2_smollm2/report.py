@@ -143,20 +143,18 @@ def pooled_scores(paths: list[Path]):
     """``(puzzles, pass@1 per puzzle)`` of several evals of the same puzzles in the same order, their samples pooled
     (correct over all samples of a puzzle): amendment 4(d)'s step-0 baseline drawn as the end evals are (4 draws of 4
     samples, 16 per puzzle)."""
-    keys, correct, samples = None, None, None
-    for path in paths:
-        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        these = [(tuple(r["numbers"]), int(r["target"])) for r in rows]
-        if keys is None:
-            keys, correct, samples = these, [0] * len(rows), [0] * len(rows)
-        elif these != keys:
-            raise ValueError(f"{path}: not the puzzles of {paths[0]} in their order")
-        for i, row in enumerate(rows):
-            correct[i] += int(sum(row["correct"]))
-            samples[i] += len(row["correct"])
     import numpy as np
 
-    return keys, np.asarray(correct, dtype=np.float64) / np.asarray(samples, dtype=np.float64)
+    from learners.pipeline.evaluation.statistics import puzzle_counts
+
+    keys, correct, samples = puzzle_counts(paths[0])
+    correct, samples = np.asarray(correct, dtype=np.float64), np.asarray(samples, dtype=np.float64)
+    for path in paths[1:]:
+        other_keys, other_correct, other_samples = puzzle_counts(path)
+        if other_keys != keys:
+            raise ValueError(f"{path}: not the puzzles of {paths[0]} in their order")
+        correct, samples = correct + other_correct, samples + other_samples
+    return keys, correct / samples
 
 
 def verdict(runs: dict[str, Path], start: Path | list[Path] | None, step: int) -> dict[str, Any]:

@@ -16,7 +16,8 @@ r"""The project's one statistics module: pass@k, bootstrap and Student t interva
 - :func:`equivalence_power`: the probability that the Student t 95 % interval over n seeds lies within ±margin when
   the true difference is 0 and the seeds' SD is the realised one (the power of an equivalence rule such as E4's
   "within ±0.03"): exact, integrating the normal mean over the chi-square law of the sample SD.
-- :func:`puzzle_scores`: the per-puzzle pass@k of an eval file (``evals/step-N.jsonl``).
+- :func:`puzzle_counts`, :func:`puzzle_scores`: the per-puzzle correct and sample counts, and pass@k, of an eval
+  file (``evals/step-N.jsonl``).
 """
 
 from __future__ import annotations
@@ -104,17 +105,24 @@ def equivalence_power(margin: float, sd: float, n: int) -> float:
     return float(min(1.0, quad(inside, 0.0, q_max, limit=200)[0]))
 
 
-def puzzle_scores(path: str | Path, k: int = 1) -> tuple[list[tuple[tuple[int, ...], int]], np.ndarray]:
-    """``(puzzles, scores)`` of an ``evals/step-N.jsonl``/``final_eval.jsonl``: per puzzle its unbiased pass@k."""
-    keys, scores = [], []
+def puzzle_counts(path: str | Path) -> tuple[list[tuple[tuple[int, ...], int]], list[int], list[int]]:
+    """``(puzzles, correct, samples)`` of an ``evals/step-N.jsonl``/``final_eval.jsonl``: per puzzle (its numbers and
+    target) how many of its samples were correct, and how many it had."""
+    keys, correct, samples = [], [], []
     for line in Path(path).read_text().splitlines():
         if not line.strip():
             continue
         item = json.loads(line)
         keys.append((tuple(item["numbers"]), int(item["target"])))
-        correct = item["correct"]
-        scores.append(pass_at_k(len(correct), int(sum(correct)), k))
-    return keys, np.asarray(scores, dtype=np.float64)
+        correct.append(int(sum(item["correct"])))
+        samples.append(len(item["correct"]))
+    return keys, correct, samples
+
+
+def puzzle_scores(path: str | Path, k: int = 1) -> tuple[list[tuple[tuple[int, ...], int]], np.ndarray]:
+    """``(puzzles, scores)`` of an ``evals/step-N.jsonl``/``final_eval.jsonl``: per puzzle its unbiased pass@k."""
+    keys, correct, samples = puzzle_counts(path)
+    return keys, np.asarray([pass_at_k(n, c, k) for c, n in zip(correct, samples, strict=True)], dtype=np.float64)
 
 
 def paired_bootstrap_diff(
