@@ -244,20 +244,17 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{'':10s} per step (median): generate {figures['generate_seconds']:.1f} s at CPU share "
                           f"{figures['generate_cpu_share']:.2f}, train {figures['train_seconds'] or 0:.1f} s at CPU "
                           f"share {figures['train_cpu_share'] or 0:.2f}", flush=True)  # fmt: skip
-    base = np.mean([r["samples_per_hour"] for r in results.get("sync", [])]) if "sync" in results else None
-    two = [r["samples_per_hour"] for r in results.get("sync 2 threads", [])]
-    best_sync = float(np.mean(two)) if two else None
+    rates = {arm: float(np.mean([r["samples_per_hour"] for r in rows])) for arm, rows in results.items()}
+    baselines = {"sync": ("ratio_to_sync", "sync"), "sync 2 threads": ("ratio_to_sync_2_threads", "sync on 2 threads")}
     summary = {"model": args.model, "steps": args.steps, "seeds": args.seeds, "arms": results}
     for arm, rows in results.items():
-        rate = float(np.mean([r["samples_per_hour"] for r in rows]))
+        rate = rates[arm]
         passes = [r["pass@1"] for r in rows if r["pass@1"] is not None]
         line = f"{arm:10s}: {rate:8.0f} samples/h"
-        if base:
-            summary.setdefault("ratio_to_sync", {})[arm] = rate / base
-            line += f" = {rate / base:.2f}x sync"
-        if best_sync:
-            summary.setdefault("ratio_to_sync_2_threads", {})[arm] = rate / best_sync
-            line += f" = {rate / best_sync:.2f}x sync on 2 threads"
+        for baseline, (key, label) in baselines.items():
+            if baseline in rates:
+                summary.setdefault(key, {})[arm] = rate / rates[baseline]
+                line += f" = {rate / rates[baseline]:.2f}x {label}"
         if passes:
             line += f"; pass@1 {np.mean(passes):.3f} (seeds {', '.join(f'{p:.3f}' for p in passes)})"
         print(line)
