@@ -15,7 +15,7 @@ sampling) and the eval pass@1 at its steps, into one ``curves.png``::
 that step minus the shared step-0 pass@1 on the same puzzles; the mean over seeds with a Student t 95 % interval over
 seeds and a joint puzzle bootstrap (one draw of puzzle indices per replicate for the step-0 eval and every seed);
 the wider of the two decides (*learned* if its lower end is above 0, else *learning not shown*); the MDE at the
-realised spread over seeds; pass@4 beside it (secondary)::
+realised spread over seeds; pass@4 and amendment 5(b)'s format figures beside it (secondary)::
 
     python experiments/r2_smollm2/report.py verdict experiments/r2_smollm2/main/seed-* --step 100 \
         --start experiments/r2_smollm2/step0_256x16.jsonl --out experiments/r2_smollm2/main/verdict-step100.md
@@ -214,6 +214,48 @@ def verdict(runs: dict[str, Path], start: Path | list[Path] | None, step: int) -
         "verdict": "learned" if learned else "learning not shown",
         "sd_over_seeds": float(np.std(list(gains.values()), ddof=1)) if len(gains) > 1 else math.nan,
         "mde": minimum_detectable_effect(list(gains.values())),
+        "format": format_secondary(runs, gains, step),
+    }
+
+
+def eval_format_rate(run: Path, step: int) -> float:
+    """The format rate of a run's eval at ``step``, from its ``rows.csv`` (nan when that eval is not there)."""
+    import csv
+
+    path = run / "rows.csv"
+    if not path.is_file():
+        return math.nan
+    with path.open(newline="") as handle:
+        rates = [float(row["format_rate"]) for row in csv.DictReader(handle) if int(row["step"]) == step]
+    return rates[-1] if rates else math.nan
+
+
+def format_secondary(runs: dict[str, Path], gains: dict[str, float], step: int, window: int = 10) -> dict[str, Any]:
+    """Amendment 5(b)'s secondary, with no decision attached: per run, the training format rate over the last
+    ``window`` steps up to ``step`` (91-100) and the eval's format rate at ``step``; the share of runs whose training
+    format there is below 0.5 ("dropped the reasoning"); the mean gain of the runs that kept it and of those that
+    dropped it (nan for an empty side). ``gains``: the verdict's gain per run."""
+    per_run, kept, dropped = {}, [], []
+    for label in gains:
+        run = runs[label]
+        history = json.loads((run / "log_history.json").read_text()) if (run / "log_history.json").is_file() else []
+        train = window_mean(history, FORMAT_KEY, step - window + 1, step)
+        per_run[label] = {"train": train, "eval": eval_format_rate(run, step)}
+        if math.isfinite(train):
+            (dropped if train < 0.5 else kept).append(gains[label])
+
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values) if values else math.nan
+
+    measured = len(kept) + len(dropped)
+    return {
+        "window": [step - window + 1, step],
+        "per_run": per_run,
+        "dropped_share": len(dropped) / measured if measured else math.nan,
+        "mean_gain_kept": mean(kept),
+        "mean_gain_dropped": mean(dropped),
+        "kept": len(kept),
+        "dropped": len(dropped),
     }
 
 
@@ -232,6 +274,17 @@ def verdict_markdown(result: dict[str, Any], command: str) -> str:
         lines.append(f"- {name}: [{low:+.4f}, {high:+.4f}]{mark}")
     lines += ["", f"SD of a seed's gain: {result['sd_over_seeds']:.4f}; minimum detectable effect at 80 % power "
               f"with these seeds, this SD taken as known: {result['mde']:.4f}."]  # fmt: skip
+    fmt = result.get("format")
+    if fmt is not None:
+        first, last = fmt["window"]
+        lines += ["", f"Format (amendment 5(b), secondary, no decision attached): training format rate over steps "
+                  f"{first}-{last} and the eval's at step {result['step']}.", "",
+                  "| run | training format | eval format |", "| --- | --- | --- |"]  # fmt: skip
+        for label, rates in fmt["per_run"].items():
+            lines.append(f"| {label} | {rates['train']:.3f} | {rates['eval']:.3f} |")
+        lines += ["", f"Runs below 0.5 (dropped the reasoning): {fmt['dropped']} of {fmt['kept'] + fmt['dropped']} "
+                  f"({fmt['dropped_share']:.2f}); mean gain of those that kept it {fmt['mean_gain_kept']:+.4f}, "
+                  f"of those that dropped it {fmt['mean_gain_dropped']:+.4f}."]  # fmt: skip
     if result["missing"]:
         lines += ["", "Runs without an eval at this step (left out): " + ", ".join(result["missing"]) + "."]
     return "\n".join(lines) + "\n"

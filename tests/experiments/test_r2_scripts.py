@@ -145,3 +145,32 @@ def test_a_start_drawn_in_several_files_pools_their_samples_per_puzzle(tmp_path)
     _write_eval(second, [[1, 1, 1, 0]])
     with pytest.raises(ValueError, match="not the puzzles of"):
         report.pooled_scores([first, second])
+
+
+def test_the_format_secondary_reads_the_last_ten_training_steps_and_the_eval_row(tmp_path):
+    """Amendment 5(b): run A keeps its format (0.9 over steps 91-100, though 0.0 before step 91), run B drops it (0.3
+    over 91-100, 1.0 before); the eval's rate is the step-100 row of rows.csv. Shares and side means by hand."""
+    import json
+
+    report = _load("report")
+    runs = {}
+    for name, before, after, eval_rate in (("a", 0.0, 0.9, 0.95), ("b", 1.0, 0.3, 0.25)):
+        run = tmp_path / name / "runs" / "grpo-s0"
+        run.mkdir(parents=True)
+        history = [{"step": s, report.FORMAT_KEY: before if s <= 90 else after} for s in range(1, 101)]
+        (run / "log_history.json").write_text(json.dumps(history + [{"train_runtime": 1.0}]))
+        (run / "rows.csv").write_text("learner,seed,step,format_rate\ngrpo,0,0,1.0\n"
+                                      f"grpo,0,50,0.5\ngrpo,0,100,{eval_rate}\n")  # fmt: skip
+        runs[name] = run
+    missing = tmp_path / "c" / "runs" / "grpo-s0"
+    missing.mkdir(parents=True)
+    runs["c"] = missing  # no history, no rows: nan, and not counted on either side
+    result = report.format_secondary(runs, {"a": 0.10, "b": 0.02, "c": 0.5}, step=100)
+    assert result["window"] == [91, 100]
+    assert result["per_run"]["a"] == {"train": pytest.approx(0.9), "eval": 0.95}
+    assert result["per_run"]["b"] == {"train": pytest.approx(0.3), "eval": 0.25}
+    assert math.isnan(result["per_run"]["c"]["train"]) and math.isnan(result["per_run"]["c"]["eval"])
+    assert (result["kept"], result["dropped"], result["dropped_share"]) == (1, 1, 0.5)
+    assert result["mean_gain_kept"] == pytest.approx(0.10) and result["mean_gain_dropped"] == pytest.approx(0.02)
+    only_kept = report.format_secondary({"a": runs["a"]}, {"a": 0.1}, step=100)
+    assert only_kept["dropped_share"] == 0.0 and math.isnan(only_kept["mean_gain_dropped"])
