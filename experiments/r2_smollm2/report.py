@@ -110,6 +110,7 @@ def labelled_runs(folders: list[Path]) -> dict[str, Path]:
 
 
 FORMAT_KEY = "countdown/format_rate"
+REGISTERED_SEEDS = 8  # PROTOCOL.md, "Statistic and power"; a verdict over fewer is interim (amendment 5(c))
 
 
 def probe_choice(runs: dict[str, float], histories: dict[str, list[dict[str, Any]]], steps: int = 30) -> dict[str, Any]:
@@ -261,7 +262,11 @@ def format_secondary(runs: dict[str, Path], gains: dict[str, float], step: int, 
 
 def verdict_markdown(result: dict[str, Any], command: str) -> str:
     """``result`` of :func:`verdict` as a short markdown page."""
-    lines = [f"# R2 at step {result['step']}: {result['verdict']}", "", f"`{command}`", "",
+    title = f"# R2 at step {result['step']}: {result['verdict']}"
+    if len(result["seeds"]) < REGISTERED_SEEDS:
+        seeds = len(result["seeds"])
+        title += f" (interim: {seeds} of the {REGISTERED_SEEDS} registered seeds, descriptive; amendment 5(c))"
+    lines = [title, "", f"`{command}`", "",
              f"Baseline: {result['baseline']}.", "",
              "| run | step-0 pass@1 (baseline) | pass@1 at the step (256 x 4) | gain | pass@4 at the step |",
              "| --- | --- | --- | --- | --- |"]  # fmt: skip

@@ -111,6 +111,10 @@ def test_verdict_gains_intervals_and_decision_on_hand_built_evals(tmp_path):
     assert own["gain_per_seed"]["a"] == pytest.approx(0.5 - 1 / 6)
     text = report.verdict_markdown(result, "cmd")
     assert "learning not shown" in text and "+0.2500" in text
+    assert "(interim: 2 of the 8 registered seeds" in text.splitlines()[0]
+    eight = dict(result, seeds=[f"s{i}" for i in range(8)], gain_per_seed={f"s{i}": 0.0 for i in range(8)})
+    eight |= {k: {f"s{i}": 0.0 for i in range(8)} for k in ("start_pass@1", "end_pass@1", "end_pass@4")}
+    assert "interim" not in report.verdict_markdown(eight, "cmd").splitlines()[0]
 
 
 def test_verdict_refuses_evals_of_other_puzzles(tmp_path):
