@@ -69,6 +69,12 @@ def eval_points(run: Path) -> tuple[list[int], list[float]]:
     return [s for s, _ in points], [v for _, v in points]
 
 
+def run_history(run: Path) -> list[dict[str, Any]]:
+    """A run's TRL log history (``log_history.json``; empty when the run has none yet)."""
+    path = run / "log_history.json"
+    return json.loads(path.read_text()) if path.is_file() else []
+
+
 def window_mean(log_history: list[dict[str, Any]], key: str, first: int, last: int) -> float:
     """Mean of ``key`` over the logged steps ``first..last`` (nan when none)."""
     steps, values = step_series(log_history, key)
@@ -88,8 +94,7 @@ def plot(runs: dict[str, Path], out: Path) -> Path:
     panels = [*PANELS, ("eval", "eval pass@1 (T = 0.8)")]
     for (key, title), axis in zip(panels, axes.flat, strict=False):
         for label, run in runs.items():
-            history = json.loads((run / "log_history.json").read_text()) if (run / "log_history.json").is_file() else []
-            steps, values = eval_points(run) if key == "eval" else step_series(history, key)
+            steps, values = eval_points(run) if key == "eval" else step_series(run_history(run), key)
             axis.plot(steps, values, marker="o" if key == "eval" else None, markersize=4, label=label)
         axis.set_title(title, fontsize=10)
         axis.set_xlabel("step")
@@ -221,13 +226,10 @@ def verdict(runs: dict[str, Path], start: Path | list[Path] | None, step: int) -
 
 def eval_format_rate(run: Path, step: int) -> float:
     """The format rate of a run's eval at ``step``, from its ``rows.csv`` (nan when that eval is not there)."""
-    import csv
+    from learners.pipeline.compare.results import read_rows
 
     path = run / "rows.csv"
-    if not path.is_file():
-        return math.nan
-    with path.open(newline="") as handle:
-        rates = [float(row["format_rate"]) for row in csv.DictReader(handle) if int(row["step"]) == step]
+    rates = [row["format_rate"] for row in read_rows(path) if row["step"] == step] if path.is_file() else []
     return rates[-1] if rates else math.nan
 
 
@@ -239,8 +241,7 @@ def format_secondary(runs: dict[str, Path], gains: dict[str, float], step: int, 
     per_run, kept, dropped = {}, [], []
     for label in gains:
         run = runs[label]
-        history = json.loads((run / "log_history.json").read_text()) if (run / "log_history.json").is_file() else []
-        train = window_mean(history, FORMAT_KEY, step - window + 1, step)
+        train = window_mean(run_history(run), FORMAT_KEY, step - window + 1, step)
         per_run[label] = {"train": train, "eval": eval_format_rate(run, step)}
         if math.isfinite(train):
             (dropped if train < 0.5 else kept).append(gains[label])
@@ -279,17 +280,16 @@ def verdict_markdown(result: dict[str, Any], command: str) -> str:
         lines.append(f"- {name}: [{low:+.4f}, {high:+.4f}]{mark}")
     lines += ["", f"SD of a seed's gain: {result['sd_over_seeds']:.4f}; minimum detectable effect at 80 % power "
               f"with these seeds, this SD taken as known: {result['mde']:.4f}."]  # fmt: skip
-    fmt = result.get("format")
-    if fmt is not None:
-        first, last = fmt["window"]
-        lines += ["", f"Format (amendment 5(b), secondary, no decision attached): training format rate over steps "
-                  f"{first}-{last} and the eval's at step {result['step']}.", "",
-                  "| run | training format | eval format |", "| --- | --- | --- |"]  # fmt: skip
-        for label, rates in fmt["per_run"].items():
-            lines.append(f"| {label} | {rates['train']:.3f} | {rates['eval']:.3f} |")
-        lines += ["", f"Runs below 0.5 (dropped the reasoning): {fmt['dropped']} of {fmt['kept'] + fmt['dropped']} "
-                  f"({fmt['dropped_share']:.2f}); mean gain of those that kept it {fmt['mean_gain_kept']:+.4f}, "
-                  f"of those that dropped it {fmt['mean_gain_dropped']:+.4f}."]  # fmt: skip
+    fmt = result["format"]
+    first, last = fmt["window"]
+    lines += ["", f"Format (amendment 5(b), secondary, no decision attached): training format rate over steps "
+              f"{first}-{last} and the eval's at step {result['step']}.", "",
+              "| run | training format | eval format |", "| --- | --- | --- |"]  # fmt: skip
+    for label, rates in fmt["per_run"].items():
+        lines.append(f"| {label} | {rates['train']:.3f} | {rates['eval']:.3f} |")
+    lines += ["", f"Runs below 0.5 (dropped the reasoning): {fmt['dropped']} of {fmt['kept'] + fmt['dropped']} "
+              f"({fmt['dropped_share']:.2f}); mean gain of those that kept it {fmt['mean_gain_kept']:+.4f}, "
+              f"of those that dropped it {fmt['mean_gain_dropped']:+.4f}."]  # fmt: skip
     if result["missing"]:
         lines += ["", "Runs without an eval at this step (left out): " + ", ".join(result["missing"]) + "."]
     return "\n".join(lines) + "\n"

@@ -156,6 +156,8 @@ def test_the_format_secondary_reads_the_last_ten_training_steps_and_the_eval_row
     over 91-100, 1.0 before); the eval's rate is the step-100 row of rows.csv. Shares and side means by hand."""
     import json
 
+    from learners.pipeline.compare.results import rows_to_csv
+
     report = _load("report")
     runs = {}
     for name, before, after, eval_rate in (("a", 0.0, 0.9, 0.95), ("b", 1.0, 0.3, 0.25)):
@@ -163,8 +165,9 @@ def test_the_format_secondary_reads_the_last_ten_training_steps_and_the_eval_row
         run.mkdir(parents=True)
         history = [{"step": s, report.FORMAT_KEY: before if s <= 90 else after} for s in range(1, 101)]
         (run / "log_history.json").write_text(json.dumps(history + [{"train_runtime": 1.0}]))
-        (run / "rows.csv").write_text("learner,seed,step,format_rate\ngrpo,0,0,1.0\n"
-                                      f"grpo,0,50,0.5\ngrpo,0,100,{eval_rate}\n")  # fmt: skip
+        evals = [{"learner": "grpo", "seed": 0, "step": step, "format_rate": rate}
+                 for step, rate in ((0, 1.0), (50, 0.5), (100, eval_rate))]  # fmt: skip
+        (run / "rows.csv").write_text(rows_to_csv(evals))
         runs[name] = run
     missing = tmp_path / "c" / "runs" / "grpo-s0"
     missing.mkdir(parents=True)
