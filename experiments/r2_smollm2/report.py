@@ -19,6 +19,14 @@ realised spread over seeds; pass@4 and amendment 5(b)'s format figures beside it
 
     python experiments/r2_smollm2/report.py verdict experiments/r2_smollm2/main/seed-* --step 100 \
         --start experiments/r2_smollm2/step0_256x16.jsonl --out experiments/r2_smollm2/main/verdict-step100.md
+
+``replay`` compares one run with the same run started again (same seed and command; another machine, or a restart
+after lost checkpoints), step by step: the first step whose sampled completions differ (told by the figures that
+depend on the samples alone: reward, accuracy, length, token count), the largest relative gap of the other logged
+figures before it (gradient norm, KL, entropy, loss: floating-point order), and the median ratio of step times::
+
+    python experiments/r2_smollm2/report.py replay experiments/r2_smollm2/amended/first-attempt-lost/seed-4 \
+        experiments/r2_smollm2/amended/seed-4
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -261,6 +270,34 @@ def format_secondary(runs: dict[str, Path], gains: dict[str, float], step: int, 
     }
 
 
+SAMPLED_KEYS = ("reward", "countdown/accuracy", "completions/mean_length", "num_tokens")
+
+
+def replay(first: Path, again: Path) -> dict[str, Any]:
+    """Step-by-step agreement of two log histories of one run (see the module docstring, ``replay``)."""
+    logged = [{int(e["step"]): e for e in run_history(run) if "step" in e} for run in (first, again)]
+    steps = sorted(set(logged[0]) & set(logged[1]))
+    diverged = next((s for s in steps if any(logged[0][s].get(k) != logged[1][s].get(k) for k in SAMPLED_KEYS)), None)
+    same = [s for s in steps if diverged is None or s < diverged]
+    gaps: dict[str, float] = {}
+    for s in same:
+        for key, value in logged[0][s].items():
+            other = logged[1][s].get(key)
+            if key in ("step", "step_time") or not isinstance(value, float) or not isinstance(other, float):
+                continue
+            if value != other:
+                gap = abs(other - value) / max(abs(value), 1e-12)
+                gaps[key] = max(gaps.get(key, 0.0), gap)
+    ratios = [logged[1][s]["step_time"] / logged[0][s]["step_time"] for s in steps if logged[0][s].get("step_time")]
+    return {
+        "steps_compared": len(steps),
+        "first_step_sampled_differently": diverged,
+        "steps_sampled_identically": len(same),
+        "largest_relative_gap_before": gaps,
+        "median_step_time_ratio": statistics.median(ratios) if ratios else math.nan,
+    }
+
+
 def verdict_markdown(result: dict[str, Any], command: str) -> str:
     """``result`` of :func:`verdict` as a short markdown page."""
     title = f"# R2 at step {result['step']}: {result['verdict']}"
@@ -319,7 +356,16 @@ def main(argv: list[str] | None = None) -> int:
         "--own-start", action="store_true", help="baseline: each run's own step-0 eval instead (amendment 3, secondary)"
     )
     decide.add_argument("--out", type=Path, help="write the verdict as markdown here (and print it)")
+    rerun = sub.add_parser("replay")
+    rerun.add_argument("first", type=Path, help="the first run's compare folder")
+    rerun.add_argument("again", type=Path, help="the same run's compare folder, started again")
     args = parser.parse_args(argv)
+    if args.command == "replay":
+        pairs = [run_dirs(args.first), run_dirs(args.again)]
+        if len(pairs[0]) != 1 or [r.name for r in pairs[0]] != [r.name for r in pairs[1]]:
+            parser.error("replay needs two compare folders holding one run of the same name each")
+        print(json.dumps(replay(pairs[0][0], pairs[1][0]), indent=2))
+        return 0
     runs = labelled_runs(args.folders)
     if not runs:
         parser.error("no run folders (FOLDER/runs/LEARNER-sSEED) found")

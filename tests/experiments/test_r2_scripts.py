@@ -4,6 +4,7 @@ hand-built inputs whose answers are worked out here."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 from pathlib import Path
 
@@ -181,3 +182,44 @@ def test_the_format_secondary_reads_the_last_ten_training_steps_and_the_eval_row
     assert result["mean_gain_kept"] == pytest.approx(0.10) and result["mean_gain_dropped"] == pytest.approx(0.02)
     only_kept = report.format_secondary({"a": runs["a"]}, {"a": 0.1}, step=100)
     assert only_kept["dropped_share"] == 0.0 and math.isnan(only_kept["mean_gain_dropped"])
+
+
+def test_replay_finds_the_first_step_sampled_differently_and_the_float_gaps_before_it(tmp_path):
+    report = _load("report")
+
+    def entry(step, reward, grad_norm, step_time):
+        return {
+            "step": step,
+            "reward": reward,
+            "countdown/accuracy": 0.5,
+            "completions/mean_length": 70.0,
+            "num_tokens": 100.0 * step,
+            "grad_norm": grad_norm,
+            "step_time": step_time,
+        }
+
+    first = [
+        entry(1, 0.25, 0.04, 50.0),
+        entry(2, 0.5, 0.02, 60.0),
+        entry(3, 0.75, 0.03, 50.0),
+        entry(4, 0.5, 0.1, 40.0),
+    ]
+    again = [
+        entry(1, 0.25, 0.04, 200.0),
+        entry(2, 0.5, 0.02002, 240.0),
+        entry(3, 0.5, 0.03, 250.0),
+        entry(5, 1.0, 0.1, 1.0),
+    ]
+    folders = []
+    for name, history in (("a", first), ("b", again)):
+        run = tmp_path / name / "runs" / "grpo-s4"
+        run.mkdir(parents=True)
+        (run / "log_history.json").write_text(json.dumps(history))
+        folders.append(tmp_path / name)
+    result = report.replay(tmp_path / "a" / "runs" / "grpo-s4", tmp_path / "b" / "runs" / "grpo-s4")
+    assert result["steps_compared"] == 3  # steps 1-3 are in both
+    assert result["first_step_sampled_differently"] == 3  # the reward differs there
+    assert result["steps_sampled_identically"] == 2
+    assert result["largest_relative_gap_before"] == {"grad_norm": pytest.approx(0.00002 / 0.02)}
+    assert result["median_step_time_ratio"] == pytest.approx(4.0)  # ratios 4, 4 and 5
+    assert report.main(["replay", str(folders[0]), str(folders[1])]) == 0
