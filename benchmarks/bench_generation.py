@@ -234,10 +234,13 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", os.cpu_count() or 1)))
+    from benchmarks._common import cpu_record
+
     work = Path(tempfile.mkdtemp())
     report = {
         "device": args.device,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "cpu": cpu_record(),
         "torch_threads": torch.get_num_threads(),
         "generation": [],
         "grpo": [],
