@@ -73,8 +73,6 @@ def test_the_probe_windows_scale_with_its_length():
 
 
 def _write_eval(path: Path, correct: list[list[bool]]) -> None:
-    import json
-
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = [{"numbers": [i, i + 1, i + 2], "target": 10 + i, "correct": c, "lengths": [50] * len(c)}
             for i, c in enumerate(correct)]  # fmt: skip
@@ -155,8 +153,6 @@ def test_a_start_drawn_in_several_files_pools_their_samples_per_puzzle(tmp_path)
 def test_the_format_secondary_reads_the_last_ten_training_steps_and_the_eval_row(tmp_path):
     """Amendment 5(b): run A keeps its format (0.9 over steps 91-100, though 0.0 before step 91), run B drops it (0.3
     over 91-100, 1.0 before); the eval's rate is the step-100 row of rows.csv. Shares and side means by hand."""
-    import json
-
     from learners.pipeline.compare.results import rows_to_csv
 
     report = _load("report")
