@@ -31,7 +31,6 @@ import argparse
 import gc
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -237,10 +236,11 @@ def main() -> None:
     from benchmarks._common import cpu_record
 
     work = Path(tempfile.mkdtemp())
+    cpu = cpu_record()
     report = {
         "device": args.device,
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-        "cpu": cpu_record(),
+        "machine": f"{cpu['arch']}, {cpu['cores']} cores",
+        "cpu": cpu,
         "torch_threads": torch.get_num_threads(),
         "generation": [],
         "grpo": [],
