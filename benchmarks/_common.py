@@ -1,11 +1,7 @@
-"""What several benchmarks share: the shape of the GPU reference model, built with random weights (no Hub), and the
-record of the CPU a figure was measured on."""
+"""What several benchmarks share: the shapes of the reference models they build with random weights (no Hub). The
+record of the CPU a figure was measured on is ``learners.pipeline.machine.cpu_record``."""
 
 from __future__ import annotations
-
-import os
-import platform
-from pathlib import Path
 
 # Qwen3-0.6B's architecture (config values of the released model); benchmarks build it with random weights,
 # since the cost of a forward/backward does not depend on the weights.
@@ -33,25 +29,3 @@ MID_43M: dict = dict(
     max_position_embeddings=2048,
     tie_word_embeddings=True,
 )
-
-
-def cpu_record(cpuinfo: str | None = None) -> dict:
-    """The CPU behind a figure: architecture, cores, model name and vector extensions (the ``avx*`` and ``amx*`` flags
-    of ``/proc/cpuinfo``; read from ``cpuinfo`` when given). The extensions belong in every record because the model
-    name does not tell machines apart: two 2-core machines that both report "AMD EPYC" ran identical SmolLM2 training
-    steps about 4x apart, the slower one with AVX2 only (experiments/r2_smollm2/amended/README.md)."""
-    if cpuinfo is None:
-        path = Path("/proc/cpuinfo")
-        cpuinfo = path.read_text(errors="replace") if path.is_file() else ""
-    fields: dict[str, str] = {}
-    for line in cpuinfo.splitlines():
-        key, sep, value = line.partition(":")
-        if sep:
-            fields.setdefault(key.strip(), value.strip())
-    flags = fields.get("flags", "").split()
-    return {
-        "arch": platform.machine(),
-        "cores": os.cpu_count(),
-        "model": fields.get("model name") or platform.processor() or "unknown",
-        "vector_extensions": sorted(f for f in set(flags) if f.startswith(("avx", "amx"))),
-    }

@@ -264,8 +264,8 @@ def main(argv: list[str] | None = None) -> int:
         summary["overlap_ceiling"] = ceiling
         print(f"overlap ceiling from async K=0's split: (G + U) / max(G, U) = {ceiling:.2f}x sync")
     if args.out:
-        from benchmarks._common import cpu_record
         from countdown_env.helpers.atomic import write_text
+        from learners.pipeline.machine import cpu_record
 
         summary["cpu"] = cpu_record()
         write_text(args.out, json.dumps(summary, indent=1) + "\n")

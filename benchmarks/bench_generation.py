@@ -233,7 +233,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", os.cpu_count() or 1)))
-    from benchmarks._common import cpu_record
+    from learners.pipeline.machine import cpu_record
 
     work = Path(tempfile.mkdtemp())
     cpu = cpu_record()

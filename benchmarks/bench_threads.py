@@ -172,8 +172,8 @@ def main() -> None:
         print(f"{condition}{burner_note}: torch {bound['torch']}{mean['torch']:.1f} s, project "
               f"{bound['project']}{mean['project']:.1f} s, torch / project = {ratio}")  # fmt: skip
     if args.json:
-        from benchmarks._common import cpu_record
         from countdown_env.helpers.atomic import write_text
+        from learners.pipeline.machine import cpu_record
 
         record = {"demo_args": demo_args, "cores": cores, "cpu": cpu_record(), "burners": args.burners, "runs": runs}
         write_text(args.json, json.dumps(record, indent=1) + "\n")

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import platform
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,31 +12,11 @@ from typing import Any
 import numpy as np
 
 from ..evaluation.statistics import bootstrap_ci, mean_ci, paired_bootstrap_diff, paired_seed_diff, puzzle_scores
+from ..machine import machine_lines
 from .engagement import engagement_markdown
 from .results import CUMULATIVE_COLUMNS
 from .runs import run_name
 from .settings import BASELINE, COMMON_TRAINER, EVAL_SAMPLES, EVAL_SET, EVAL_TEMPERATURE, CompareSettings
-
-
-def machine_lines() -> list[str]:
-    import torch
-
-    parts = [
-        f"platform {platform.platform()}",
-        f"python {platform.python_version()}",
-        f"{os.cpu_count()} CPUs ({torch.get_num_threads()} torch threads)",
-        f"torch {torch.__version__}",
-    ]
-    for name in ("transformers", "trl"):
-        try:
-            parts.append(f"{name} {__import__(name).__version__}")
-        except ImportError:  # pragma: no cover
-            pass
-    if torch.cuda.is_available():
-        parts.append(f"GPU {torch.cuda.get_device_name(0)}")
-    else:
-        parts.append("no GPU")
-    return parts
 
 
 def _cell(mean: float, low: float, high: float, digits: int = 3) -> str:

@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..machine import cpu_line, cpu_record
+
 LEARNER = "grpo"
 GROUP_SIZE = 8
 DEFAULTS: dict[str, Any] = dict(
@@ -320,6 +322,7 @@ def _run_demo(
         "gain": rl_gain(before, after),
         "plot": str(plot),
         "peak_rss_gb": peak_rss_gb(),
+        "cpu": cpu_record(),
     }
     write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     write_text(out / "summary.md", markdown_summary(summary, before, after))
@@ -412,6 +415,7 @@ def markdown_summary(summary: dict[str, Any], before: dict[str, Any], after: dic
             f"{o['truncation_rate']:.2f} |"
         )
     seconds = summary["seconds"]
+    machine = f"; on {cpu_line(summary['cpu'])}" if "cpu" in summary else ""  # summaries written before it was recorded
     gain = summary["gain"]
     low, high = gain["pass@1_ci95"]
     lines += [
@@ -423,7 +427,7 @@ def markdown_summary(summary: dict[str, Any], before: dict[str, Any], after: dic
         f"lr {s['learning_rate']} ({s['lr_scheduler']} schedule; {summary['preset']} preset), {s['max_new_tokens']} "
         f"new tokens; warm start: {summary['warm_start']}.",
         "",
-        "Wall time (s): " + ", ".join(f"{k_}: {v}" for k_, v in seconds.items()),
+        "Wall time (s): " + ", ".join(f"{k_}: {v}" for k_, v in seconds.items()) + machine,
         "",
         f"Peak resident memory: {summary['peak_rss_gb']['process']:.2f} GB (this process; largest child process "
         f"{summary['peak_rss_gb']['largest_child']:.2f} GB).",

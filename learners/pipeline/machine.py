@@ -1,0 +1,58 @@
+"""The machine a figure was measured on, for the records that state times: ``summary.md`` of ``countdown compare``
+and of ``countdown demo-train``, and the benchmarks' JSON.
+
+The CPU's vector extensions belong in every record because the model name does not tell machines apart: two 2-core
+machines that both report "AMD EPYC" ran identical SmolLM2 training steps about 4x apart, the slower one with AVX2
+only (experiments/r2_smollm2/amended/README.md)."""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+
+def cpu_record(cpuinfo: str | None = None) -> dict:
+    """Architecture, cores, model name and vector extensions (the ``avx*`` and ``amx*`` flags of ``/proc/cpuinfo``,
+    each once; read from ``cpuinfo`` when given). Without a cpuinfo (not Linux) the extensions are an empty list."""
+    if cpuinfo is None:
+        path = Path("/proc/cpuinfo")
+        cpuinfo = path.read_text(errors="replace") if path.is_file() else ""
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            fields.setdefault(key.strip(), value.strip())
+    flags = fields.get("flags", "").split()
+    return {
+        "arch": platform.machine(),
+        "cores": os.cpu_count(),
+        "model": fields.get("model name") or platform.processor() or "unknown",
+        "vector_extensions": sorted(f for f in set(flags) if f.startswith(("avx", "amx"))),
+    }
+
+
+def cpu_line(record: dict) -> str:
+    """One phrase for a summary: ``AMD EPYC (x86_64, 2 cores; avx, avx2)``."""
+    extensions = ", ".join(record["vector_extensions"]) or "no AVX/AMX flags listed"
+    return f"{record['model']} ({record['arch']}, {record['cores']} cores; {extensions})"
+
+
+def machine_lines() -> list[str]:
+    """The platform, CPU, library versions and GPU, as the parts of one "Machine:" line."""
+    import torch
+
+    parts = [
+        f"platform {platform.platform()}",
+        f"python {platform.python_version()}",
+        f"CPU {cpu_line(cpu_record())}",
+        f"{torch.get_num_threads()} torch threads",
+        f"torch {torch.__version__}",
+    ]
+    for name in ("transformers", "trl"):
+        try:
+            parts.append(f"{name} {__import__(name).__version__}")
+        except ImportError:  # pragma: no cover
+            pass
+    parts.append(f"GPU {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else "no GPU")
+    return parts
