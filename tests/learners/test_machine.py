@@ -60,3 +60,18 @@ def test_the_demo_summary_names_the_cpu_its_times_were_measured_on():
 def test_a_summary_written_before_the_cpu_was_recorded_still_renders():
     text = markdown_summary(_summary(), _report(0.25), _report(0.5))
     assert "Wall time (s): rl: 1.0, total: 2.0" in text and "EPYC" not in text
+
+
+def test_the_compare_machine_line_lists_this_cpus_vector_extensions():
+    from pathlib import Path
+
+    from learners.pipeline.machine import machine_lines
+
+    info = Path("/proc/cpuinfo")
+    flags = set()
+    if info.is_file():  # read here independently: the first "flags" line's avx*/amx* words
+        line = next((ln for ln in info.read_text().splitlines() if ln.startswith("flags")), "flags:")
+        flags = {f for f in line.split(":", 1)[1].split() if f.startswith(("avx", "amx"))}
+    (cpu,) = [part for part in machine_lines() if part.startswith("CPU ")]
+    assert all(flag in cpu for flag in flags)
+    assert ("no AVX/AMX flags listed" in cpu) == (not flags)
