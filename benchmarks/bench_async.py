@@ -33,7 +33,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # benchmarks._common, when run as a script
 
 PRESETS = {
     "tiny": ("cpu-tiny-vllm", ["model=warm-start", "eval.max_new_tokens=128", "trainer.max_completion_length=128",
