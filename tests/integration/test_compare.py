@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import shutil
 
 import numpy as np
@@ -91,7 +92,8 @@ def test_summary_plot_and_run_files(quick_dir):
     summary = (quick_dir / "summary.md").read_text()
     assert summary.startswith("# Learner comparison")
     assert "Command: `countdown compare --learners grpo ps_ppo s_grpo" in summary
-    assert "torch " in summary and "CPUs" in summary
+    machine = next(line for line in summary.splitlines() if line.startswith("Machine: "))
+    assert "torch " in machine and f"{os.cpu_count()} cores" in machine
     for name in ("| grpo |", "| ps_ppo |", "| s_grpo |"):
         assert name in summary
     assert "## Failed runs" in summary and "max_loss_tokens must be >= 1" in summary
