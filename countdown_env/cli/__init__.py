@@ -91,20 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    known = commands()
-    if not argv or argv[0] not in known:
-        parser = build_parser()
-        if argv and argv[0] in ("--version", "-V"):
-            print(f"countdown {_version()}")
-            return 0
-        if not argv or argv[0] in ("-h", "--help"):
-            parser.print_help()
-            return 0
-        parser.error(f"unknown command {argv[0]!r}; choose one of {', '.join(known)}")
-    name, rest = argv[0], argv[1:]
-    module_name, help_text = known[name]
+def command_parser(name: str, known: dict[str, tuple[str, str | None]] | None = None):
+    """The module of subcommand ``name`` and its argument parser (``--threads`` added where it uses torch); parsing
+    with it checks a printed command without running it (``tests/integration/test_readme.py``)."""
+    module_name, help_text = (commands() if known is None else known)[name]
     module = importlib.import_module(module_name)
     parser = OneLineErrorParser(
         prog=f"countdown {name}", description=_help(module_name, help_text), formatter_class=DefaultsHelpFormatter
@@ -118,6 +108,23 @@ def main(argv: list[str] | None = None) -> int:
             "Default: OMP_NUM_THREADS when set, else the cores this process may use divided by the processes of the "
             "launch on this machine",
         )
+    return module, parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    known = commands()
+    if not argv or argv[0] not in known:
+        parser = build_parser()
+        if argv and argv[0] in ("--version", "-V"):
+            print(f"countdown {_version()}")
+            return 0
+        if not argv or argv[0] in ("-h", "--help"):
+            parser.print_help()
+            return 0
+        parser.error(f"unknown command {argv[0]!r}; choose one of {', '.join(known)}")
+    name, rest = argv[0], argv[1:]
+    module, parser = command_parser(name, known)
     try:
         args = parser.parse_args(rest)
     except SystemExit as exc:  # --help (0) or a usage error (2), already printed by argparse: return, not raise

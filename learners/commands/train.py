@@ -94,8 +94,26 @@ def add_trl_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """One :class:`~learners.pipeline.runs.run_config.RunConfig`, in its order: the preset (or a flat TRL YAML over
-    ``cpu-tiny``), then ``--set``, then the flags (TRL's spellings, then this command's own)."""
+    """Train the run of :func:`run_config` into its output folder and print its summary."""
+    from ..pipeline.runs.config import find_config
+    from ..pipeline.runs.driver import train
+    from ..pipeline.runs.processes import run_processes
+
+    run, output_dir = run_config(args)
+    summary = train(
+        run, output_dir, resume=args.resume, overwrite=args.overwrite, inputs=[find_config(args.config)],
+        allow_changes=args.allow_changes,
+    )  # fmt: skip
+    if run_processes().is_main:  # under accelerate launch: one summary, not one per process
+        print(json.dumps(summary, indent=2))
+    return 0
+
+
+def run_config(args: argparse.Namespace):
+    """The command's :class:`~learners.pipeline.runs.run_config.RunConfig` and output folder, checked, nothing written.
+
+    The settings in their order: the preset (or a flat TRL YAML over ``cpu-tiny``), then ``--set``, then the flags
+    (TRL's spellings, then this command's own)."""
     from ..pipeline.runs.trl_args import FLAT_BASE_PRESET, flat_trl_yaml, to_settings, yaml_value
 
     preset, yaml_settings, yaml_output_dir = args.config, {}, None
@@ -121,16 +139,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "async_rollouts", False):
         flags["async"] = {"max_staleness": 1 if args.max_staleness is None else args.max_staleness}
     # user errors (ValueError, OSError, RuntimeError) reach countdown_env.cli.main: one line, exit status 2
-    from ..pipeline.runs.config import find_config
-    from ..pipeline.runs.driver import train
-    from ..pipeline.runs.processes import run_processes
     from ..pipeline.runs.run_config import RunConfig
 
     run = RunConfig.load(preset, learner=args.learner, yaml=yaml_settings, sets=args.overrides, flags=flags)
-    summary = train(
-        run, output_dir, resume=args.resume, overwrite=args.overwrite, inputs=[find_config(args.config)],
-        allow_changes=args.allow_changes,
-    )  # fmt: skip
-    if run_processes().is_main:  # under accelerate launch: one summary, not one per process
-        print(json.dumps(summary, indent=2))
-    return 0
+    return run, output_dir

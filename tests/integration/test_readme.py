@@ -1,10 +1,12 @@
 """Every code block of README.md and of the documentation pages runs as printed (issue 36 item 1), or says why not.
 
 The convention: a fenced block preceded by ``<!-- not run: REASON -->`` on the line just above its fence is not
-run here; REASON must say why (a GPU, a network, hours of CPU, a server, a cluster) and, where one exists, which
-test runs the same thing (a command that is merely slow is printed at a smoke size instead). Every other ``python``
-and ``bash`` block runs, in a scratch folder that sees the repository's folders (``datasets/``, ``tests/fixtures/``,
-...) and gets its own ``runs/`` and ``data/``:
+run here; REASON must say why (a GPU, a network, hours of CPU, a server, a cluster, or a named test that already
+runs its path: ``runs in tests/FILE.py::TEST``, so that CI spends that time once) and, where one exists, which
+test runs the same thing (a command that is merely slow is printed at a smoke size instead). Every ``countdown``
+command of every bash block, run or not, is parsed by its subcommand's parser and ``train``'s and ``compare``'s
+settings are resolved (seconds in all). Every other ``python`` and ``bash`` block runs, in a scratch folder that
+sees the repository's folders (``datasets/``, ``tests/fixtures/``, ...) and gets its own ``runs/`` and ``data/``:
 
 - the ``python`` blocks in one interpreter, in README order, each in a fresh namespace (a block that needs a name
   must define or import it: a reader copies one block, not the page), with ``OMP_NUM_THREADS=1``;
@@ -19,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -37,8 +40,11 @@ FENCE = re.compile(r"^```(\w*)\s*$")
 RUNNABLE = ("python", "bash")
 TEXT = ("", "text")
 """Fences of plain text (a diagram, a printed table): nothing to run."""
-ACCEPTED_REASONS = ("GPU", "network", "hour", "runs until stopped", "needs the server")
-"""A not-run reason names one of these; a command that is merely slow is printed at a smoke size and run."""
+ACCEPTED_REASONS = ("GPU", "network", "hour", "runs until stopped", "needs the server", "runs in tests/",
+                    "run in tests/")  # fmt: skip
+"""A not-run reason names one of these; a command that is merely slow is printed at a smoke size and run, unless a
+named test already runs its path ("runs in tests/FILE.py::TEST": CI time is spent once)."""
+NAMED_TEST = re.compile(r"(tests/[\w/]+\.py)::(\w+)")
 OUTPUTS = {"runs", "data", "outputs", ".git", ".venv", ".venv-vf-classic", "build", "dist"}
 
 
@@ -105,6 +111,96 @@ def test_every_block_runs_or_says_why_not():
         else:
             assert block.language in (*RUNNABLE, *TEXT), f"{block.where}: a {block.language!r} block: mark it"
     assert any(b.language == "python" and b.not_run is None for b in BLOCKS)
+
+
+def test_every_test_a_reason_names_exists():
+    named = [(b.where, m) for b in BLOCKS if b.not_run for m in NAMED_TEST.finditer(b.not_run)]
+    assert named
+    for where, match in named:
+        path = ROOT / match.group(1)
+        assert path.is_file() and f"def {match.group(2)}(" in path.read_text(), f"{where}: no test {match.group(0)}"
+    for block in BLOCKS:
+        if block.not_run and "in tests/" in block.not_run:
+            assert NAMED_TEST.search(block.not_run), f"{block.where}: name the test (tests/FILE.py::TEST)"
+
+
+SEPARATORS = {";", "&", "&&", "|", "||"}
+
+
+def printed_commands(code: str) -> list[list[str]]:
+    """The arguments after ``countdown`` of each ``countdown`` command of a bash block, split as the shell splits
+    them: ``countdown ...`` or ``... -m countdown_env.cli ...`` (``accelerate launch``), after any ``VAR=value``
+    prefix; a command whose arguments are elided (``...``) is left out, and so is one inside a quoted string (an
+    ``sbatch --wrap``)."""
+    found = []
+    for line in code.replace("\\\n", " ").splitlines():
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        command: list[str] = []
+        for token in [*lexer, ";"]:
+            if token not in SEPARATORS:
+                command.append(token)
+                continue
+            while command and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", command[0]):
+                command.pop(0)
+            argv = None
+            if command[:1] == ["countdown"]:
+                argv = command[1:]
+            elif "countdown_env.cli" in command and command[command.index("countdown_env.cli") - 1] == "-m":
+                argv = command[command.index("countdown_env.cli") + 1 :]
+            if argv and "..." not in argv:
+                found.append(argv)
+            command = []
+    return found
+
+
+def test_printed_commands_are_split_as_the_shell_splits_them():
+    code = (
+        "countdown generate --count 5   # JSON lines\nCUDA_VISIBLE_DEVICES=1 countdown train --set 'a.b=c d' &\n"
+        "countdown --version; countdown eval --help\naccelerate launch --num_processes 2 \\\n"
+        "    -m countdown_env.cli train --max-steps 2\ncountdown compare ... --resume\nsbatch --wrap 'countdown x'\n"
+    )
+    assert printed_commands(code) == [
+        ["generate", "--count", "5"], ["train", "--set", "a.b=c d"], ["--version"], ["eval", "--help"],
+        ["train", "--max-steps", "2"],
+    ]  # fmt: skip
+
+
+def test_every_printed_countdown_command_parses_and_resolves(monkeypatch, capsys):
+    """Every ``countdown`` command of every bash block, run or not (a GPU recipe included), parses with its
+    subcommand's parser; ``train`` resolves its settings (preset, ``--set`` keys, flags) and ``compare`` checks its
+    own, as each does before any work. A renamed flag or setting fails here in seconds. What depends on the machine
+    is left out: whether the model is there (a Hub id, or the output of an earlier command) and whether its vLLM
+    mode needs CUDA (a GPU recipe)."""
+    from countdown_env.cli import command_parser, commands
+    from learners.commands.compare import settings_from_args
+    from learners.commands.train import run_config
+    from learners.pipeline.runs import checks
+
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(checks, "check_model", lambda model, **_: None)
+    monkeypatch.setattr(checks, "check_cpu_vllm", lambda trainer: None)
+    known, checked = commands(), 0
+    for block in BLOCKS:
+        for argv in printed_commands(block.code) if block.language == "bash" else []:
+            if argv[0] not in known:
+                assert argv[0] in ("--version", "--help"), f"{block.where}: no subcommand {argv[0]!r}"
+                continue
+            _, parser = command_parser(argv[0], known)
+            try:
+                args = parser.parse_args(argv[1:])
+            except SystemExit as exc:  # --help exits 0; a usage error 2, with its line on stderr
+                assert exc.code == 0, f"{block.where}: countdown {shlex.join(argv)}: {capsys.readouterr().err}"
+                continue
+            try:
+                if argv[0] == "train":
+                    run_config(args)
+                elif argv[0] == "compare":
+                    settings_from_args(args)
+            except (ValueError, OSError, RuntimeError) as exc:
+                pytest.fail(f"{block.where}: countdown {shlex.join(argv)}: {exc}")
+            checked += 1
+    assert checked >= 30
 
 
 def test_the_convention_is_read_as_documented():
