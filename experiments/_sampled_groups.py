@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-import os
 import platform
 import shlex
 import subprocess
@@ -22,6 +21,8 @@ import time
 from pathlib import Path
 
 import torch
+
+from learners.pipeline.machine import cpu_line, cpu_record
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPERATURE = 0.8  # the harness's sampling temperature (countdown compare, E1-E6)
@@ -327,7 +328,7 @@ def versions() -> dict:
         numpy=numpy.__version__,
         git_commit=commit,
         git_tracked_changes=dirty,
-        platform=f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs",
+        platform=f"{platform.system()}, {cpu_line(cpu_record())}",  # the vector extensions set CPU step times
     )
 
 
