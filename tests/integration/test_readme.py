@@ -166,6 +166,7 @@ def test_printed_commands_are_split_as_the_shell_splits_them():
     ]  # fmt: skip
 
 
+@pytest.mark.slow  # imports TRL and every learner: ~10 s
 def test_every_printed_countdown_command_parses_and_resolves(monkeypatch, capsys):
     """Every ``countdown`` command of every bash block, run or not (a GPU recipe included), parses with its
     subcommand's parser; ``train`` resolves its settings (preset, ``--set`` keys, flags) and ``compare`` checks its
