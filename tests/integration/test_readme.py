@@ -40,8 +40,7 @@ FENCE = re.compile(r"^```(\w*)\s*$")
 RUNNABLE = ("python", "bash")
 TEXT = ("", "text")
 """Fences of plain text (a diagram, a printed table): nothing to run."""
-ACCEPTED_REASONS = ("GPU", "network", "hour", "runs until stopped", "needs the server", "runs in tests/",
-                    "run in tests/")  # fmt: skip
+ACCEPTED_REASONS = ("GPU", "network", "hour", "runs until stopped", "needs the server", "in tests/")
 """A not-run reason names one of these; a command that is merely slow is printed at a smoke size and run, unless a
 named test already runs its path ("runs in tests/FILE.py::TEST": CI time is spent once)."""
 NAMED_TEST = re.compile(r"(tests/[\w/]+\.py)::(\w+)")
