@@ -320,6 +320,15 @@ def test_countdown_train_with_a_curriculum_section(tiny_model_dir, tmp_path):
 
 # ------------------------------------------------------------------------------------------------ trl grpo route
 @pytest.mark.slow
+def _printed_trl_grpo_flags() -> list[str]:
+    """The ``--flags`` of the ``trl grpo`` command printed in docs/training.md, split as the shell splits them."""
+    import shlex
+
+    text = (ROOT / "docs" / "training.md").read_text(encoding="utf-8").replace("\\\n", " ")
+    (line,) = [line for line in text.splitlines() if line.startswith("trl grpo ")]
+    return [token for token in shlex.split(line, comments=True) if token.startswith("--")]
+
+
 def test_trl_grpo_cli_on_a_build_splits_folder(tiny_model_dir, tmp_path):
     """README's route: `trl grpo --dataset_name DIR --reward_funcs countdown_env.rewards.countdown_reward`, one step
     of the tiny model on CPU and one eval on the test split (trl's script reads DIR with load_dataset, through the
@@ -337,11 +346,13 @@ def test_trl_grpo_cli_on_a_build_splits_folder(tiny_model_dir, tmp_path):
         str(trl), "grpo", "--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(split),
         "--reward_funcs", "countdown_env.rewards.countdown_reward", "--output_dir", str(tmp_path / "out"),
         "--max_steps", "1", "--per_device_train_batch_size", "4", "--num_generations", "4",
-        "--max_completion_length", "8", "--use_cpu", "--bf16", "False", "--gradient_checkpointing", "False",
+        "--max_completion_length", "8", "--learning_rate", "2e-5", "--use_cpu", "--bf16", "False",
+        "--gradient_checkpointing", "False",
         "--report_to", "none", "--logging_steps", "1", "--save_strategy", "no", "--disable_tqdm", "True",
         # TRL's default --dataset_test_split is "test", the folder's held-out split (it was "eval": KeyError 'test')
         "--eval_strategy", "steps", "--eval_steps", "1", "--per_device_eval_batch_size", "4",
     ]  # fmt: skip
+    assert set(_printed_trl_grpo_flags()) <= set(command)  # docs/training.md's command is not run: its flags are these
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_DATASETS_CACHE": str(tmp_path / "c")}
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -4,8 +4,9 @@ processes (torchrun + gloo), against the same commands run as one process (in th
 Decoding is greedy (:data:`cli_launch.GREEDY`), so a 2-process run generates exactly the 1-process run's batches and
 every logged metric must agree: rewards, accuracy, lengths and token counts are gathered over both processes, and 12
 rows of groups of 4 put one group on both processes. Each route runs once under 2 processes: ``dataset`` in the
-kill-and-resume test, ``env`` in the comparison, ``tools`` in the two-machine loopback test. (Groups with mixed
-rewards under 2 processes: test_group_stats_two_processes.py and test_ps_ppo_two_processes.py.)
+kill-and-resume test, ``env`` in the comparison, ``tools`` in the two-machine loopback test. The first two launch
+with the shipped ``ddp.yaml``, as docs/scaling.md prints them. (Groups with mixed rewards under 2 processes:
+test_group_stats_two_processes.py and test_ps_ppo_two_processes.py.)
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def one_process(tmp_path_factory):
 def test_two_processes_resume_after_a_kill_and_match_one_process(tmp_path, one_process):
     out = tmp_path / "run"
     args = train_args(out, "dataset", steps=4, processes=2, save_steps=2)
-    proc = start(accelerate(2, free_port()) + args)
+    proc = start(with_config("ddp", free_port()) + args)  # the shipped ddp.yaml (docs/scaling.md): 2 processes
     wait_for(out / "checkpoint-2" / MANIFEST, proc)  # a complete checkpoint: written after both ranks' files
     kill(proc)  # SIGKILL to the launcher, torchrun and both ranks, mid-run
     proc.communicate()
@@ -102,7 +103,7 @@ def test_two_processes_resume_after_a_kill_and_match_one_process(tmp_path, one_p
     assert {"rng_state_0.pth", "rng_state_1.pth", "model.safetensors"} <= set(manifest["files"])
     newest = newest_complete_checkpoint(out)
 
-    stdout, stderr = run(accelerate(2, free_port()) + args + ["--resume"])
+    stdout, stderr = run(with_config("ddp", free_port()) + args + ["--resume"])
     resumed = [line for line in stderr.splitlines() if "resuming from" in line]
     assert len(resumed) == 1 and resumed[0].endswith(str(newest)), resumed  # decided once, by the main process
     assert json.loads((out / "summary.json").read_text())["steps"] == 4
