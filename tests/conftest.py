@@ -14,9 +14,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("WANDB_MODE", "disabled")
-# TRL's colocated engine (it passes vLLM no enforce_eager) compiles the model with inductor on the CPU: ~18 s of CPU
-# per engine start even from a warm compile cache, more on a fresh machine. vLLM's own CPU CI traces the model once
-# and runs it eagerly instead (vllm/platforms/cpu.py), and so do the tests; the project's own engine is eager already.
+# TRL's colocated engine (it passes vLLM no enforce_eager) compiles the model with inductor on the CPU: ~30 s of CPU
+# per engine start from a warm compile cache, more on a fresh machine, against ~10 s eager. vLLM's own CPU CI traces
+# the model once and runs it eagerly instead (vllm/platforms/cpu.py), and so do the tests; the project's own engine
+# is eager already.
 os.environ.setdefault("VLLM_CPU_CI_ENV", "1")
 
 HEAVY = ("torch", "transformers", "trl", "vllm", "peft", "learners", "verifiers_ext", "datasets", "verifiers")

@@ -319,7 +319,6 @@ def test_countdown_train_with_a_curriculum_section(tiny_model_dir, tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------ trl grpo route
-@pytest.mark.slow
 def _printed_trl_grpo_flags() -> list[str]:
     """The ``--flags`` of the ``trl grpo`` command printed in docs/training.md, split as the shell splits them."""
     import shlex
@@ -329,6 +328,7 @@ def _printed_trl_grpo_flags() -> list[str]:
     return [token for token in shlex.split(line, comments=True) if token.startswith("--")]
 
 
+@pytest.mark.slow
 def test_trl_grpo_cli_on_a_build_splits_folder(tiny_model_dir, tmp_path):
     """README's route: `trl grpo --dataset_name DIR --reward_funcs countdown_env.rewards.countdown_reward`, one step
     of the tiny model on CPU and one eval on the test split (trl's script reads DIR with load_dataset, through the
