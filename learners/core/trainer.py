@@ -78,10 +78,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from trl import GRPOConfig, GRPOTrainer
 
 from .prefix_batches import prefix_loss
 from .rollout import Rollout, puzzles_from_inputs, weighted_reward_total
+from .trl_vllm_import import load_trl_vllm, trl_without_vllm
+
+with trl_without_vllm():  # vLLM loads when a trainer generates with it, not with every import of TRL's trainer
+    from trl import GRPOConfig, GRPOTrainer
 
 __all__ = ["CountdownGRPOTrainer", "LossCall", "Rollout", "puzzles_from_inputs"]
 
@@ -127,6 +130,8 @@ class CountdownGRPOTrainer(GRPOTrainer):
             if problem is not None:
                 raise ValueError(problem)
         engine_dtype = contextlib.nullcontext()
+        if getattr(args, "use_vllm", False):
+            load_trl_vllm()
         if getattr(args, "use_vllm", False) and not torch.cuda.is_available():
             from .vllm_sync import CPU_ENGINE_DTYPE, colocated_engine_dtype, cpu_engine_defaults
 

@@ -26,6 +26,9 @@ def shared_colocated_engines():
     import trl.generation.vllm_generation as trl_generation
     import vllm
 
+    from learners.core.trl_vllm_import import load_trl_vllm
+
+    load_trl_vllm()  # an earlier module may have imported TRL's trainer without vLLM (core/trl_vllm_import.py)
     engines: dict[str, object] = {}
 
     def shared_llm(**kwargs):
