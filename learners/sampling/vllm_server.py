@@ -28,6 +28,9 @@ class VLLMServerSampler:
     @classmethod
     def connect(cls, base_url: str, tokenizer, *, timeout: float = 60.0) -> VLLMServerSampler:
         """A sampler on the server at ``base_url`` (e.g. ``http://127.0.0.1:8000``), waiting up to ``timeout`` s."""
+        from learners.core.trl_vllm_import import load_trl_vllm
+
+        load_trl_vllm()  # the client's module as TRL wrote it, with vLLM (core/trl_vllm_import.py)
         from trl.generation.vllm_client import VLLMClient
 
         return cls(VLLMClient(base_url=base_url, connection_timeout=timeout), tokenizer=tokenizer)
