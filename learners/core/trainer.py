@@ -131,12 +131,12 @@ class CountdownGRPOTrainer(GRPOTrainer):
                 raise ValueError(problem)
         engine_dtype = contextlib.nullcontext()
         if getattr(args, "use_vllm", False):
-            load_trl_vllm()
-        if getattr(args, "use_vllm", False) and not torch.cuda.is_available():
-            from .vllm_sync import CPU_ENGINE_DTYPE, colocated_engine_dtype, cpu_engine_defaults
+            load_trl_vllm()  # this module imported TRL's trainer without vLLM
+            if not torch.cuda.is_available():
+                from .vllm_sync import CPU_ENGINE_DTYPE, colocated_engine_dtype, cpu_engine_defaults
 
-            cpu_engine_defaults()
-            engine_dtype = colocated_engine_dtype(CPU_ENGINE_DTYPE)  # the policy's float32, not vLLM's bfloat16
+                cpu_engine_defaults()
+                engine_dtype = colocated_engine_dtype(CPU_ENGINE_DTYPE)  # the policy's float32, not vLLM's bfloat16
         with engine_dtype:
             super().__init__(model, reward_funcs, args, *trainer_args, **trainer_kwargs)
         # checkpoints get a manifest written last, and are rotated after it (learners/core/checkpoints.py)
