@@ -6,7 +6,8 @@ STAMP := $(VENV)/.installed
 # verifiers 0.3.1 (the classic SingleTurnEnv API) beside countdown_env only: no torch, no vLLM
 VF_CLASSIC ?= .venv-vf-classic
 VF_CLASSIC_STAMP := $(VF_CLASSIC)/.installed
-OWN_PROCESS_TESTS := tests/integration/test_real_model_vllm.py tests/integration/test_real_model_sync.py tests/integration/test_real_model_warm_start.py
+OWN_PROCESS_TESTS := tests/integration/test_real_model_sync.py tests/integration/test_real_model_vllm.py \
+	tests/integration/test_real_model_async.py tests/integration/test_real_model_warm_start.py
 TEST_CACHE := $(CURDIR)/.test-cache
 TEST_ENV := COUNTDOWN_REQUIRE_REAL_MODEL=1 COUNTDOWN_TEST_CACHE=$(TEST_CACHE)
 # pytest workers (pytest-xdist): each test runs torch on one thread (tests/conftest.py), so two workers keep both

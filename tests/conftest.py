@@ -309,6 +309,43 @@ def smollm2_truncated_dir(smollm2_dir, tmp_path_factory):
     return truncated_copy(smollm2_dir, tmp_path_factory.mktemp("smollm2-2-layers"), layers=2)
 
 
+@pytest.fixture(scope="module")
+def shared_colocated_engines():
+    """The learners' runs in one test module share TRL's colocated ``vllm.LLM`` (one per engine configuration) instead
+    of starting one each (~20-60 s apiece on 2 cores). Sound because TRL pushes the trainer's weights into the engine
+    before its first generation (``_last_loaded_step`` starts at -1), so every run samples from its own policy. A
+    run's end keeps the engine (its release is tested in tests/integration/test_vllm.py)."""
+    import json
+
+    import trl.generation.vllm_generation as trl_generation
+    import vllm
+
+    from learners.core.trl_vllm_import import load_trl_vllm
+
+    load_trl_vllm()  # an earlier module may have imported TRL's trainer without vLLM (core/trl_vllm_import.py)
+    engines: dict[str, object] = {}
+
+    def shared_llm(**kwargs):
+        key = json.dumps(kwargs, sort_keys=True, default=str)
+        if key not in engines:
+            engines[key] = vllm.LLM(**kwargs)
+        return engines[key]
+
+    from learners.core.trainer import CountdownGRPOTrainer
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(trl_generation, "LLM", shared_llm)
+        # a finished run frees its colocated engine's KV cache (core/vllm_release.py): the next run's engine here
+        patch.setattr(CountdownGRPOTrainer, "release_generation_engine", lambda self: False)
+        yield engines
+    from learners.core.vllm_release import release_engine
+
+    for llm in engines.values():
+        release_engine(llm)  # its KV cache and layers, which shutting it down leaves in a reference cycle
+        llm.llm_engine.engine_core.shutdown()
+    engines.clear()
+
+
 def truncated_copy(source, out, *, layers: int):
     """``source`` (a llama folder with one ``model.safetensors``) keeping its first ``layers`` decoder layers."""
     import json

@@ -30,6 +30,14 @@ def release_colocated_engine(trainer) -> bool:
     llm = getattr(generation, "llm", None)
     if llm is None:
         return False
+    generation.llm = None
+    release_engine(llm)
+    return True
+
+
+def release_engine(llm) -> None:
+    """Drop the references that keep a ``vllm.LLM``'s layers and KV cache alive (the layers' caches, the forward
+    context, the runner's cache list), so that the engine's memory goes once its last owner lets go of it."""
     executor = getattr(getattr(llm, "llm_engine", None), "model_executor", None)
     runner = getattr(getattr(executor, "driver_worker", None), "model_runner", None)
     config = getattr(getattr(runner, "vllm_config", None), "compilation_config", None)
@@ -41,12 +49,10 @@ def release_colocated_engine(trainer) -> bool:
         context.clear()
     if runner is not None and hasattr(runner, "kv_caches"):
         runner.kv_caches = []
-    generation.llm = None
     if _shares_a_process_group():
         _KEPT_ENGINES.append(llm)
     del llm, executor, runner, config, context
     gc.collect()
-    return True
 
 
 def _shares_a_process_group() -> bool:

@@ -46,7 +46,7 @@ def test_one_step_ahead_trains_on_samples_one_version_old(tiny_model_dir, tmp_pa
     """The first step generates on its own; every later step takes the batch generated while the step before it
     updated, one policy version old, none dropped; the sampling log-probs stay those of the engine that sampled
     them (TRL's truncated importance weight corrects the loss), and the resolved config records the section. (ps_ppo
-    and s_grpo train async too, on the real model's layers: tests/integration/test_real_model_vllm.py.)"""
+    and s_grpo train async too, on the real model's layers: tests/integration/test_real_model_async.py.)"""
     history = _run("grpo", tiny_model_dir, tmp_path / "run", "--async")
     assert _per_step(history, "async/staleness") == [0.0] + [1.0] * (STEPS - 1)
     assert _per_step(history, "async/dropped") == [0.0] * STEPS
