@@ -272,23 +272,39 @@ def atomic_dir(
             yield tmp
             _fsync_dir(tmp)
             _refuse_existing(path, overwrite, recovered, owned)
-            if path.exists():
-                old = _old_path(path)
-                if old.exists():
-                    shutil.rmtree(old)
-                os.replace(path, old)
-                os.replace(tmp, path)
-                _fsync_dir(path.parent)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(tmp, path)
-                _fsync_dir(path.parent)
+            move_dir_into_place(tmp, path)
         except OSError as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             raise _named(exc, path) from exc
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+
+
+def move_dir_into_place(built: str | os.PathLike, target: str | os.PathLike) -> Path:
+    """Rename the finished folder ``built`` onto ``target`` (same file system). An existing ``target`` is renamed aside
+    first (``.NAME.tmp-PID.old``) and removed only once the new one is in place: a kill between the two renames
+    leaves the old copy aside, which :func:`remove_stale` renames back."""
+    built, target = Path(built), _output_path(target)
+    if target.exists():
+        old = _old_path(target)
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(target, old)
+        os.replace(built, target)
+        _fsync_dir(target.parent)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(built, target)
+        _fsync_dir(target.parent)
+    return target
+
+
+def tmp_path_for(target: str | os.PathLike, pid: int | None = None) -> Path:
+    """The temporary name this module builds ``target`` under (``.NAME.tmp-PID``, ``pid`` default this process's):
+    never taken for a user's file, and removed by the next writer of ``target`` once its process is gone."""
+    target = _output_path(target)
+    return target.with_name(f".{target.name}{TMP_MARK}{os.getpid() if pid is None else pid}")
 
 
 def _refuse_existing(path: Path, overwrite: bool, recovered: bool, owned: tuple[str, ...] | None = None) -> None:

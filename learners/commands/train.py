@@ -134,6 +134,8 @@ def run_config(args: argparse.Namespace):
         "rollouts": getattr(args, "rollouts", None),
     }
     flags.update({key: value for key, value in own.items() if value is not None})
+    if getattr(args, "allow_changes", False) and not getattr(args, "resume", None):
+        raise ValueError("--allow-changes is a setting of --resume: it lets a resumed run change its settings")
     if getattr(args, "max_staleness", None) is not None and not getattr(args, "async_rollouts", False):
         raise ValueError("--max-staleness is a setting of --async: give both")
     if getattr(args, "async_rollouts", False):

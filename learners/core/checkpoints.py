@@ -3,7 +3,9 @@
 Every checkpoint the base trainer saves, and a run's ``final/`` folder, get ``checkpoint_manifest.json`` (the size and
 sha256 of each of their files; a manifest that lists no model weights is not trusted),
 written atomically after TRL's save and after the extra files of :attr:`CountdownGRPOTrainer.checkpoint_writers`
-(the task, compare's counters). A checkpoint without a manifest was interrupted while it was saved; one whose files
+(the task, the run's identity, compare's counters). A checkpoint is built beside its place and renamed whole into it
+(:func:`save_checkpoint_whole`): a failed save (a full disk) leaves no ``checkpoint-N`` behind. A checkpoint without a
+manifest (copied by hand, or saved before that rule) is not trusted; one whose files
 differ from its manifest was damaged afterwards (a truncated or zeroed ``model.safetensors``, a missing
 ``optimizer.pt``). Either way :func:`newest_complete_checkpoint` skips it with a warning naming it and falls back to
 the newest complete one.
@@ -160,28 +162,57 @@ def load_indexed_cpu_locations() -> None:
 _CPU_LOCATIONS_REGISTERED = False
 
 
-def manifest_callback(writers: list[Callable[[Path], Any]], keep: int | None):
-    """A ``TrainerCallback`` that, on every save, runs ``writers`` (the trainer's ``checkpoint_writers`` list, read
-    at save time) on the new checkpoint folder, writes its manifest, then rotates to ``keep`` complete checkpoints
-    (process zero only, after a barrier: under several processes each writes files of its own into the folder).
-    It holds the list, not the trainer: a callback referring to its trainer would make a reference cycle that keeps
-    a finished trainer (its model, a colocated vLLM engine) alive until a full garbage collection."""
-    from transformers import TrainerCallback
+def save_checkpoint_whole(trainer, trial, save: Callable[[], Any], keep: int | None) -> Path:
+    """Run TRL's checkpoint save (``save``) so that ``checkpoint-N`` appears whole or not at all; returns its path.
 
-    class CheckpointManifest(TrainerCallback):
-        def on_save(self, args, state, control, **kwargs):
-            # every process writes its own files into the checkpoint (rng_state_RANK.pth, shards): the manifest
-            # is computed once all of them are done
-            if args.world_size > 1:
-                import torch.distributed as dist
+    The save writes into ``.checkpoint-N.tmp-PID`` beside its place (the trainer's ``_get_output_dir`` points there
+    meanwhile; ``PID`` is the main process's, so every process writes its own files into the same folder); then the
+    main process, once all are done, adds the trainer's ``checkpoint_writers`` files and the manifest and renames the
+    folder into place (an older ``checkpoint-N`` is replaced only then), and rotates to ``keep`` complete
+    checkpoints. A save that fails (a full disk, a vanished folder) removes what it wrote and raises
+    :class:`CheckpointError` in one line: the run's folder holds only complete checkpoints, and the last one stays."""
+    import os
 
-                dist.barrier()
-            folder = Path(args.output_dir) / f"{PREFIX}{state.global_step}"
-            if not state.is_world_process_zero or not folder.is_dir():
-                return
-            for write_extra in writers:
-                write_extra(folder)
-            write_checkpoint_manifest(folder)
-            rotate(args.output_dir, keep)
+    from countdown_env.helpers.atomic import move_dir_into_place, remove_stale, tmp_path_for
 
-    return CheckpointManifest()
+    run_dir = Path(trainer._get_output_dir(trial))
+    target = run_dir / f"{PREFIX}{trainer.state.global_step}"
+    main, several = trainer.is_world_process_zero(), trainer.accelerator.num_processes > 1
+    pid = os.getpid()
+    if several:
+        from accelerate.utils import broadcast_object_list
+
+        pid = broadcast_object_list([pid])[0]
+    staging = tmp_path_for(target, pid)
+    try:
+        if main:
+            remove_stale(target)
+            shutil.rmtree(staging, ignore_errors=True)
+            staging.mkdir(parents=True)
+        if several:
+            trainer.accelerator.wait_for_everyone()
+        trainer._checkpoint_staging = str(staging)
+        save()
+        if several:
+            trainer.accelerator.wait_for_everyone()  # every process's files (rng_state_RANK.pth) are in
+        if main:
+            built = staging / target.name
+            for write_extra in trainer.checkpoint_writers:
+                write_extra(built)
+            write_checkpoint_manifest(built)
+            move_dir_into_place(built, target)
+            staging.rmdir()
+            rotate(run_dir, keep)
+    except BaseException as exc:
+        if main:
+            shutil.rmtree(staging, ignore_errors=True)
+        if not isinstance(exc, Exception):  # an interrupt: nothing of the save is left, the interrupt goes on
+            raise
+        # an I/O failure arrives as OSError, torch's RuntimeError or safetensors' own SafetensorError
+        kept = newest_complete_checkpoint(run_dir, warn=lambda _: None)
+        detail = f"{kept.name} is the newest complete one" if kept is not None else "no checkpoint was kept"
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise CheckpointError(f"could not save {target} ({reason}); nothing of it was left, {detail}") from exc
+    finally:
+        trainer._checkpoint_staging = None
+    return target

@@ -65,8 +65,9 @@ is logged or saved (:mod:`learners.core.finite_guard`); TRL's prompt sampler is 
 (:mod:`learners.core.epoch_sampler`).
 
 Checkpoints: every ``checkpoint-N`` also holds the task (``countdown_task.json``) and whatever
-``checkpoint_writers`` add, then a manifest of sha256s written last; ``save_total_limit`` rotation happens after the
-manifest (:mod:`learners.core.checkpoints`), so the newest complete checkpoint is never removed.
+``checkpoint_writers`` add, then a manifest of sha256s written last; it is built beside its place and renamed whole
+into it, so a failed save leaves none; ``save_total_limit`` rotation happens after that
+(:mod:`learners.core.checkpoints`), so the newest complete checkpoint is never removed.
 """
 
 from __future__ import annotations
@@ -139,12 +140,11 @@ class CountdownGRPOTrainer(GRPOTrainer):
                 engine_dtype = colocated_engine_dtype(CPU_ENGINE_DTYPE)  # the policy's float32, not vLLM's bfloat16
         with engine_dtype:
             super().__init__(model, reward_funcs, args, *trainer_args, **trainer_kwargs)
-        # checkpoints get a manifest written last, and are rotated after it (learners/core/checkpoints.py)
-        from .checkpoints import manifest_callback
-
+        # checkpoints are built beside their place, get a manifest written last, are renamed whole into place and
+        # rotated after that (learners/core/checkpoints.py)
         self.checkpoint_writers: list[Callable[[Path], Any]] = [self.task.save]
-        keep, self.args.save_total_limit = self.args.save_total_limit, None
-        self.add_callback(manifest_callback(self.checkpoint_writers, keep))
+        self._checkpoints_kept, self.args.save_total_limit = self.args.save_total_limit, None
+        self._checkpoint_staging: str | None = None
         # a NaN/inf loss or weight stops the run at that step, before it is logged or saved (core/finite_guard.py)
         from .finite_guard import FiniteGuard
 
@@ -199,6 +199,18 @@ class CountdownGRPOTrainer(GRPOTrainer):
         finally:
             self.async_rollouts.close()
             self.async_rollouts = None
+
+    def _get_output_dir(self, trial) -> str:
+        """Where TRL's save puts ``checkpoint-N``: the staging folder beside it while one is saved."""
+        return getattr(self, "_checkpoint_staging", None) or super()._get_output_dir(trial)
+
+    def _save_checkpoint(self, model, trial) -> None:
+        """TRL's checkpoint save, built beside its place and renamed whole into it, with the ``checkpoint_writers``
+        files and the manifest (:func:`learners.core.checkpoints.save_checkpoint_whole`)."""
+        from .checkpoints import save_checkpoint_whole
+
+        save = lambda: super(CountdownGRPOTrainer, self)._save_checkpoint(model, trial)  # noqa: E731
+        save_checkpoint_whole(self, trial, save, self._checkpoints_kept)
 
     def training_step(self, model, inputs, *args, **kwargs):
         loss = super().training_step(model, inputs, *args, **kwargs)

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..models import resolve_model
 from .config import CPU_SETTINGS, RESOLVED_CONFIG
-from .record import check_resume, merged_record, run_record
+from .record import check_resume, identity_writer, merged_record, run_record
 from .run_config import DataSection, RunConfig
 
 
@@ -260,7 +260,8 @@ def train(
             lambda: prepare_run_folder(out, resume=resume, overwrite=overwrite, max_steps=run.max_steps)
         )
         record = run_record(run)
-        changes = processes.decide(lambda: check_resume(out, record, allow_changes=allow_changes)) if resume else {}
+        check = lambda: check_resume(out, record, allow_changes=allow_changes, checkpoint=start.checkpoint)  # noqa: E731
+        changes = processes.decide(check) if resume else {}
         if start.finished is not None:
             if processes.is_main:
                 print(f"countdown train: {out} already finished at step {start.finished['steps']}; nothing to do",
@@ -284,7 +285,9 @@ def _train(run: RunConfig, out: Path, checkpoint: Path | None, changes=None) -> 
         # the task as trained (the model's own when the config has none); a resume's allowed changes kept with it
         record = {**run_record(run), "task": trainer.task.to_dict()}
         step = checkpoint_step(checkpoint) if checkpoint is not None else 0
-        write_run_record(out, merged_record(out, record, changes or {}, step))
+        record = merged_record(out, record, changes or {}, step, checkpoint)
+        write_run_record(out, record)
+        trainer.checkpoint_writers.append(identity_writer(record))  # each checkpoint says which run it belongs to
     try:
         if restore:
             from transformers import TrainerState

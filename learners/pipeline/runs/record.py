@@ -6,6 +6,11 @@ one and then describe the whole run as the new one; so it is refused in one line
 (:func:`check_resume`), as ``countdown compare --resume`` refuses changed settings. A deliberate change (e.g. more
 steps: ``--max-steps 400 --resume``) passes with ``--allow-changes``; the record then keeps the first run's config
 under ``changes`` with the step at which each change took effect, so the folder still says how its model was made.
+
+Every checkpoint carries the record it was trained under (``run_identity.json``, :func:`identity_writer`), so a
+``--resume PATH`` naming another run's checkpoint is held against that run's settings, not against the new folder's
+(which has none yet): continuing run B's weights under run A's name is refused before any model loads, and with
+``--allow-changes`` the record says where the weights came from (``resumed_from``).
 """
 
 from __future__ import annotations
@@ -15,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from .config import RESOLVED_CONFIG
+
+RUN_IDENTITY = "run_identity.json"
+"""The run record a checkpoint was saved under, inside every ``checkpoint-N``."""
 
 DISPLAY_KEYS = ("trainer.disable_tqdm", "trainer.report_to")
 """Settings that change what a run shows, not what it trains: free to change on resume."""
@@ -54,36 +62,80 @@ def config_changes(old: dict[str, Any], new: dict[str, Any], ignore=()) -> dict[
     }
 
 
-def read_record(out: Path) -> dict[str, Any] | None:
+def _read_json(path: Path) -> dict[str, Any] | None:
     try:
-        record = json.loads((out / RESOLVED_CONFIG).read_text(encoding="utf-8"))
+        record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) else None
 
 
-def check_resume(out: Path, record: dict[str, Any], *, allow_changes: bool) -> dict[str, tuple[Any, Any]]:
-    """The changes of ``record`` against the run recorded in ``out`` (``{}`` without a record); refused in one line
-    unless ``allow_changes``."""
-    old = read_record(out)
+def read_record(out: Path) -> dict[str, Any] | None:
+    return _read_json(out / RESOLVED_CONFIG)
+
+
+def identity_writer(record: dict[str, Any]):
+    """A ``checkpoint_writers`` entry that writes ``record`` into a checkpoint as its :data:`RUN_IDENTITY`."""
+
+    def write_identity(folder: Path) -> Path:
+        from countdown_env.helpers.atomic import write_text
+
+        return write_text(Path(folder) / RUN_IDENTITY, json.dumps(record, indent=2, default=str) + "\n")
+
+    return write_identity
+
+
+def _foreign(checkpoint: Path | None, out: Path) -> bool:
+    return checkpoint is not None and checkpoint.resolve().parent != out.resolve()
+
+
+def recorded_run(out: Path, checkpoint: Path | None = None) -> dict[str, Any] | None:
+    """The record the run continued from was trained under: the checkpoint's :data:`RUN_IDENTITY`, else the record of
+    the folder the checkpoint lies in (checkpoints saved before identities were written), else ``out``'s."""
+    if checkpoint is not None:
+        found = _read_json(checkpoint / RUN_IDENTITY) or read_record(checkpoint.parent)
+        if found is not None or _foreign(checkpoint, out):
+            return found
+    return read_record(out)
+
+
+def check_resume(
+    out: Path, record: dict[str, Any], *, allow_changes: bool, checkpoint: Path | None = None
+) -> dict[str, tuple[Any, Any]]:
+    """The changes of ``record`` against the run it continues (:func:`recorded_run`: ``checkpoint``'s, else ``out``'s;
+    ``{}`` without one); refused in one line unless ``allow_changes``. A checkpoint of another folder that says
+    nothing of its run is refused too: nothing would show what is being continued."""
+    old = recorded_run(out, checkpoint)
+    where = f"{checkpoint}" if _foreign(checkpoint, out) else f"{out}"
     if old is None:
+        if _foreign(checkpoint, out) and not allow_changes:
+            raise ValueError(
+                f"--resume {checkpoint}: it has no {RUN_IDENTITY} and its folder no {RESOLVED_CONFIG}, so nothing "
+                "says which run it continues; pass --allow-changes to continue from it anyway"
+            )
         return {}
     changes = config_changes(old, record, ignore=DISPLAY_KEYS)
     if changes and not allow_changes:
         shown = "; ".join(f"{key}: {before!r} -> {after!r}" for key, (before, after) in list(changes.items())[:4])
         more = f" and {len(changes) - 4} more" if len(changes) > 4 else ""
         raise ValueError(
-            f"--resume: {out} was trained with other settings ({shown}{more}); resume with the run's own settings, "
+            f"--resume: {where} was trained with other settings ({shown}{more}); resume with the run's own settings, "
             "start a new --output-dir, or pass --allow-changes to continue it with these (recorded in "
             f"{RESOLVED_CONFIG})"
         )
     return changes
 
 
-def merged_record(out: Path, record: dict[str, Any], changes: dict[str, tuple[Any, Any]], step: int) -> dict:
-    """``record`` plus the run's earlier changes and these (``changes``, in effect from ``step``)."""
-    old = read_record(out) or {}
+def merged_record(
+    out: Path, record: dict[str, Any], changes: dict[str, tuple[Any, Any]], step: int, checkpoint: Path | None = None
+) -> dict:
+    """``record`` plus the earlier changes of the run it continues and these (``changes``, in effect from ``step``);
+    a checkpoint of another folder is named in that entry (``resumed_from``)."""
+    old = recorded_run(out, checkpoint) or {}
     history = list(old.get("changes") or [])
-    if changes:
-        history.append({"from_step": step, "settings": {key: list(pair) for key, pair in changes.items()}})
+    if changes or _foreign(checkpoint, out):
+        entry: dict[str, Any] = {"from_step": step, "settings": {key: list(pair) for key, pair in changes.items()}}
+        if _foreign(checkpoint, out):
+            entry["resumed_from"] = str(checkpoint)
+        history.append(entry)
     return {**record, "changes": history} if history else record
