@@ -32,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="shortcut for --set model=PATH ('tiny', 'warm-start', 'warm-start-multistep' (give it 384 completion "
         "tokens), a folder or a Hub id)",
     )
+    add_precision_flag(parser)
     parser.add_argument("--max-steps", type=int, help="shortcut for --set trainer.max_steps=N")
     parser.add_argument("--report-to", help="shortcut for --set trainer.report_to=X (e.g. tensorboard)")
     parser.add_argument(
@@ -76,6 +77,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "recorded in resolved_config.json with the step it took effect",
     )
     add_trl_flags(parser)
+
+
+def add_precision_flag(parser: argparse.ArgumentParser) -> None:
+    """``--precision auto|fp32|bf16`` (:mod:`learners.pipeline.precision`)."""
+    parser.add_argument(
+        "--precision",
+        choices=("auto", "fp32", "bf16"),
+        help="shortcut for --set precision=X: bf16 autocast (and a bf16 LoRA base, a bf16 vLLM engine) or float32; "
+        "auto: bf16 where the CPU has amx_bf16/avx512_bf16 or the GPU supports it (default: the config's, auto)",
+    )
 
 
 def add_trl_flags(parser: argparse.ArgumentParser) -> None:
@@ -128,6 +139,7 @@ def run_config(args: argparse.Namespace):
     output_dir = args.output_dir or flag_output_dir or yaml_output_dir or "runs/train"
     own = {
         "model": args.model,
+        "precision": getattr(args, "precision", None),
         "trainer.max_steps": args.max_steps,
         "trainer.report_to": args.report_to,
         "trainer.disable_tqdm": True if getattr(args, "no_progress", False) else None,

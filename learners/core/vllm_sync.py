@@ -16,8 +16,9 @@ from new hidden states through the initial output matrix (measured on the tiny m
 the trainer after perturbing the embedding, 1.4e-6 once re-packed). :func:`layerwise_sync_weights` therefore
 re-packs every such layer after the reload.
 
-:func:`colocated_engine_dtype` makes the colocated engine load the policy in float32 on the CPU (vLLM's ``"auto"``
-would load a float32 checkpoint in bfloat16, so that the engine samples from a rounded policy).
+:func:`colocated_engine_dtype` makes the colocated engine load the policy in the run's compute precision on the CPU:
+float32 in a float32 run (vLLM's ``"auto"`` would load a float32 checkpoint in bfloat16, so that the engine samples
+from a rounded policy), bfloat16 in a bf16 run.
 
 :func:`use_layerwise_sync` replaces the ``sync_weights`` of one trainer's ``VLLMGeneration`` with that call; the
 parameters still come from TRL's ``_iter_named_params`` (which merges PEFT adapters and gathers sharded
@@ -35,7 +36,8 @@ from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 CPU_ENGINE_DTYPE = "float32"
-"""The dtype of a vLLM engine on the CPU: that of the policy, which trains in float32 there (``CPU_SETTINGS``)."""
+"""The dtype of a vLLM engine on the CPU when none is asked for: a float32 policy's (a bf16 run's colocated engine is
+built in bfloat16 by the base trainer, :mod:`learners.pipeline.precision`)."""
 
 CPU_STEP_TIMEOUT_S = "3600"
 """``VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS`` when the user set none (vLLM's default, 300 s, is a GPU's scale)."""

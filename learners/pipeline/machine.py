@@ -12,9 +12,7 @@ import platform
 from pathlib import Path
 
 
-def cpu_record(cpuinfo: str | None = None) -> dict:
-    """Architecture, cores, model name and vector extensions (the ``avx*`` and ``amx*`` flags of ``/proc/cpuinfo``,
-    each once; read from ``cpuinfo`` when given). Without a cpuinfo (not Linux) the extensions are an empty list."""
+def _cpuinfo_fields(cpuinfo: str | None) -> dict[str, str]:
     if cpuinfo is None:
         path = Path("/proc/cpuinfo")
         cpuinfo = path.read_text(errors="replace") if path.is_file() else ""
@@ -23,6 +21,18 @@ def cpu_record(cpuinfo: str | None = None) -> dict:
         key, sep, value = line.partition(":")
         if sep:
             fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+def cpu_flag_list(cpuinfo: str | None = None) -> list[str]:
+    """The first CPU's flags (``/proc/cpuinfo``, or ``cpuinfo`` when given), sorted; empty where there is none."""
+    return sorted(set(_cpuinfo_fields(cpuinfo).get("flags", "").split()))
+
+
+def cpu_record(cpuinfo: str | None = None) -> dict:
+    """Architecture, cores, model name and vector extensions (the ``avx*`` and ``amx*`` flags of ``/proc/cpuinfo``,
+    each once; read from ``cpuinfo`` when given). Without a cpuinfo (not Linux) the extensions are an empty list."""
+    fields = _cpuinfo_fields(cpuinfo)
     flags = fields.get("flags", "").split()
     return {
         "arch": platform.machine(),

@@ -62,6 +62,10 @@ def validate_config(learner: str, config: dict[str, Any]) -> None:
     from ..models.tiny import build_tiny_model
 
     refuse_unknown("config section", set(config), SECTIONS)
+    if "precision" in config:
+        from ..precision import check_precision
+
+        check_precision(config["precision"])
     for section in ("tiny", "task", "data", "eval", "trainer", "lora", "async"):
         value = config.get(section)
         if value is not None and not isinstance(value, dict):
@@ -90,6 +94,7 @@ def validate_config(learner: str, config: dict[str, Any]) -> None:
     fields = trainer_fields(spec)  # without importing TRL once cached (learners/core/trainer_fields.py)
     refuse_unknown(f"trainer key ({spec.config_class} option)", config.get("trainer") or {}, fields)
     check_trainer_values(config.get("trainer") or {}, fields)
+    check_warmup_applies(config.get("trainer") or {})
     check_planned_steps(config, fields)
     check_model(config.get("model", "tiny"))
     check_rollouts(config)
@@ -99,6 +104,25 @@ def validate_config(learner: str, config: dict[str, Any]) -> None:
         if not torch.cuda.is_available():
             check_cpu_vllm(config.get("trainer") or {})
     _check_trackers((config.get("trainer") or {}).get("report_to"))
+
+
+SCHEDULERS_WITHOUT_WARMUP = ("constant", "reduce_lr_on_plateau", "greedy")
+"""transformers' ``get_scheduler`` builds these without ``num_warmup_steps``: a warmup given with them never applies."""
+
+
+def check_warmup_applies(trainer: dict[str, Any]) -> None:
+    """A warmup (``warmup_steps`` or ``warmup_ratio`` above 0) with a scheduler that ignores it is refused in one line
+    naming both (R2's preset set ``constant`` with 5 warmup steps, and trained at the full rate from step 1)."""
+    scheduler = str(trainer.get("lr_scheduler_type", "linear"))
+    for key in ("warmup_steps", "warmup_ratio"):
+        value = trainer.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+            if scheduler in SCHEDULERS_WITHOUT_WARMUP:
+                fix = "constant_with_warmup" if scheduler == "constant" else "a scheduler that warms up"
+                raise ValueError(
+                    f"trainer.{key}: {value} never applies with trainer.lr_scheduler_type: {scheduler} (transformers "
+                    f"builds that schedule without warmup); use {fix}, or set {key} to 0"
+                )
 
 
 def check_async(section: dict[str, Any] | None) -> None:

@@ -30,7 +30,7 @@ from typing import Any
 from countdown_env.helpers.keys import refuse_unknown
 
 CONFIG_DIR = Path(__file__).parent.parent / "configs"
-CPU_SETTINGS = dict(use_cpu=True, bf16=False, fp16=False, gradient_checkpointing=False)
+CPU_SETTINGS = dict(use_cpu=True, fp16=False, gradient_checkpointing=False)
 """Forced on a machine without a GPU."""
 
 
@@ -132,7 +132,7 @@ def find_config(name_or_path: str | Path) -> Path:
     raise FileNotFoundError(f"no config {str(name_or_path)!r}; give a YAML path or one of {choices}")
 
 
-SECTIONS = ("model", "tiny", "task", "data", "eval", "trainer", "curriculum", "rollouts", "lora", "async")
+SECTIONS = ("model", "precision", "tiny", "task", "data", "eval", "trainer", "curriculum", "rollouts", "lora", "async")
 MOVED_SECTIONS = {"template": "task.template", "reward": "task (format_bonus, use_all_numbers, ...)"}
 
 

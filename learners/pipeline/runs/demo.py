@@ -281,6 +281,9 @@ def _run_demo(
             "trainer.max_steps": steps,
             "trainer.learning_rate": settings["learning_rate"],
             "trainer.lr_scheduler_type": settings["lr_scheduler"],
+            # the demo's schedules run from step 1 (the SmolLM2 preset's 5 warmup steps never applied under
+            # `constant`, which is what the demo's published figures ran)
+            "trainer.warmup_steps": 0,
             "trainer.per_device_train_batch_size": micro_batch,
             "trainer.gradient_accumulation_steps": rows_per_step // (processes.num_processes * micro_batch),
             "trainer.num_generations": GROUP_SIZE,

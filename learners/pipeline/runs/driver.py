@@ -173,7 +173,8 @@ def make_trainer(
 
 def learner_config(learner: str, trainer_args: dict[str, Any]):
     """The registered learner's config object from ``trainer_args`` over its defaults (the CPU settings forced on a
-    machine without a GPU; ``report_to`` none and ``ddp_find_unused_parameters`` false unless given): every check of
+    machine without a GPU, float32 unless ``bf16`` is given: :class:`RunConfig` gives it from the run's precision;
+    ``report_to`` none and ``ddp_find_unused_parameters`` false unless given): every check of
     the learner's config class and TRL's ``GRPOConfig`` runs here, one line on a bad value."""
     import torch
 
@@ -182,6 +183,7 @@ def learner_config(learner: str, trainer_args: dict[str, Any]):
     trainer_args = dict(trainer_args)
     if not torch.cuda.is_available():
         trainer_args.update(CPU_SETTINGS)
+        trainer_args.setdefault("bf16", False)  # TRL's default is bf16: a CPU run computes in float32 unless asked
     trainer_args.setdefault("report_to", "none")
     # every parameter of these models takes part in each loss: DDP's search for unused ones (transformers turns it
     # on unless gradient checkpointing is) costs a graph walk per step and warns on every rank that it found none

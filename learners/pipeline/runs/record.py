@@ -24,8 +24,12 @@ from .config import RESOLVED_CONFIG
 RUN_IDENTITY = "run_identity.json"
 """The run record a checkpoint was saved under, inside every ``checkpoint-N``."""
 
-DISPLAY_KEYS = ("trainer.disable_tqdm", "trainer.report_to")
-"""Settings that change what a run shows, not what it trains: free to change on resume."""
+DISPLAY_KEYS = ("trainer.disable_tqdm", "trainer.report_to", "precision_setting", "cpu.model", "cpu.flags")
+"""What may differ on resume: settings that change what a run shows, not what it trains, and the machine's facts
+(the resolved ``precision`` is compared: an ``auto`` run moved to a CPU without bfloat16 would change it)."""
+
+RECORD_DEFAULTS = {"precision": "fp32"}
+"""Entries of records written before they existed, as those runs had them (every CPU run was float32)."""
 
 
 def run_record(run) -> dict[str, Any]:
@@ -36,9 +40,11 @@ def run_record(run) -> dict[str, Any]:
 
     from ..data import model_task
     from ..models import resolve_model
+    from ..precision import precision_record
 
     task = run.task if run.task is not None else (model_task(resolve_model(run.model)) or CountdownTask())
-    record = {"learner": run.learner, **run.to_mapping(), "task": task.to_dict()}
+    precision = precision_record(run.precision, run.resolved_precision)
+    record = {"learner": run.learner, **run.to_mapping(), **precision, "task": task.to_dict()}
     return json.loads(json.dumps(record, default=str))
 
 
@@ -114,7 +120,7 @@ def check_resume(
                 "says which run it continues; pass --allow-changes to continue from it anyway"
             )
         return {}
-    changes = config_changes(old, record, ignore=DISPLAY_KEYS)
+    changes = config_changes({**RECORD_DEFAULTS, **old}, record, ignore=DISPLAY_KEYS)
     if changes and not allow_changes:
         shown = "; ".join(f"{key}: {before!r} -> {after!r}" for key, (before, after) in list(changes.items())[:4])
         more = f" and {len(changes) - 4} more" if len(changes) > 4 else ""

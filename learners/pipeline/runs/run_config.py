@@ -90,6 +90,7 @@ class RunConfig:
 
     learner: str = "grpo"
     model: str = "tiny"
+    precision: str = "auto"  # auto | fp32 | bf16 (learners/pipeline/precision.py)
     tiny: Mapping[str, Any] = field(default_factory=dict)
     task: Any = None  # a countdown_env.task.CountdownTask; None: the model's recorded task, else the default one
     data: DataSection = field(default_factory=DataSection)
@@ -133,6 +134,7 @@ class RunConfig:
         return cls(
             learner=learner,
             model=str(mapping.get("model", "tiny")),
+            precision=mapping.get("precision", "auto"),
             tiny=dict(mapping.get("tiny") or {}),
             task=CountdownTask.from_dict(mapping["task"]) if mapping.get("task") is not None else None,
             data=_section(DataSection, mapping.get("data")),
@@ -148,6 +150,7 @@ class RunConfig:
         """The sections in the YAML's shape (JSON values), every default written out; ``None`` ones left out."""
         sections = {
             "model": self.model,
+            "precision": self.precision,
             "tiny": dict(self.tiny),
             "task": self.task.to_dict() if self.task is not None else None,
             "data": dataclasses.asdict(self.data),
@@ -169,12 +172,34 @@ class RunConfig:
         return RunConfig.from_mapping(self.learner, mapping)
 
     def learner_options(self) -> dict[str, Any]:
-        """The keyword arguments of the learner's config class: the ``trainer`` section, and ``async_max_staleness``
-        from the ``async`` one."""
+        """The keyword arguments of the learner's config class: the ``trainer`` section, ``async_max_staleness`` from
+        the ``async`` one, and the resolved precision's (:func:`learners.pipeline.precision.trainer_settings`; a
+        ``model_init_kwargs`` dtype given in the trainer section is kept)."""
+        from ..precision import trainer_settings
+
         options = dict(self.trainer)
         if self.async_rollouts is not None:
             options["async_max_staleness"] = self.async_rollouts.max_staleness
+        settings = trainer_settings(self.resolved_precision, lora=self.lora is not None)
+        init = {**settings.pop("model_init_kwargs", {}), **(options.get("model_init_kwargs") or {})}
+        options.update(settings)
+        if init:
+            options["model_init_kwargs"] = init
         return options
+
+    @property
+    def resolved_precision(self) -> str:
+        """``fp32`` or ``bf16`` on this machine (:func:`learners.pipeline.precision.resolve_precision`). TRL's own
+        spelling, ``trainer.bf16``, decides an ``auto`` precision when given; against an explicit one it is refused."""
+        from ..precision import resolve_precision
+
+        asked = self.trainer.get("bf16")
+        if asked is not None:
+            from_trainer = "bf16" if asked else "fp32"
+            if self.precision not in ("auto", from_trainer):
+                raise ValueError(f"precision: {self.precision} and trainer.bf16: {asked} disagree; give one of them")
+            return from_trainer
+        return resolve_precision(self.precision)
 
     @property
     def max_steps(self) -> int:

@@ -1,0 +1,93 @@
+"""A run's numeric precision: ``precision: auto | fp32 | bf16`` (``--precision`` on the commands that load a model).
+
+``auto`` is ``bf16`` where the hardware multiplies bfloat16 natively and ``fp32`` elsewhere:
+- a CUDA GPU that supports bfloat16 (``torch.cuda.is_bf16_supported()``);
+- a CPU with AMX-BF16 (``amx_bf16``: Sapphire Rapids and later Xeons; measured here, one core, torch 2.13: a
+  2048 x 576 x 1536 matmul 29-33 GFLOPS in float32 against 222-261 in bfloat16) or AVX512-BF16 (``avx512_bf16``: its
+  dot-product instructions; a CPU with that flag but no AMX has not been measured by this project);
+- any other CPU (e.g. an AVX2-only EPYC) emulates bfloat16 and would get slower: ``fp32``.
+
+What ``bf16`` means for a run (:func:`trainer_settings`):
+- the forward and backward run under bfloat16 autocast (``GRPOConfig.bf16``: accelerate's ``autocast``), the trained
+  parameters, their gradients and AdamW's state stay float32;
+- a LoRA run also keeps its frozen base weights in bfloat16 (``model_init_kwargs.dtype``): measured on SmolLM2-135M
+  (one core, 4 x 200 tokens, LoRA r16 on every linear layer) forward + backward took 5.1-6.2 s in float32,
+  2.9-3.8 s under autocast alone and 2.7-3.3 s with the base stored in bfloat16 (no per-step casts of frozen weights);
+  a full fine-tune keeps float32 weights (the update needs them);
+- the colocated vLLM engine (and ``countdown eval``'s and ``serve``'s) loads in bfloat16: it then holds the rounded
+  policy the trainer computes with, where in float32 runs it holds the float32 policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+PRECISIONS = ("auto", "fp32", "bf16")
+BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
+"""CPU flags (``/proc/cpuinfo``) of native bfloat16 arithmetic."""
+RECORDED_CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
+"""The flags a run's record keeps beside its precision."""
+
+
+def check_precision(setting: Any) -> str:
+    """``setting`` as one of :data:`PRECISIONS`, or one line naming them."""
+    if not isinstance(setting, str) or setting not in PRECISIONS:
+        raise ValueError(f"precision: {setting!r} is not one of {', '.join(PRECISIONS)}")
+    return setting
+
+
+def cpu_flags(cpuinfo: str | None = None) -> list[str]:
+    """The flags of this machine's CPU (``cpuinfo``: the text of ``/proc/cpuinfo``, read when not given)."""
+    from .machine import cpu_flag_list
+
+    return cpu_flag_list(cpuinfo)
+
+
+def resolve_precision(setting: str, *, flags: Iterable[str] | None = None, cuda_bf16: bool | None = None) -> str:
+    """``fp32`` or ``bf16`` for ``setting`` on this machine (``flags``: the CPU's flags; ``cuda_bf16``: whether a CUDA
+    GPU with bfloat16 is present; both read from the machine when ``None``). ``bf16`` asked on a CPU without native
+    bfloat16 still runs (emulated, slower), as the user asked."""
+    setting = check_precision(setting)
+    if setting != "auto":
+        return setting
+    if cuda_bf16 is None:
+        cuda_bf16 = _cuda_bf16()
+    if cuda_bf16:
+        return "bf16"
+    flags = set(cpu_flags() if flags is None else flags)
+    return "bf16" if flags & set(BF16_CPU_FLAGS) else "fp32"
+
+
+def _cuda_bf16() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+
+
+def precision_record(setting: str, resolved: str) -> dict[str, Any]:
+    """What a run's record says of its precision: the ``resolved`` one, the ``setting``, and the CPU."""
+    from .machine import cpu_record
+
+    cpu = cpu_record()
+    flags = set(cpu_flags())
+    return {
+        "precision": resolved,
+        "precision_setting": setting,
+        "cpu": {"model": cpu["model"], "flags": [f for f in RECORDED_CPU_FLAGS if f in flags]},
+    }
+
+
+def trainer_settings(precision: str, *, lora: bool) -> dict[str, Any]:
+    """The learner config's keyword arguments for a resolved ``precision`` (see the module's docstring)."""
+    if precision not in ("fp32", "bf16"):
+        raise ValueError(f"trainer_settings takes a resolved precision (fp32 or bf16), got {precision!r}")
+    settings: dict[str, Any] = {"bf16": precision == "bf16", "fp16": False}
+    if precision == "bf16" and lora:
+        settings["model_init_kwargs"] = {"dtype": "bfloat16"}
+    return settings
+
+
+def engine_dtype(precision: str) -> str:
+    """The dtype a vLLM engine loads in for a resolved ``precision``."""
+    return "bfloat16" if precision == "bf16" else "float32"
