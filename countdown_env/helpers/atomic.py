@@ -93,6 +93,32 @@ def remove_stale(target: str | os.PathLike) -> bool:
     return restored
 
 
+def special_file(path: str | os.PathLike) -> str | None:
+    """What ``path`` is when it exists as neither a regular file nor a folder (``"a device node"``, ``"a FIFO"``,
+    ``"a socket"``; through a symlink, what it points to), else ``None``. A writer never replaces one: renaming a file
+    onto ``/dev/null`` would turn the machine's device node into a regular file."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device node"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return None
+
+
+def refuse_special(path: str | os.PathLike, what: str = "output") -> None:
+    """:class:`OutputError` in one line when ``path`` is a device node, FIFO or socket (:func:`special_file`)."""
+    kind = special_file(path)
+    if kind is not None:
+        raise OutputError(f"{what} {path} is {kind}, not a file; refusing to write over it (give a file path)")
+
+
 def _output_path(target: str | os.PathLike) -> Path:
     """The absolute path an output is written at: symlinks resolved (the link is kept, its target written), and
     ``.`` given a name to build a temporary sibling beside."""
@@ -121,6 +147,7 @@ def atomic_file(path: str | os.PathLike, mode: str = "wb", encoding: str | None 
     (on an exception the temporary file is removed and ``path`` is untouched)."""
     if "w" not in mode:
         raise ValueError(f"atomic_file writes whole files: mode must contain 'w', got {mode!r}")
+    refuse_special(path)
     path = _output_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(path)
@@ -388,6 +415,7 @@ def check_output(
 ) -> Path:
     """The one check of every writer's output, before any work. Refuses (:class:`OutputError`, one line):
 
+    - a device node, FIFO or socket (:func:`refuse_special`);
     - an output that is one of ``inputs`` (by path, through a symlink, or the same file under another name), that
       contains one (a folder holding an input), or that lies inside an input folder;
     - an existing non-empty output without ``overwrite`` (a command that rewrites its report on every run passes
@@ -397,6 +425,7 @@ def check_output(
 
     ``inputs`` that do not exist are skipped. Returns ``out`` as a ``Path``."""
     out = Path(out)
+    refuse_special(out, what)
     resolved = out.resolve()
     if resolved == Path(resolved.anchor):
         raise OutputError(f"{what} {out} is the file system's root; give a folder of its own")

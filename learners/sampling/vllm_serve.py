@@ -243,6 +243,36 @@ def stop(process: subprocess.Popen, grace: float = 30.0) -> int:
     return process.returncode
 
 
+LOG_HEADER = "# countdown serve: the vLLM server's log\n"
+"""The first line of every server log :func:`open_server_log` writes: the mark of a file it may replace."""
+
+
+def open_server_log(path: Path):
+    """``path`` opened for the server's log, replacing only an earlier server log (its first line
+    :data:`LOG_HEADER`) or creating it: never a symlink (a planted one at the default temp path), a device node, a
+    FIFO or any other file (``--log model.safetensors`` once truncated the shipped weights). One line otherwise."""
+    import os
+    import stat
+
+    from countdown_env.helpers.atomic import OutputError
+
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None:
+        if not stat.S_ISREG(mode):
+            raise OutputError(f"--log {path} is a link, device node or FIFO, not a log file; give another path")
+        with open(path, "rb") as fh:
+            if fh.read(len(LOG_HEADER)) != LOG_HEADER.encode():
+                raise OutputError(f"--log {path} exists and is not a countdown serve log; refusing to replace it")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    log = os.fdopen(fd, "w", encoding="utf-8")
+    log.write(LOG_HEADER)
+    log.flush()
+    return log
+
+
 def serve(
     command: Sequence[str],
     *,
@@ -265,6 +295,7 @@ def serve(
         cpu_engine_defaults(env)  # the project's CPU engine defaults where neither the user nor the caller set one
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_file = open_server_log(log_path)
     interrupted = []
 
     def on_signal(signum, frame):
@@ -274,7 +305,7 @@ def serve(
     previous = signal.signal(signal.SIGTERM, on_signal)
     with (
         tempfile.TemporaryDirectory(prefix="countdown-serve-") as scratch,
-        open(log_path, "w", encoding="utf-8") as log,
+        log_file as log,
     ):
         status_path = Path(scratch) / "children.json"  # the server's children's exit status (recorded_children)
         env[ENGINE_STATUS_ENV] = str(status_path)

@@ -32,13 +32,33 @@ def is_eval_report(path: str | Path) -> bool:
     return isinstance(report, dict) and any(keys <= set(report) for keys in REPORT_KEYS)
 
 
+def shipped_folder(path: str | Path) -> Path | None:
+    """The installed package folder (``learners``, ``countdown_env``, ``verifiers_ext``) that ``path`` lies in, or
+    ``None``: their files (shipped warm starts and their reports, presets) are never an output."""
+    import countdown_env
+    import learners
+    import verifiers_ext
+
+    resolved = Path(path).resolve()
+    for package in (learners, countdown_env, verifiers_ext):
+        folder = Path(package.__file__).resolve().parent
+        if resolved == folder or folder in resolved.parents:
+            return folder
+    return None
+
+
 def check_report_path(out: str | Path, model_dir: str | Path, split: str | Path) -> Path:
     """Refuse, in one line and before any work, a report path that is the split or inside a split folder, one of
-    the model's files (weights, config, tokenizer: every file of its folder but earlier reports), a folder, or an
-    existing file that is not an eval report (:func:`countdown_env.helpers.atomic.check_output`); returns it."""
+    the model's files (weights, config, tokenizer: every file of its folder but earlier reports), a file shipped in
+    the package (:func:`shipped_folder`), a folder, or an existing file that is not an eval report
+    (:func:`countdown_env.helpers.atomic.check_output`); returns it."""
     from countdown_env.helpers.atomic import OutputError, check_output
 
     out, folder = Path(out), Path(model_dir)
+    shipped = shipped_folder(out)
+    if shipped is not None:
+        raise OutputError(f"--out {out} lies in the package's own folder {shipped} (shipped files, e.g. a calibration "
+                          "report); give a path of your own, e.g. runs/eval/eval_report.json")  # fmt: skip
     model_files = [p for p in folder.iterdir() if p.is_file() and not is_eval_report(p)] if folder.is_dir() else []
     check_output(out, [split, *model_files], overwrite=True, what="--out")
     if out.is_dir():
