@@ -125,12 +125,21 @@ def check_warmup_applies(trainer: dict[str, Any]) -> None:
                 )
 
 
+MAX_STALENESS = 64
+"""The largest ``async.max_staleness`` accepted (the measured runs used 0-2)."""
+
+
 def check_async(section: dict[str, Any] | None) -> None:
     """The ``async:`` section: ``max_staleness``, an integer >= 0 (one line otherwise)."""
     if section is None:
         return
     refuse_unknown("async key", section, ASYNC_KEYS)
     _check_ints("async", section, {"max_staleness": 0})
+    if section.get("max_staleness", 0) > MAX_STALENESS:
+        raise ValueError(
+            f"async.max_staleness must be <= {MAX_STALENESS}, got {section['max_staleness']}: samples that many policy "
+            "versions old are off-policy beyond any correction, and the worker would hold that many steps of batches"
+        )
 
 
 def check_lora(section: dict[str, Any] | None) -> None:

@@ -35,13 +35,29 @@ CPU_SETTINGS = dict(use_cpu=True, fp16=False, gradient_checkpointing=False)
 
 
 def _yaml_loader():
-    """PyYAML's SafeLoader, but reading ``1e-3`` as a float (YAML 1.1 wants ``1.0e-3``; users write both)."""
+    """PyYAML's SafeLoader, but reading ``1e-3`` as a float (YAML 1.1 wants ``1.0e-3``; users write both) and
+    refusing a key given twice in one mapping (PyYAML keeps the last one silently: two ``learning_rate`` lines, or two
+    ``trainer:`` sections, trained with whichever came last)."""
     import re
 
     import yaml
 
     class Loader(yaml.SafeLoader):
-        pass
+        def construct_mapping(self, node, deep=False):
+            seen = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    duplicate = key in seen
+                    seen.add(key)
+                except TypeError:  # an unhashable key: the base class says so
+                    continue
+                if duplicate:
+                    problem = f"the key {key!r} is given twice in one mapping (which one holds would be silent)"
+                    raise yaml.constructor.ConstructorError(None, None, problem, key_node.start_mark)
+            return super().construct_mapping(node, deep)
 
     Loader.add_implicit_resolver(
         "tag:yaml.org,2002:float",

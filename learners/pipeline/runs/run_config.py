@@ -213,8 +213,12 @@ class RunConfig:
 
 def assign_all(mapping: dict[str, Any], settings: Mapping[str, Any]) -> None:
     """Each ``{"section.key": value}`` of ``settings`` into ``mapping`` (:func:`~learners.pipeline.runs.config.assign`);
-    one line naming the key when a part of its path is not a section."""
+    one line naming the key when a part of its path is not a section. A mapping given for a section that exists is
+    merged into it (``--async`` names the ``async`` section without replacing the YAML's)."""
     for key, value in settings.items():
+        if isinstance(value, dict) and isinstance(mapping.get(key), dict):
+            mapping[key].update(value)
+            continue
         try:
             assign(mapping, key, value)
         except ValueError as exc:

@@ -1,0 +1,55 @@
+"""Settings that were taken without a word (issue 67 item 2): async staleness beyond bounds or of the wrong type once
+``--async`` replaced the YAML's section, a YAML ``async`` section silently reset by ``--async``, and keys given twice
+in one YAML mapping (the last won)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+
+def _run_config(argv):
+    from learners.commands import train
+
+    parser = argparse.ArgumentParser()
+    train.add_arguments(parser)
+    return train.run_config(parser.parse_args(argv))[0]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [(["--max-staleness", "99999999999999999999"], "async.max_staleness must be <= 64"),
+     (["--set", "async.max_staleness=nan"], "async.max_staleness must be int, got 'nan'"),
+     (["--set", "async.max_staleness=true"], "async.max_staleness must be int, got True"),
+     (["--set", "async.foo=1"], "unknown async key 'foo'")],  # fmt: skip
+)
+def test_async_settings_are_checked_with_async_given(extra, message):
+    with pytest.raises(ValueError, match=message):
+        _run_config(["--config", "cpu-tiny-vllm", "--async", *extra])
+
+
+def test_async_keeps_the_yaml_section(tmp_path):
+    from learners.pipeline.runs.config import find_config
+
+    config = tmp_path / "async.yaml"
+    config.write_text(find_config("cpu-tiny-vllm").read_text() + "async: {max_staleness: 3}\n")
+    assert _run_config(["--config", str(config), "--async"]).async_rollouts.max_staleness == 3
+    assert _run_config(["--config", str(config), "--async", "--max-staleness", "0"]).async_rollouts.max_staleness == 0
+    assert _run_config(["--config", "cpu-tiny-vllm", "--async"]).async_rollouts.max_staleness == 1  # the default
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "line"),
+    [("model: tiny\ntrainer:\n  learning_rate: 1.0e-5\n  learning_rate: 2.0e-5\n", "learning_rate", 4),
+     ("trainer:\n  max_steps: 2\nmodel: tiny\ntrainer:\n  max_steps: 3\n", "trainer", 4)],  # fmt: skip
+)
+def test_a_key_given_twice_is_refused_naming_it_and_its_line(tmp_path, text, key, line):
+    config = tmp_path / "twice.yaml"
+    config.write_text(text)
+    with pytest.raises(ValueError) as caught:
+        _run_config(["--config", str(config)])
+    assert f"{config}:{line}:" in str(caught.value) and f"the key {key!r} is given twice" in str(caught.value)
+    with pytest.raises(ValueError, match="given twice"):
+        _run_config(["--set", "trainer.model_init_kwargs={a: 1, a: 2}"])
+    assert _run_config(["--set", "trainer.learning_rate=3.0e-5"]).trainer["learning_rate"] == 3.0e-5  # once is fine
