@@ -77,3 +77,28 @@ def test_eval_never_writes_into_the_package(tmp_path, capsys):
     assert main(argv) == 2
     assert "lies in the package's own folder" in capsys.readouterr().err
     assert shipped.read_bytes() == before
+
+
+def test_a_plain_install_removes_a_killed_installs_leftovers(tmp_path):
+    """`models install --force` killed while unpacking left a 94 MB `.NAME.gguf.tmp-PID`; the next plain install
+    said "installed and intact" and kept it."""
+    import subprocess
+    import sys
+
+    from learners.core.checkpoints import write_checkpoint_manifest
+    from learners.pipeline.models.pretrained import install, model_folder
+
+    target = model_folder("smollm2-135m", tmp_path)
+    target.mkdir(parents=True)
+    (target / "model.safetensors").write_bytes(b"\0" * 128)
+    write_checkpoint_manifest(target)  # an installed, intact folder: the install itself is skipped
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = int(dead.stdout)
+    leftovers = [target.with_name(f".{target.name}.gguf.tmp-{pid}"), target.with_name(f".{target.name}.tmp-{pid}")]
+    for folder in leftovers:
+        folder.mkdir()
+        (folder / "part").write_bytes(b"\0" * 1024)
+    said = []
+    assert install("smollm2-135m", cache=tmp_path, log=said.append) == target
+    assert said == ["smollm2-135m is installed and intact"]
+    assert not any(folder.exists() for folder in leftovers)

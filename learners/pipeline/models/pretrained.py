@@ -262,7 +262,7 @@ start) before it gives up in one line: two runs started together on one model sh
 def install(name: str, *, cache: str | Path | None = None, force: bool = False, log=print) -> Path:
     """Install model ``name`` into ``CACHE/models/NAME`` (module docstring) and return the folder. An installed,
     intact folder is kept unless ``force``."""
-    from countdown_env.helpers.atomic import atomic_dir, output_claim, scratch_dir, write_text
+    from countdown_env.helpers.atomic import atomic_dir, output_claim, remove_stale, scratch_dir, write_text
 
     from ...core.checkpoints import checkpoint_problem, write_checkpoint_manifest
 
@@ -270,6 +270,9 @@ def install(name: str, *, cache: str | Path | None = None, force: bool = False, 
     target = model_folder(name, cache)
     target.parent.mkdir(parents=True, exist_ok=True)
     with output_claim(target, wait=SHARED_BUILD_WAIT_SECONDS, on_wait=log):
+        # a killed install's leftovers (the 94 MB unpacked GGUF, a half-built folder): removed by every install
+        remove_stale(target.with_name(f"{target.name}.gguf"))
+        remove_stale(target)
         if not force and target.is_dir() and checkpoint_problem(target) is None:
             log(f"{name} is installed and intact")
             return target
