@@ -36,6 +36,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--from-scratch", action="store_true", help="rebuild the warm start instead of the shipped one")
     parser.add_argument("--seed", type=int, default=0, help="seed of the training split and of RL")
+    parser.add_argument(
+        "--precision",
+        choices=("auto", "fp32", "bf16"),
+        help="RL and evals in this precision (default: the model's preset: fp32 for the tiny model, auto for SmolLM2: "
+        "bf16 where the CPU has amx_bf16 or avx512_bf16)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars (shown when stderr is a terminal)")
     for key, value in DEFAULTS.items():
         flag = f"--{key.replace('_', '-')}"
@@ -64,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     progress = False if args.no_progress else None
     summary = run_demo(
         args.out, learner=args.learner, model=args.model, seed=args.seed, from_scratch=args.from_scratch,
-        progress=progress, **settings,
+        progress=progress, precision=args.precision, **settings,
     )
     from ..pipeline.runs.processes import run_processes
 

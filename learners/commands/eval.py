@@ -54,6 +54,13 @@ def add_arguments(parser) -> None:
         help="generation engine: transformers, or vLLM (CPU or GPU build); auto: vLLM from 40 M parameters on "
         "(a real model such as smollm2-135m), transformers below",
     )
+    parser.add_argument(
+        "--precision",
+        choices=("auto", "fp32", "bf16"),
+        default="auto",
+        help="the weights' precision while sampling; auto: bf16 for real models where the CPU has amx_bf16 or "
+        "avx512_bf16 (or on a bf16 GPU), fp32 for the tiny models and elsewhere (the report states it)",
+    )
     parser.add_argument("--batch-size", type=int, default=64, help="rows per HF generate call (hf backend)")
     parser.add_argument(
         "--out", help="JSON report path (default: MODEL/eval_report.json; runs/eval/warm-start/ for warm-start)"
@@ -143,6 +150,8 @@ def run(args) -> int:
     if not Path(args.split).exists():
         raise FileNotFoundError(f"no split at {args.split}")
     check_report_path(out, resolve_model(args.model), args.split)  # before any model is loaded
+    if turns and args.precision != "auto":
+        raise ValueError("--precision applies to the single-turn eval; --max-turns samples in its auto precision")
     with output_claim(out):  # a second eval into the same report is refused at once, not lost
         return _run_turns(args, out) if turns else _run_single(args, ks, out)
 
@@ -158,6 +167,7 @@ def _run_single(args, ks: list[int], out: Path) -> int:
         ks=ks,
         keep_completions=args.examples,
         progress=False if args.no_progress else None,
+        precision=args.precision,
     )
     write_report(report, out)
     print(template_line(report))

@@ -26,7 +26,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "takes most of the machine's memory)",
     )
     parser.add_argument("--max-model-len", type=int, help="longest prompt + completion (default: the model's)")
-    parser.add_argument("--dtype", default="auto", help="weights' dtype in vLLM (auto: the model's)")
+    parser.add_argument(
+        "--precision",
+        choices=("auto", "fp32", "bf16"),
+        default="auto",
+        help="the served weights' precision; auto: bf16 for real models where the CPU has amx_bf16 or avx512_bf16 "
+        "(or on a bf16 GPU), fp32 for the tiny models and elsewhere",
+    )
+    parser.add_argument("--dtype", help="vLLM's own --dtype, which overrides --precision (e.g. float16 on a GPU)")
     parser.add_argument(
         "--startup-timeout", type=float, default=300.0, help="seconds to wait for the server to answer /health"
     )
@@ -52,10 +59,13 @@ def run(args: argparse.Namespace) -> int:
     vllm_version()  # vLLM not installed: one line
     import torch
 
+    from ..pipeline.precision import engine_dtype, model_precision
+
     gpu = torch.cuda.is_available()
     extra = [a for a in args.vllm_args if a != "--"]
+    dtype = args.dtype or engine_dtype(model_precision(args.precision, resolve_model(args.model)))
     command = serve_command(
-        resolve_model(args.model), served_name=args.model, host=args.host, port=args.port, dtype=args.dtype,
+        resolve_model(args.model), served_name=args.model, host=args.host, port=args.port, dtype=dtype,
         max_model_len=args.max_model_len, gpu=gpu, extra_args=extra,
     )  # fmt: skip
     log = Path(args.log) if args.log else Path(tempfile.gettempdir()) / f"countdown-serve-{args.port}.log"

@@ -151,7 +151,7 @@ def run_config(args: argparse.Namespace):
     if getattr(args, "max_staleness", None) is not None and not getattr(args, "async_rollouts", False):
         raise ValueError("--max-staleness is a setting of --async: give both")
     if getattr(args, "async_rollouts", False):
-        flags["async"] = {}  # the section, kept as the config gives it (run_config.assign_all merges a mapping)
+        flags["async"] = {}  # the section, kept as the config gives it (run_config.assign_all)
         if args.max_staleness is not None:
             flags["async.max_staleness"] = args.max_staleness
     # user errors (ValueError, OSError, RuntimeError) reach countdown_env.cli.main: one line, exit status 2

@@ -1,6 +1,8 @@
 """A run's numeric precision: ``precision: auto | fp32 | bf16`` (``--precision`` on the commands that load a model).
 
-``auto`` is ``bf16`` where the hardware multiplies bfloat16 natively and ``fp32`` elsewhere:
+``auto`` is ``fp32`` for the tiny models (under :data:`BF16_FROM_PARAMETERS`: their matmuls are too small for bfloat16
+units to pay; ``benchmarks/bench_precision.py --model tiny`` measured the 1 M-parameter warm start's GRPO step slower in
+bf16), and for real models ``bf16`` where the hardware multiplies bfloat16 natively and ``fp32`` elsewhere:
 - a CUDA GPU that supports bfloat16 (``torch.cuda.is_bf16_supported()``);
 - a CPU with AMX-BF16 (``amx_bf16``: Sapphire Rapids and later Xeons; measured here, one core, torch 2.13: a
   2048 x 576 x 1536 matmul 29-33 GFLOPS in float32 against 222-261 in bfloat16) or AVX512-BF16 (``avx512_bf16``: its
@@ -21,11 +23,14 @@ What ``bf16`` means for a run (:func:`trainer_settings`):
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 PRECISIONS = ("auto", "fp32", "bf16")
 BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
 """CPU flags (``/proc/cpuinfo``) of native bfloat16 arithmetic."""
+BF16_FROM_PARAMETERS = 40_000_000
+"""``auto`` considers bf16 from this many parameters on (the tiny models stay float32; SmolLM2-135M has 134.5 M)."""
 RECORDED_CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
 """The flags a run's record keeps beside its precision."""
 
@@ -44,19 +49,33 @@ def cpu_flags(cpuinfo: str | None = None) -> list[str]:
     return cpu_flag_list(cpuinfo)
 
 
-def resolve_precision(setting: str, *, flags: Iterable[str] | None = None, cuda_bf16: bool | None = None) -> str:
+def resolve_precision(
+    setting: str, *, flags: Iterable[str] | None = None, cuda_bf16: bool | None = None, parameters: int | None = None
+) -> str:
     """``fp32`` or ``bf16`` for ``setting`` on this machine (``flags``: the CPU's flags; ``cuda_bf16``: whether a CUDA
-    GPU with bfloat16 is present; both read from the machine when ``None``). ``bf16`` asked on a CPU without native
-    bfloat16 still runs (emulated, slower), as the user asked."""
+    GPU with bfloat16 is present; both read from the machine when ``None``) for a model of ``parameters`` (``None``:
+    unknown, e.g. a Hub id). ``bf16`` asked on a CPU without native bfloat16 still runs (emulated, slower), as the
+    user asked."""
     setting = check_precision(setting)
     if setting != "auto":
         return setting
+    if parameters is not None and parameters < BF16_FROM_PARAMETERS:
+        return "fp32"
     if cuda_bf16 is None:
         cuda_bf16 = _cuda_bf16()
     if cuda_bf16:
         return "bf16"
     flags = set(cpu_flags() if flags is None else flags)
     return "bf16" if flags & set(BF16_CPU_FLAGS) else "fp32"
+
+
+def model_precision(setting: str, model) -> str:
+    """:func:`resolve_precision` for the model ``model`` (a folder, ``"tiny"`` (fp32 under ``auto``), or a Hub id)."""
+    from .evaluation.eval_models import parameter_count
+
+    folder = Path(str(model)).expanduser()
+    parameters = 0 if str(model) == "tiny" else (parameter_count(folder) if folder.is_dir() else None)
+    return resolve_precision(setting, parameters=parameters)
 
 
 def _cuda_bf16() -> bool:

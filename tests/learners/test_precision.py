@@ -38,6 +38,22 @@ def test_auto_resolves_from_the_cpu_flags_and_the_gpu(cpuinfo, cuda_bf16, expect
         assert resolve_precision(asked, flags=flags, cuda_bf16=cuda_bf16) == asked
 
 
+def test_auto_keeps_the_tiny_models_in_float32(tmp_path):
+    """The tiny models' matmuls are too small for bfloat16 units: ``auto`` is fp32 under 40 M parameters, whatever the
+    CPU; a model of unknown size (a Hub id) follows the hardware."""
+    from learners.pipeline.precision import BF16_FROM_PARAMETERS, model_precision, resolve_precision
+    from learners.pipeline.runs.run_config import RunConfig
+
+    flags = ["avx512f", "amx_bf16"]
+    assert resolve_precision("auto", flags=flags, cuda_bf16=False, parameters=BF16_FROM_PARAMETERS - 1) == "fp32"
+    assert resolve_precision("auto", flags=flags, cuda_bf16=False, parameters=BF16_FROM_PARAMETERS) == "bf16"
+    assert resolve_precision("auto", flags=flags, cuda_bf16=False, parameters=None) == "bf16"
+    assert resolve_precision("bf16", flags=[], cuda_bf16=False, parameters=10) == "bf16"  # as asked
+    assert model_precision("auto", "tiny") == "fp32"
+    assert RunConfig.load("cpu-tiny").resolved_precision == "fp32"  # the warm start: 1.07 M parameters
+    assert RunConfig.load("cpu-tiny", sets=["model=warm-start"]).resolved_precision == "fp32"
+
+
 def test_this_machine_resolves_auto_by_its_own_flags():
     from learners.pipeline.precision import resolve_precision
 

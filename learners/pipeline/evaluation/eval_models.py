@@ -21,6 +21,7 @@ def evaluate_model_dir(
     batch_size: int = 64,
     template: str | None = None,
     progress: bool | None = False,
+    precision: str = "auto",
     **kwargs: Any,
 ) -> dict[str, Any]:
     """Load a checkpoint folder and :func:`evaluate` it on the rows of ``split`` under :func:`eval_task`.
@@ -37,13 +38,16 @@ def evaluate_model_dir(
     tokenizer = load_tokenizer(model_dir)
     task = eval_task(model_dir, split, template)
     sampler = model_sampler(
-        model_dir, tokenizer, backend, batch_size=batch_size, progress=progress, seed=kwargs.get("seed", 0)
+        model_dir, tokenizer, backend, batch_size=batch_size, progress=progress, seed=kwargs.get("seed", 0),
+        precision=precision,
     )
     try:
         report = evaluate(sampler, tokenizer, rows, task=task, **kwargs)
     finally:
         getattr(sampler, "close", lambda: None)()
-    report.update(model=name, split=str(split))
+    from ..precision import model_precision
+
+    report.update(model=name, split=str(split), precision=model_precision(precision, model_dir))
     report.update(template_source=template_source(model_dir, split, template), split_prompts=split_prompts(rows, task))
     return report
 
@@ -97,11 +101,16 @@ def resolve_backend(backend: str, model_dir: str | Path) -> str:
     return "vllm" if large and importlib.util.find_spec("vllm") is not None else "hf"
 
 
-def model_sampler(model_dir, tokenizer, backend: str = "hf", *, batch_size: int = 64, progress=False, seed: int = 0):
+def model_sampler(model_dir, tokenizer, backend: str = "hf", *, batch_size: int = 64, progress=False, seed: int = 0,
+                  precision: str = "auto"):  # fmt: skip
     """A :class:`~learners.sampling.Sampler` on a checkpoint folder: ``"hf"`` (``transformers``, this machine's
     device), ``"vllm"`` (an engine of its own, seeded with ``seed``; close it with ``.close()``) or ``"auto"``
-    (:func:`resolve_backend`: vLLM for real models, transformers for the tiny ones)."""
+    (:func:`resolve_backend`: vLLM for real models, transformers for the tiny ones); the weights in ``precision``
+    (:func:`learners.pipeline.precision.model_precision`)."""
+    from ..precision import engine_dtype, model_precision
+
     backend = resolve_backend(backend, model_dir)
+    dtype = engine_dtype(model_precision(precision, model_dir))
     if backend == "hf":
         import torch
         from transformers import AutoModelForCausalLM
@@ -109,12 +118,12 @@ def model_sampler(model_dir, tokenizer, backend: str = "hf", *, batch_size: int 
         from ...sampling import HFSampler
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
-        model = AutoModelForCausalLM.from_pretrained(model_dir)
+        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype))
         return HFSampler(model, tokenizer, batch_size=batch_size, device=device, progress=progress)
     if backend == "vllm":
         from ...sampling import VLLMSampler
 
-        return VLLMSampler.from_model_dir(model_dir, tokenizer, progress=progress, seed=seed)
+        return VLLMSampler.from_model_dir(model_dir, tokenizer, progress=progress, seed=seed, dtype=dtype)
     raise ValueError(f"unknown backend {backend!r}; choose one of {list(BACKENDS)}")
 
 

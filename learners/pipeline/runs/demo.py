@@ -145,6 +145,7 @@ def run_demo(
     seed: int = 0,
     from_scratch: bool = False,
     progress: bool | None = None,
+    precision: str | None = None,
     **overrides: Any,
 ) -> dict[str, Any]:
     """Run the pipeline into ``out`` for ``model`` (a key of :data:`DEMO_MODELS`); returns the summary (also written
@@ -164,11 +165,12 @@ def run_demo(
     inputs = [] if from_scratch else [profile.shipped_folder(SHIPPED_DIR)]  # its input: the warm start
     check_output(out, inputs, overwrite=True, what="--out")
     with run_processes().claim(out):
-        return _run_demo(Path(out), profile, learner, seed, from_scratch, progress, overrides)
+        return _run_demo(Path(out), profile, learner, seed, from_scratch, progress, overrides, precision)
 
 
 def _run_demo(
-    out: Path, profile: DemoModel, learner: str, seed: int, from_scratch: bool, progress, overrides: dict
+    out: Path, profile: DemoModel, learner: str, seed: int, from_scratch: bool, progress, overrides: dict,
+    precision: str | None = None,
 ) -> dict[str, Any]:
     """:func:`run_demo` under its claim."""
     from countdown_env.helpers.atomic import refuse_foreign, write_text
@@ -193,6 +195,8 @@ def _run_demo(
     from .warm_start import EVAL_SET, RECIPE, SHIPPED_DIR, WarmStartRecipe, build_warm_start, tiny_task
 
     settings = {**profile.defaults, **overrides}
+    precision_flag = {"precision": precision} if precision is not None else {}
+    resolved_precision = RunConfig.load(profile.preset, learner=learner, flags=precision_flag).resolved_precision
     out = Path(out)
     processes = run_processes()
     rows_per_step = settings["prompts_per_step"] * GROUP_SIZE
@@ -254,7 +258,8 @@ def _run_demo(
 
     def evaluate_dir(model_dir: Path, name: str) -> dict[str, Any]:
         tokenizer = load_tokenizer(model_dir)
-        sampler = model_sampler(model_dir, tokenizer, profile.backend, batch_size=64, progress=progress)
+        sampler = model_sampler(model_dir, tokenizer, profile.backend, batch_size=64, progress=progress,
+                                precision=resolved_precision)  # fmt: skip
         try:
             report = evaluate(sampler, tokenizer, eval_rows, keep_completions=2, per_puzzle=True, seed=0,
                               **eval_kwargs)  # fmt: skip
@@ -292,6 +297,7 @@ def _run_demo(
             "trainer.seed": seed,
             "trainer.logging_steps": max(1, min(10, steps // 10)),
             "trainer.disable_tqdm": progress is False,
+            **precision_flag,
         })  # fmt: skip
         rl = train(run, out / learner, overwrite=True)  # the demo's own sub-folder: a rerun replaces it
         if processes.is_main:
@@ -326,6 +332,7 @@ def _run_demo(
         "plot": str(plot),
         "peak_rss_gb": peak_rss_gb(),
         "cpu": cpu_record(),
+        "precision": resolved_precision,
     }
     write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     write_text(out / "summary.md", markdown_summary(summary, before, after))
@@ -430,7 +437,8 @@ def markdown_summary(summary: dict[str, Any], before: dict[str, Any], after: dic
         f"lr {s['learning_rate']} ({s['lr_scheduler']} schedule; {summary['preset']} preset), {s['max_new_tokens']} "
         f"new tokens; warm start: {summary['warm_start']}.",
         "",
-        "Wall time (s): " + ", ".join(f"{k_}: {v}" for k_, v in seconds.items()) + machine,
+        "Wall time (s): " + ", ".join(f"{k_}: {v}" for k_, v in seconds.items()) + machine
+        + (f"; precision {summary['precision']}" if "precision" in summary else ""),
         "",
         f"Peak resident memory: {summary['peak_rss_gb']['process']:.2f} GB (this process; largest child process "
         f"{summary['peak_rss_gb']['largest_child']:.2f} GB).",

@@ -191,7 +191,8 @@ class RunConfig:
     def resolved_precision(self) -> str:
         """``fp32`` or ``bf16`` on this machine (:func:`learners.pipeline.precision.resolve_precision`). TRL's own
         spelling, ``trainer.bf16``, decides an ``auto`` precision when given; against an explicit one it is refused."""
-        from ..precision import resolve_precision
+        from ..models import resolve_model
+        from ..precision import model_precision
 
         asked = self.trainer.get("bf16")
         if asked is not None:
@@ -199,7 +200,7 @@ class RunConfig:
             if self.precision not in ("auto", from_trainer):
                 raise ValueError(f"precision: {self.precision} and trainer.bf16: {asked} disagree; give one of them")
             return from_trainer
-        return resolve_precision(self.precision)
+        return model_precision(self.precision, resolve_model(self.model))
 
     @property
     def max_steps(self) -> int:
@@ -213,11 +214,11 @@ class RunConfig:
 
 def assign_all(mapping: dict[str, Any], settings: Mapping[str, Any]) -> None:
     """Each ``{"section.key": value}`` of ``settings`` into ``mapping`` (:func:`~learners.pipeline.runs.config.assign`);
-    one line naming the key when a part of its path is not a section. A mapping given for a section that exists is
-    merged into it (``--async`` names the ``async`` section without replacing the YAML's)."""
+    one line naming the key when a part of its path is not a section. An empty mapping names a section: it creates
+    it where missing and keeps one that exists (``--async`` turns the ``async`` section on without replacing the
+    YAML's); any other value replaces what was there."""
     for key, value in settings.items():
-        if isinstance(value, dict) and isinstance(mapping.get(key), dict):
-            mapping[key].update(value)
+        if value == {} and isinstance(mapping.get(key), dict):
             continue
         try:
             assign(mapping, key, value)
