@@ -186,8 +186,8 @@ def main() -> int:
         print(f"{precision}: {a['samples_per_hour']:.0f} samples/h; step median {a['step_seconds']['median']:.1f} s "
               f"(generate {split['generate']:.1f}, score {split['score']:.2f}, update {split['update']:.1f}); update "
               f"{a['update_gflops']:.0f} GFLOPS; peak {a['peak_rss_gb']:.2f} GB; |dlogp| median "
-              f"{a['logp_mismatch']['median']:.4f} p99 {a['logp_mismatch']['p99']:.4f} "
-              f"max {a['logp_mismatch']['max']:.3f}", flush=True)  # fmt: skip
+              f"{a['logp_mismatch']['median']:.1e} p99 {a['logp_mismatch']['p99']:.1e} "
+              f"max {a['logp_mismatch']['max']:.1e}", flush=True)  # fmt: skip
     record = {
         "model": args.model,
         "preset": PRESETS[args.model][0],

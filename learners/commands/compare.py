@@ -74,6 +74,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--max-staleness", type=int, help="with --async: samples at most this many versions old (1)")
     parser.add_argument(
+        "--precision",
+        choices=("auto", "fp32", "bf16"),
+        default="auto",
+        help="every run's precision; auto: fp32 for the tiny models, bf16 for real ones where the CPU has amx_bf16 "
+        "or avx512_bf16 (or on a bf16 GPU)",
+    )
+    parser.add_argument(
         "--vllm",
         action="store_true",
         help="generate with a colocated vLLM engine (CPU or GPU build): --set all.use_vllm=true all.vllm_mode=colocate",
@@ -104,6 +111,7 @@ def settings_from_args(args: argparse.Namespace) -> CompareSettings:
         lora_rank=getattr(args, "lora_rank", None),
         lora_targets=getattr(args, "lora_targets", "attention"),
         train_file=getattr(args, "train_file", None),
+        precision=getattr(args, "precision", "auto"),
         async_max_staleness=(1 if staleness is None else staleness) if getattr(args, "async_rollouts", False) else None,
         **sizes,
     )

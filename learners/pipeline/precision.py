@@ -1,8 +1,9 @@
 """A run's numeric precision: ``precision: auto | fp32 | bf16`` (``--precision`` on the commands that load a model).
 
 ``auto`` is ``fp32`` for the tiny models (under :data:`BF16_FROM_PARAMETERS`: their matmuls are too small for bfloat16
-units to pay; ``benchmarks/bench_precision.py --model tiny`` measured the 1 M-parameter warm start's GRPO step slower in
-bf16), and for real models ``bf16`` where the hardware multiplies bfloat16 natively and ``fp32`` elsewhere:
+units to pay: ``benchmarks/bench_precision.py --model tiny`` measured the 1 M-parameter warm start's GRPO step at
+0.67x over 2 steps and 1.13x over 10, within noise, and their float32 figures are the project's calibration), and for
+real models ``bf16`` where the hardware multiplies bfloat16 natively and ``fp32`` elsewhere:
 - a CUDA GPU that supports bfloat16 (``torch.cuda.is_bf16_supported()``);
 - a CPU with AMX-BF16 (``amx_bf16``: Sapphire Rapids and later Xeons; measured here, one core, torch 2.13: a
   2048 x 576 x 1536 matmul 29-33 GFLOPS in float32 against 222-261 in bfloat16) or AVX512-BF16 (``avx512_bf16``: its

@@ -90,6 +90,16 @@ def test_the_learner_config_follows_the_precision(tmp_path):
     assert learner_config("grpo", {"output_dir": str(tmp_path)}).bf16 is False  # nothing asked: float32 on a CPU
 
 
+def test_a_bf16_vllm_run_corrects_the_engine_trainer_mismatch_unless_told():
+    from learners.pipeline.runs.run_config import RunConfig
+
+    options = lambda *sets, **flags: RunConfig.load("cpu-tiny-vllm", sets=list(sets), flags=flags).learner_options()  # noqa: E731
+    assert options(precision="bf16")["vllm_importance_sampling_correction"] is True
+    off = "trainer.vllm_importance_sampling_correction=false"
+    assert options(off, precision="bf16")["vllm_importance_sampling_correction"] is False  # the config's word holds
+    assert "vllm_importance_sampling_correction" not in options(precision="fp32")  # TRL's default, as before
+
+
 def test_the_record_states_the_resolved_precision_and_the_cpu():
     from learners.pipeline.runs.record import run_record
     from learners.pipeline.runs.run_config import RunConfig

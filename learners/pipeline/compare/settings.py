@@ -89,6 +89,7 @@ class CompareSettings:
     lora_targets: str = "attention"  # runs.lora.LORA_TARGET_SETS: attention or all-linear
     train_file: str | None = None  # JSONL of training puzzles (numbers/target) instead of a generated split
     async_max_staleness: int | None = None  # every run's async section (learners/core/async_rollouts.py); None: off
+    precision: str = "auto"  # every run's precision (learners/pipeline/precision.py)
 
     # fields that may change between a run and its --resume
     RESUMABLE = ("learners", "seeds", "eval_batch_size", "keep_checkpoints")
@@ -226,6 +227,7 @@ def run_config(
     lora = {"rank": settings.lora_rank, "targets": settings.lora_targets} if settings.lora_rank else None
     return RunConfig.from_mapping(learner, {
         "model": str(model),
+        "precision": settings.precision,
         "task": task.to_dict(),
         "data": {"train": str(train_file)},
         "eval": {"every": settings.eval_every, "samples": EVAL_SAMPLES, "temperature": EVAL_TEMPERATURE,
