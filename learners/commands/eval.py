@@ -95,7 +95,7 @@ def sized_defaults(args, model_dir) -> str | None:
     """Fill the ``--samples`` / ``--max-new-tokens`` the user left out with the defaults of the model's size
     (:data:`TINY_DEFAULTS`, :data:`LARGE_DEFAULTS`); returns a line naming what was filled, ``None`` when nothing
     was."""
-    from ..pipeline.evaluation.eval_models import parameter_count
+    from ..pipeline.models.parameters import parameter_count
 
     missing = [name for name in TINY_DEFAULTS if getattr(args, name) is None]
     if not missing:

@@ -10,7 +10,6 @@ and classes as strings, so listing learners imports neither torch nor trl.
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -22,17 +21,22 @@ ENTRY_POINT_GROUP = "countdown.learners"
 """Algorithm packages: ``name = "package.spec:SPEC"``, ``SPEC`` an :class:`~learners.core.spec.AlgorithmSpec`."""
 
 
-def project_algorithms() -> list[tuple[str, str]]:
-    """``(name, "learners.NAME.spec:SPEC")`` for every sub-folder of ``learners`` holding a ``spec.py`` (but this
-    one, whose ``spec.py`` defines the spec classes), by name."""
-    folder = Path(__file__).resolve().parents[1]  # the learners package (not imported: it is the layer above)
+def project_algorithms(folder: Path | None = None) -> list[tuple[str, str]]:
+    """``(name, "learners.NAME.spec:SPEC")`` for every sub-folder of ``learners`` (or ``folder``) holding a
+    ``spec.py`` (but this one, whose ``spec.py`` defines the spec classes), by name. A folder with a ``spec.py`` but
+    no ``__init__.py`` is not importable as a package: a ``RuntimeError`` names it (it used to be skipped without a
+    word, and its learners were missing from every command)."""
+    folder = folder or Path(__file__).resolve().parents[1]  # the learners package (not imported: the layer above)
     found = []
-    for info in pkgutil.iter_modules([str(folder)]):
-        if f"learners.{info.name}" == __package__:
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir() and p.name.isidentifier()):
+        if f"learners.{sub.name}" == __package__ or not (sub / "spec.py").is_file():
             continue
-        if info.ispkg and (folder / info.name / "spec.py").is_file():
-            found.append((info.name, f"learners.{info.name}.spec:SPEC"))
-    return sorted(found)
+        if not (sub / "__init__.py").is_file():
+            raise RuntimeError(
+                f"{sub} has a spec.py but no __init__.py: add one (it may be empty) so that its learners register"
+            )
+        found.append((sub.name, f"learners.{sub.name}.spec:SPEC"))
+    return found
 
 
 def collect() -> tuple[dict[str, AlgorithmSpec], dict[str, LearnerSpec]]:

@@ -72,7 +72,7 @@ def resolve_precision(
 
 def model_precision(setting: str, model) -> str:
     """:func:`resolve_precision` for the model ``model`` (a folder, ``"tiny"`` (fp32 under ``auto``), or a Hub id)."""
-    from .evaluation.eval_models import parameter_count
+    from .models.parameters import parameter_count
 
     folder = Path(str(model)).expanduser()
     parameters = 0 if str(model) == "tiny" else (parameter_count(folder) if folder.is_dir() else None)

@@ -157,7 +157,8 @@ def write_header_only_safetensors(path, shapes: dict) -> None:
 def test_auto_backend_is_vllm_from_40_m_parameters_on_and_transformers_below(tiny_model_dir, tmp_path, monkeypatch):
     import importlib.util
 
-    from learners.pipeline.evaluation.eval_models import parameter_count, resolve_backend
+    from learners.pipeline.evaluation.eval_models import resolve_backend
+    from learners.pipeline.models.parameters import parameter_count
 
     real = tmp_path / "real"
     real.mkdir()
@@ -266,7 +267,7 @@ def test_parameter_count_reads_headers_and_gives_up_on_a_damaged_file(tmp_path):
     import torch
     from safetensors.torch import save_file
 
-    from learners.pipeline.evaluation.eval_models import parameter_count
+    from learners.pipeline.models.parameters import parameter_count
 
     save_file({"a": torch.zeros(3, 4), "b": torch.zeros(5)}, str(tmp_path / "model.safetensors"))
     assert parameter_count(tmp_path) == 3 * 4 + 5

@@ -53,3 +53,19 @@ def test_a_key_given_twice_is_refused_naming_it_and_its_line(tmp_path, text, key
     with pytest.raises(ValueError, match="given twice"):
         _run_config(["--set", "trainer.model_init_kwargs={a: 1, a: 2}"])
     assert _run_config(["--set", "trainer.learning_rate=3.0e-5"]).trainer["learning_rate"] == 3.0e-5  # once is fine
+
+
+def test_a_learner_folder_without_init_is_named_not_dropped(tmp_path):
+    """A folder with spec.py but no __init__.py was skipped by the registry's listing: its learners vanished from
+    every command without a word (issue 65)."""
+    from learners.core.registry import project_algorithms
+
+    for name in ("alpha", "beta"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "spec.py").write_text("SPEC = None\n")
+    (tmp_path / "alpha" / "__init__.py").write_text("")
+    (tmp_path / "notes").mkdir()  # a folder without spec.py is no learner, and no error
+    with pytest.raises(RuntimeError, match="beta has a spec.py but no __init__.py"):
+        project_algorithms(tmp_path)
+    (tmp_path / "beta" / "__init__.py").write_text("")
+    assert project_algorithms(tmp_path) == [("alpha", "learners.alpha.spec:SPEC"), ("beta", "learners.beta.spec:SPEC")]

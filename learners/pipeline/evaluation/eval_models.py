@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..models.parameters import parameter_count
 from .evaluate import evaluate, load_rows
 
 
@@ -59,34 +60,6 @@ VLLM_FROM_PARAMETERS = 40_000_000
 (``benchmarks/bench_generation.py``; docs/scaling.md): vLLM / transformers tokens/s was 0.87-0.94x for the 1.07 M tiny
 model (and its engine start costs 15-25 s), 2.09x at 43.7 M and 5.6x for SmolLM2-135M; sizes in between are
 unmeasured and stay on transformers."""
-
-
-def parameter_count(model_dir: str | Path) -> int | None:
-    """Parameters stored in the folder's ``*.safetensors`` files, read from their headers (no tensor is loaded);
-    ``None`` when it has none (e.g. ``pytorch_model.bin`` only) or a header cannot be read (a damaged file is
-    reported by the loader, after the cheaper checks: this count only sizes defaults)."""
-    import math
-    import struct
-
-    files = sorted(Path(model_dir).glob("*.safetensors"))
-    if not files:
-        return None
-    total = 0
-    for file in files:
-        try:
-            with open(file, "rb") as handle:
-                (size,) = struct.unpack("<Q", handle.read(8))
-                if size > MAX_SAFETENSORS_HEADER:
-                    return None
-                header = json.loads(handle.read(size))
-            total += sum(math.prod(entry["shape"]) for key, entry in header.items() if key != "__metadata__")
-        except (OSError, struct.error, ValueError, TypeError, KeyError, AttributeError):
-            return None
-    return total
-
-
-MAX_SAFETENSORS_HEADER = 100 * 2**20
-"""safetensors' own cap on a header (100 MB): a larger length field is a damaged or hostile file."""
 
 
 def resolve_backend(backend: str, model_dir: str | Path) -> str:
