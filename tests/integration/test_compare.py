@@ -325,6 +325,9 @@ def test_run_records_name_the_shipped_warm_start_not_a_machine_path(tmp_path):
     assert main(["compare", "--quick", "--seeds", "0", "--learners", "grpo", "--out", str(out)]) == 0
     text = (out / "runs" / "grpo-s0" / "resolved_config.json").read_text()
     assert json.loads(text)["model"] == "warm-start"
+    record = json.loads(text)
+    assert record["precision"] == "fp32" and record["precision_setting"] == "auto"  # the tiny model stays float32
+    assert isinstance(record["cpu"]["model"], str) and isinstance(record["cpu"]["flags"], list)  # the machine named
     assert (
         str(runs.SHIPPED_WARM_START) not in text
         and str(runs.SHIPPED_WARM_START) not in (out / "summary.md").read_text()
