@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
                           eval_size=0, exclude=eval_puzzles("tiny_n3"))  # fmt: skip
     pool = build_split_records(pool_spec, progress=False)["train"]
     tokenizer = load_tokenizer(model_dir)
-    sampler = model_sampler(model_dir, tokenizer, "vllm", progress=True)
+    sampler = model_sampler(model_dir, tokenizer, "vllm", progress=True, precision="fp32")  # as registered
     try:
         report = evaluate(sampler, tokenizer, pool, task=model_task(model_dir), samples=args.samples,
                           temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=0,

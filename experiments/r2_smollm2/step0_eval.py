@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     model_dir = resolve_model(args.model)
     tokenizer = load_tokenizer(model_dir)
     rows = load_eval_set("tiny_n3", as_dataset=False)[: args.limit]
-    sampler = model_sampler(model_dir, tokenizer, "vllm", progress=True, seed=args.seed)
+    # float32, as registered (precision auto would be bf16 for SmolLM2 on an AMX CPU)
+    sampler = model_sampler(model_dir, tokenizer, "vllm", progress=True, seed=args.seed, precision="fp32")
     try:
         report = evaluate(sampler, tokenizer, rows, task=model_task(model_dir), samples=args.samples, temperature=0.8,
                           max_new_tokens=128, seed=args.seed, per_puzzle=True)  # fmt: skip

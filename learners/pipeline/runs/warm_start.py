@@ -362,7 +362,8 @@ def measure_warm_start(
     task = model_task(model_dir) or tiny_task()
     rows = load_eval_set(eval_set, as_dataset=False)
     rows = rows[:eval_limit] if eval_limit else rows
-    sampler = model_sampler(model_dir, tokenizer, backend, batch_size=64)
+    # float32, as every recorded calibration row was measured (precision: auto would be bf16 for SmolLM2 on AMX)
+    sampler = model_sampler(model_dir, tokenizer, backend, batch_size=64, precision="fp32")
     try:
         common = dict(task=task, max_new_tokens=max_new_tokens, seed=0)
         sampled_report = evaluate(sampler, tokenizer, rows, samples=4, temperature=0.8, per_puzzle=True,
@@ -437,7 +438,7 @@ def greedy_slice(model_dir: str | Path, count: int = SLICE_PUZZLES, max_new_toke
     tokenizer = load_tokenizer(model_dir)
     task = model_task(model_dir) or tiny_task()
     rows = load_eval_set(EVAL_SET, as_dataset=False)[:count]
-    sampler = model_sampler(model_dir, tokenizer, "hf", batch_size=count)
+    sampler = model_sampler(model_dir, tokenizer, "hf", batch_size=count, precision="fp32")  # as recorded
     report = evaluate(sampler, tokenizer, rows, task=task, samples=1, temperature=0.0, max_new_tokens=max_new_tokens,
                       per_puzzle=True)  # fmt: skip
     correct = [bool(p["correct"][0]) for p in report["puzzles"]]
