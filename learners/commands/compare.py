@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..pipeline.compare import run_compare
 from ..pipeline.compare.settings import EVAL_SET, FULL, QUICK, CompareSettings, default_learners
+from . import add_precision_option
 
 HELP = "run learners side by side from one warm start: CSV, summary, curves"
 USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.helpers.threads)
@@ -73,13 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="generation runs ahead of the update (with --vllm): each run's async section (core/async_rollouts.py)",
     )
     parser.add_argument("--max-staleness", type=int, help="with --async: samples at most this many versions old (1)")
-    parser.add_argument(
-        "--precision",
-        choices=("auto", "fp32", "bf16"),
-        default="auto",
-        help="every run's precision; auto: fp32 for the tiny models, bf16 for real ones where the CPU has amx_bf16 "
-        "or avx512_bf16 (or on a bf16 GPU)",
-    )
+    add_precision_option(parser, "every run's precision")
     parser.add_argument(
         "--vllm",
         action="store_true",

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..pipeline.runs.demo import DEFAULTS, DEMO_MODELS, LEARNER, LR_SCHEDULERS, run_demo
+from . import add_precision_option
 
 HELP = "the main job on CPU: RL from a shipped warm start (tiny model or SmolLM2-135M), eval before/after"
 USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.helpers.threads)
@@ -36,12 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--from-scratch", action="store_true", help="rebuild the warm start instead of the shipped one")
     parser.add_argument("--seed", type=int, default=0, help="seed of the training split and of RL")
-    parser.add_argument(
-        "--precision",
-        choices=("auto", "fp32", "bf16"),
-        help="RL and evals in this precision (default: the model's preset: fp32 for the tiny model, auto for SmolLM2: "
-        "bf16 where the CPU has amx_bf16 or avx512_bf16)",
-    )
+    add_precision_option(parser, "the RL run's and the evals' precision (default: the preset's, auto)", None)
     parser.add_argument("--no-progress", action="store_true", help="no progress bars (shown when stderr is a terminal)")
     for key, value in DEFAULTS.items():
         flag = f"--{key.replace('_', '-')}"

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from ..pipeline.evaluation.eval_models import BACKENDS, VLLM_FROM_PARAMETERS
+from . import add_precision_option
 
 HELP = "pass@1/pass@k with CIs of a checkpoint on a split; JSON report"
 USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.helpers.threads)
@@ -54,13 +55,7 @@ def add_arguments(parser) -> None:
         help="generation engine: transformers, or vLLM (CPU or GPU build); auto: vLLM from 40 M parameters on "
         "(a real model such as smollm2-135m), transformers below",
     )
-    parser.add_argument(
-        "--precision",
-        choices=("auto", "fp32", "bf16"),
-        default="auto",
-        help="the weights' precision while sampling; auto: bf16 for real models where the CPU has amx_bf16 or "
-        "avx512_bf16 (or on a bf16 GPU), fp32 for the tiny models and elsewhere (the report states it)",
-    )
+    add_precision_option(parser, "the weights' precision while sampling (the report states it)")
     parser.add_argument("--batch-size", type=int, default=64, help="rows per HF generate call (hf backend)")
     parser.add_argument(
         "--out", help="JSON report path (default: MODEL/eval_report.json; runs/eval/warm-start/ for warm-start)"

@@ -8,6 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import add_precision_option
+
 HELP = "serve a model over HTTP with vLLM (OpenAI API + TRL's VLLMClient); CPU or GPU build"
 
 
@@ -26,13 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "takes most of the machine's memory)",
     )
     parser.add_argument("--max-model-len", type=int, help="longest prompt + completion (default: the model's)")
-    parser.add_argument(
-        "--precision",
-        choices=("auto", "fp32", "bf16"),
-        default="auto",
-        help="the served weights' precision; auto: bf16 for real models where the CPU has amx_bf16 or avx512_bf16 "
-        "(or on a bf16 GPU), fp32 for the tiny models and elsewhere",
-    )
+    add_precision_option(parser, "the served weights' precision")
     parser.add_argument("--dtype", help="vLLM's own --dtype, which overrides --precision (e.g. float16 on a GPU)")
     parser.add_argument(
         "--startup-timeout", type=float, default=300.0, help="seconds to wait for the server to answer /health"

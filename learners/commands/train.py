@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from . import add_precision_option
+
 HELP = "train a registered learner (GRPO presets, ...) from a YAML preset"
 USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.helpers.threads)
 
@@ -32,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="shortcut for --set model=PATH ('tiny', 'warm-start', 'warm-start-multistep' (give it 384 completion "
         "tokens), a folder or a Hub id)",
     )
-    add_precision_flag(parser)
+    add_precision_option(parser, "shortcut for --set precision=X (default: the config's, auto)", None)
     parser.add_argument("--max-steps", type=int, help="shortcut for --set trainer.max_steps=N")
     parser.add_argument("--report-to", help="shortcut for --set trainer.report_to=X (e.g. tensorboard)")
     parser.add_argument(
@@ -77,16 +79,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "recorded in resolved_config.json with the step it took effect",
     )
     add_trl_flags(parser)
-
-
-def add_precision_flag(parser: argparse.ArgumentParser) -> None:
-    """``--precision auto|fp32|bf16`` (:mod:`learners.pipeline.precision`)."""
-    parser.add_argument(
-        "--precision",
-        choices=("auto", "fp32", "bf16"),
-        help="shortcut for --set precision=X: bf16 autocast (and a bf16 LoRA base, a bf16 vLLM engine) or float32; "
-        "auto: bf16 where the CPU has amx_bf16/avx512_bf16 or the GPU supports it (default: the config's, auto)",
-    )
 
 
 def add_trl_flags(parser: argparse.ArgumentParser) -> None:
