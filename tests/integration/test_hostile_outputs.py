@@ -102,3 +102,23 @@ def test_a_plain_install_removes_a_killed_installs_leftovers(tmp_path):
     assert install("smollm2-135m", cache=tmp_path, log=said.append) == target
     assert said == ["smollm2-135m is installed and intact"]
     assert not any(folder.exists() for folder in leftovers)
+
+
+def test_compare_refuses_an_eval_puzzle_in_its_train_file_before_any_run(tmp_path, capsys):
+    """`compare --train-file` holding an eval puzzle (here with its numbers reordered) was caught per run after ~7 s,
+    exit 1, with a summary of an empty table written: it is refused before the output folder exists."""
+    import json
+
+    from countdown_env.cli import main
+
+    first = json.loads((ROOT / "datasets" / "tiny_n3.jsonl").read_text().splitlines()[0])
+    train = tmp_path / "train.jsonl"
+    reordered = {"numbers": list(reversed(first["numbers"])), "target": first["target"]}
+    rows = [{"numbers": [1, 2, 3], "target": 6}, reordered]
+    train.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "cmp"
+    argv = ["compare", "--quick", "--seeds", "0", "--learners", "grpo", "--train-file", str(train), "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{train} line 2" in err and "is an eval puzzle" in err
+    assert not out.exists()

@@ -161,6 +161,13 @@ def prepare_dir(out: Path, settings: CompareSettings, *, resume: bool, overwrite
     write_text(settings_path, json.dumps(settings.to_dict(), indent=2) + "\n")
 
 
+def eval_puzzles() -> list[tuple[tuple[int, ...], int]]:
+    """``(numbers, target)`` of every eval-set puzzle (all of it, whatever ``--eval-limit``): never trained on."""
+    from countdown_env.splits.eval_sets import load_eval_set
+
+    return [(tuple(r["numbers"]), r["target"]) for r in load_eval_set(EVAL_SET, as_dataset=False)]
+
+
 def train_split(task, size: int, seed: int, exclude) -> list:
     """``size`` distinct training puzzles of ``task`` drawn with ``seed``, none of them in ``exclude``."""
     from countdown_env import Puzzle
@@ -207,6 +214,8 @@ def run_compare(
     is held exclusively for the whole comparison (a second compare into it is refused at once)."""
     from ..runs.processes import run_processes
 
+    if settings.train_file:  # an eval puzzle in it is refused before the folder is claimed or any run starts
+        train_file_puzzles(settings.train_file, settings.train_size, 0, eval_puzzles())
     processes = run_processes()
     with processes.claim(out):
         return _run_compare(settings, Path(out), resume=resume, overwrite=overwrite, progress_bars=progress_bars)
@@ -236,7 +245,7 @@ def _run_compare(settings: CompareSettings, out: Path, *, resume: bool, overwrit
     eval_rows = load_eval_set(EVAL_SET, as_dataset=False)
     if settings.eval_limit:
         eval_rows = eval_rows[: settings.eval_limit]
-    exclude = [(tuple(r["numbers"]), r["target"]) for r in load_eval_set(EVAL_SET, as_dataset=False)]
+    exclude = eval_puzzles()
     train_cache: dict[int, list] = {}
 
     def build_train_rows(seed: int):
