@@ -43,8 +43,11 @@ class OutputBusy(OutputError):
     """Another live process holds the output's claim."""
 
 
-def _tmp_path(target: Path) -> Path:
-    return target.with_name(f".{target.name}{TMP_MARK}{os.getpid()}")
+def temporary_path(target: str | os.PathLike, pid: int | None = None) -> Path:
+    """The temporary name this module builds ``target`` under (``.NAME.tmp-PID``, ``pid`` default this process's):
+    never taken for a user's file, and removed by the next writer of ``target`` once its process is gone."""
+    target = _output_path(target)
+    return target.with_name(f".{target.name}{TMP_MARK}{os.getpid() if pid is None else pid}")
 
 
 def _pid_alive(pid: int) -> bool:
@@ -151,7 +154,7 @@ def atomic_file(path: str | os.PathLike, mode: str = "wb", encoding: str | None 
     path = _output_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(path)
-    tmp = _tmp_path(path)
+    tmp = temporary_path(path)
     if "b" not in mode and encoding is None:
         encoding = "utf-8"
     try:
@@ -291,7 +294,7 @@ def atomic_dir(
     with output_claim(path):
         recovered = remove_stale(path)
         _refuse_existing(path, overwrite, recovered, owned)
-        tmp = _tmp_path(path)
+        tmp = temporary_path(path)
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir()
@@ -325,13 +328,6 @@ def move_dir_into_place(built: str | os.PathLike, target: str | os.PathLike) -> 
         os.replace(built, target)
         _fsync_dir(target.parent)
     return target
-
-
-def tmp_path_for(target: str | os.PathLike, pid: int | None = None) -> Path:
-    """The temporary name this module builds ``target`` under (``.NAME.tmp-PID``, ``pid`` default this process's):
-    never taken for a user's file, and removed by the next writer of ``target`` once its process is gone."""
-    target = _output_path(target)
-    return target.with_name(f".{target.name}{TMP_MARK}{os.getpid() if pid is None else pid}")
 
 
 def _refuse_existing(path: Path, overwrite: bool, recovered: bool, owned: tuple[str, ...] | None = None) -> None:
@@ -452,7 +448,7 @@ def scratch_dir(target: str | os.PathLike) -> Iterator[Path]:
     target = _output_path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(target)
-    tmp = _tmp_path(target)
+    tmp = temporary_path(target)
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir()

@@ -173,7 +173,7 @@ def save_checkpoint_whole(trainer, trial, save: Callable[[], Any], keep: int | N
     :class:`CheckpointError` in one line: the run's folder holds only complete checkpoints, and the last one stays."""
     import os
 
-    from countdown_env.helpers.atomic import move_dir_into_place, remove_stale, tmp_path_for
+    from countdown_env.helpers.atomic import move_dir_into_place, remove_stale, temporary_path
 
     run_dir = Path(trainer._get_output_dir(trial))
     target = run_dir / f"{PREFIX}{trainer.state.global_step}"
@@ -183,7 +183,7 @@ def save_checkpoint_whole(trainer, trial, save: Callable[[], Any], keep: int | N
         from accelerate.utils import broadcast_object_list
 
         pid = broadcast_object_list([pid])[0]
-    staging = tmp_path_for(target, pid)
+    staging = temporary_path(target, pid)
     try:
         if main:
             remove_stale(target)

@@ -39,6 +39,11 @@ CPU_ENGINE_DTYPE = "float32"
 """The dtype of a vLLM engine on the CPU when none is asked for: a float32 policy's (a bf16 run's colocated engine is
 built in bfloat16 by the base trainer, :mod:`learners.pipeline.precision`)."""
 
+def engine_dtype_for(*, bf16: bool) -> str:
+    """The dtype a vLLM engine holds the policy in: the trainer's compute precision (``args.bf16``)."""
+    return "bfloat16" if bf16 else "float32"
+
+
 CPU_STEP_TIMEOUT_S = "3600"
 """``VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS`` when the user set none (vLLM's default, 300 s, is a GPU's scale)."""
 

@@ -5,8 +5,9 @@ units to pay: ``benchmarks/bench_precision.py --model tiny`` measured the 1 M-pa
 0.67x over 2 steps and 1.13x over 10, within noise, and their float32 figures are the project's calibration), and for
 real models ``bf16`` where the hardware multiplies bfloat16 natively and ``fp32`` elsewhere:
 - a CUDA GPU that supports bfloat16 (``torch.cuda.is_bf16_supported()``);
-- a CPU with AMX-BF16 (``amx_bf16``: Sapphire Rapids and later Xeons; measured here, one core, torch 2.13: a
-  2048 x 576 x 1536 matmul 29-33 GFLOPS in float32 against 222-261 in bfloat16) or AVX512-BF16 (``avx512_bf16``: its
+- a CPU with AMX-BF16 (``amx_bf16``: Sapphire Rapids and later Xeons; on this project's Xeon, one thread, torch 2.13,
+  ``bench_precision.py`` measured a 2048 x 576 x 1536 matmul at 149 GFLOPS in float32 against 1 357 in bfloat16) or
+  AVX512-BF16 (``avx512_bf16``: its
   dot-product instructions; a CPU with that flag but no AMX has not been measured by this project);
 - any other CPU (e.g. an AVX2-only EPYC) emulates bfloat16 and would get slower: ``fp32``.
 
@@ -43,13 +44,6 @@ def check_precision(setting: Any) -> str:
     return setting
 
 
-def cpu_flags(cpuinfo: str | None = None) -> list[str]:
-    """The flags of this machine's CPU (``cpuinfo``: the text of ``/proc/cpuinfo``, read when not given)."""
-    from .machine import cpu_flag_list
-
-    return cpu_flag_list(cpuinfo)
-
-
 def resolve_precision(
     setting: str, *, flags: Iterable[str] | None = None, cuda_bf16: bool | None = None, parameters: int | None = None
 ) -> str:
@@ -66,7 +60,11 @@ def resolve_precision(
         cuda_bf16 = _cuda_bf16()
     if cuda_bf16:
         return "bf16"
-    flags = set(cpu_flags() if flags is None else flags)
+    if flags is None:
+        from .machine import cpu_flag_list
+
+        flags = cpu_flag_list()
+    flags = set(flags)
     return "bf16" if flags & set(BF16_CPU_FLAGS) else "fp32"
 
 
@@ -74,6 +72,8 @@ def model_precision(setting: str, model) -> str:
     """:func:`resolve_precision` for the model ``model`` (a folder, ``"tiny"`` (fp32 under ``auto``), or a Hub id)."""
     from .models.parameters import parameter_count
 
+    if check_precision(setting) != "auto":
+        return setting
     folder = Path(str(model)).expanduser()
     parameters = 0 if str(model) == "tiny" else (parameter_count(folder) if folder.is_dir() else None)
     return resolve_precision(setting, parameters=parameters)
@@ -89,13 +89,9 @@ def precision_record(setting: str, resolved: str) -> dict[str, Any]:
     """What a run's record says of its precision: the ``resolved`` one, the ``setting``, and the CPU."""
     from .machine import cpu_record
 
-    cpu = cpu_record()
-    flags = set(cpu_flags())
-    return {
-        "precision": resolved,
-        "precision_setting": setting,
-        "cpu": {"model": cpu["model"], "flags": [f for f in RECORDED_CPU_FLAGS if f in flags]},
-    }
+    cpu = cpu_record()  # its vector extensions (avx*, amx*) hold every recorded flag
+    flags = [f for f in RECORDED_CPU_FLAGS if f in cpu["vector_extensions"]]
+    return {"precision": resolved, "precision_setting": setting, "cpu": {"model": cpu["model"], "flags": flags}}
 
 
 def trainer_settings(precision: str, *, lora: bool) -> dict[str, Any]:
@@ -109,5 +105,8 @@ def trainer_settings(precision: str, *, lora: bool) -> dict[str, Any]:
 
 
 def engine_dtype(precision: str) -> str:
-    """The dtype a vLLM engine loads in for a resolved ``precision``."""
-    return "bfloat16" if precision == "bf16" else "float32"
+    """The dtype a vLLM engine loads in for a resolved ``precision`` (the base trainer's colocated engine uses the same
+    mapping: :func:`learners.core.vllm_sync.engine_dtype_for`)."""
+    from ..core.vllm_sync import engine_dtype_for
+
+    return engine_dtype_for(bf16=precision == "bf16")

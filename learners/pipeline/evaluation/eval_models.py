@@ -38,6 +38,9 @@ def evaluate_model_dir(
     rows = load_rows(split, limit)
     tokenizer = load_tokenizer(model_dir)
     task = eval_task(model_dir, split, template)
+    from ..precision import model_precision
+
+    precision = model_precision(precision, model_dir)  # resolved once: the sampler's and the report's
     sampler = model_sampler(
         model_dir, tokenizer, backend, batch_size=batch_size, progress=progress, seed=kwargs.get("seed", 0),
         precision=precision,
@@ -46,9 +49,7 @@ def evaluate_model_dir(
         report = evaluate(sampler, tokenizer, rows, task=task, **kwargs)
     finally:
         getattr(sampler, "close", lambda: None)()
-    from ..precision import model_precision
-
-    report.update(model=name, split=str(split), precision=model_precision(precision, model_dir))
+    report.update(model=name, split=str(split), precision=precision)
     report.update(template_source=template_source(model_dir, split, template), split_prompts=split_prompts(rows, task))
     return report
 

@@ -66,6 +66,9 @@ def validate_config(learner: str, config: dict[str, Any]) -> None:
         from ..precision import check_precision
 
         check_precision(config["precision"])
+    asked_bf16 = (config.get("trainer") or {}).get("bf16")
+    if asked_bf16 is not None and config.get("precision", "auto") not in ("auto", "bf16" if asked_bf16 else "fp32"):
+        raise ValueError(f"precision: {config['precision']} and trainer.bf16: {asked_bf16} disagree; give one of them")
     for section in ("tiny", "task", "data", "eval", "trainer", "lora", "async"):
         value = config.get(section)
         if value is not None and not isinstance(value, dict):

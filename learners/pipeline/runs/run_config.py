@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -193,19 +194,17 @@ class RunConfig:
             options["model_init_kwargs"] = init
         return options
 
-    @property
+    @functools.cached_property
     def resolved_precision(self) -> str:
-        """``fp32`` or ``bf16`` on this machine (:func:`learners.pipeline.precision.resolve_precision`). TRL's own
-        spelling, ``trainer.bf16``, decides an ``auto`` precision when given; against an explicit one it is refused."""
+        """``fp32`` or ``bf16`` on this machine for this model (:func:`learners.pipeline.precision.model_precision`;
+        resolved once per config). TRL's own spelling, ``trainer.bf16``, decides an ``auto`` precision when given
+        (against an explicit one it was refused when the config was checked)."""
         from ..models import resolve_model
         from ..precision import model_precision
 
         asked = self.trainer.get("bf16")
         if asked is not None:
-            from_trainer = "bf16" if asked else "fp32"
-            if self.precision not in ("auto", from_trainer):
-                raise ValueError(f"precision: {self.precision} and trainer.bf16: {asked} disagree; give one of them")
-            return from_trainer
+            return "bf16" if asked else "fp32"
         return model_precision(self.precision, resolve_model(self.model))
 
     @property
