@@ -37,6 +37,7 @@ _EXPORTS = {
     "solutions": "solving.solver",
     "count_solutions": "solving.solver",
     "StepOracle": "solving.oracle",
+    "prefix_solvable": "solving.answer_prefix",
     "label_completion": "steps.labels",
     "PuzzleGenerator": "task",
     "GeneratedPuzzle": "solving.generator",

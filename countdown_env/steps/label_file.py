@@ -3,7 +3,9 @@ process-reward dataset in the stepwise-supervision layout.
 
 Input rows hold ``numbers`` (or ``nums``), ``target`` and ``completion`` (a string); every other field is kept.
 Output rows are the input rows with ``steps`` (each ``{"text", "valid", "solvable_after"}``), ``first_mistake``,
-``solvable_before`` and ``unparsed`` added (see :mod:`countdown_env.steps.labels`). The process-reward file has one
+``solvable_before`` and ``unparsed`` added (see :mod:`countdown_env.steps.labels`), and with ``answer_offsets`` (a
+tokenizer's character offsets) ``answer_tokens``: the exact value after each token of the answer
+(:mod:`countdown_env.steps.answer_tokens`; ``None`` for a row without an answer block). The process-reward file has one
 row per completion read to its end with at least one step: ``prompt`` (the row's own string ``prompt``, else the
 task's prompt text for the puzzle), ``completions`` (one text per step: the reasoning from the end of the previous
 step to the end of this one, so the control words ``Try``/``Back up.``/``Dead end.`` stay with the step they lead
@@ -21,7 +23,9 @@ from ..helpers.atomic import check_output
 from ..helpers.jsonl import iter_jsonl, write_jsonl
 from ..prompts import prompt_text
 from ..puzzle import Puzzle, PuzzleError
+from ..solving.answer_prefix import AnswerPrefixOracle
 from ..solving.oracle import OracleLimitError, StepOracle
+from .answer_tokens import Offsets, label_answer_tokens
 from .labels import CompletionLabels, label_completion
 
 __all__ = ["LabelReport", "label_file", "prm_row"]
@@ -35,12 +39,19 @@ class LabelReport:
     with_mistake: int
     unparsed_rows: int
     prm_rows: int
+    answers: int | None = None
+    answers_lost: int = 0
 
     def summary(self) -> str:
         return (
             f"labelled {self.rows} completions: {self.steps} steps ({self.valid_steps} valid), "
             f"{self.with_mistake} with a first mistake, {self.unparsed_rows} not read to the end"
             + (f"; {self.prm_rows} process-reward rows" if self.prm_rows else "")
+            + (
+                f"; {self.answers} answers valued token by token, {self.answers_lost} of them lost at a token"
+                if self.answers is not None
+                else ""
+            )
         )
 
 
@@ -71,6 +82,7 @@ def label_file(
     integer_intermediates: bool = False,
     template: str = "default",
     overwrite: bool = False,
+    answer_offsets: Offsets | None = None,
 ) -> LabelReport:
     """Label ``source`` into ``out`` (and ``prm_out``); see the module docstring."""
     for target in (out, prm_out):
@@ -78,17 +90,26 @@ def label_file(
             check_output(target, [source, *([out] if target == prm_out else [])], overwrite=overwrite)
     rules = dict(use_all_numbers=use_all_numbers, integer_intermediates=integer_intermediates)
     oracles: dict[int, StepOracle] = {}
+    prefix_oracles: dict[Puzzle, AnswerPrefixOracle] = {}
     rows, prm_rows = [], []
-    steps = valid = mistakes = unparsed = 0
+    steps = valid = mistakes = unparsed = answers = lost = 0
     for lineno, row in enumerate(iter_jsonl(source), 1):
         where = f"{source}: row {lineno}"
         puzzle, completion = _read_row(row, where)
         oracle = oracles.setdefault(puzzle.target, StepOracle(puzzle.target, **rules))
         try:
             labels = label_completion(completion, puzzle, oracle)
+            extra = {}
+            if answer_offsets is not None:
+                if puzzle not in prefix_oracles:
+                    prefix_oracles[puzzle] = AnswerPrefixOracle(puzzle, **rules)
+                found = label_answer_tokens(completion, answer_offsets, prefix_oracles[puzzle])
+                extra["answer_tokens"] = found
+                answers += found is not None and "tokens" in found
+                lost += found is not None and found.get("first_unsolvable") is not None
         except OracleLimitError as exc:
             raise ValueError(f"{where}: {exc}") from None
-        rows.append({**row, **labels.to_dict()})
+        rows.append({**row, **labels.to_dict(), **extra})
         steps += len(labels.steps)
         valid += sum(s.valid for s in labels.steps)
         mistakes += labels.first_mistake is not None
@@ -103,7 +124,16 @@ def label_file(
     write_jsonl(rows, out)
     if prm_out is not None:
         write_jsonl(prm_rows, prm_out)
-    return LabelReport(len(rows), steps, valid, mistakes, unparsed, len(prm_rows))
+    return LabelReport(
+        len(rows),
+        steps,
+        valid,
+        mistakes,
+        unparsed,
+        len(prm_rows),
+        answers if answer_offsets is not None else None,
+        lost,
+    )
 
 
 def _read_row(row, where: str) -> tuple[Puzzle, str]:
