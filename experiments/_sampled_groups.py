@@ -234,10 +234,10 @@ def prefix_values(
     requests, sampler, sampling_seed, task, tokenizer, puzzles, prompt_ids, *, continuations, max_new_tokens,
     batch_size, log,
 ) -> list[dict]:  # fmt: skip
-    """Mean reward, its standard error and the number of continuations for each request (prompt index, prefix
-    ids): ``continuations`` continuations of prompt+prefix within the remaining budget at T = 0.8, batched through
-    the sampler (call ``c`` seeded ``sampling_seed + c``). A prefix that already ended (its last token stops, or the
-    budget is spent) has its own reward as an exact value (``n`` = 0)."""
+    """Mean reward, its standard error, the number of continuations and their rewards for each request (prompt
+    index, prefix ids): ``continuations`` continuations of prompt+prefix within the remaining budget at T = 0.8,
+    batched through the sampler (call ``c`` seeded ``sampling_seed + c``). A prefix that already ended (its last
+    token stops, or the budget is spent) has its own reward as an exact value (``n`` = 0)."""
     import numpy as np
 
     from learners.sampling import Sampling
@@ -248,7 +248,7 @@ def prefix_values(
     for k, (prompt, prefix) in enumerate(requests):
         if (prefix and prefix[-1] in stop) or len(prefix) >= max_new_tokens:  # already ended: exact value
             reward = rewards_of(task, tokenizer, sampler.stop_ids, [puzzles[prompt]], [prefix], max_new_tokens)
-            out[k] = dict(mean=reward[0], se=0.0, n=0)
+            out[k] = dict(mean=reward[0], se=0.0, n=0, rewards=reward)
         else:
             todo.append(k)
     # Longest prefix first: rows of one generate call then have similar budgets (and lengths).
@@ -272,7 +272,9 @@ def prefix_values(
         ).reshape(len(chunk), continuations)
         for k, values in zip(chunk, rewards, strict=True):
             var = float(values.var(ddof=1)) if values.size > 1 else 0.0
-            out[k] = dict(mean=float(values.mean()), se=math.sqrt(var / values.size), n=int(values.size))
+            out[k] = dict(
+                mean=float(values.mean()), se=math.sqrt(var / values.size), n=int(values.size), rewards=values.tolist()
+            )
         done = first + len(chunk)
         rate = done * continuations / (time.perf_counter() - start)
         log(f"    continuations: {done}/{len(todo)} prefixes x {continuations} ({rate:.0f} rows/s)")

@@ -116,8 +116,9 @@ def position_baselines(rows: list[dict], kind: str) -> dict:
     )
 
 
-def table_of(rows: list[dict], kind: str) -> dict:
-    """Per learner: hit share and AUC with intervals over puzzles; chance; the position-only baseline; verdicts."""
+def table_of(rows: list[dict], kind: str, untestable: str | None = None) -> dict:
+    """Per learner: hit share and AUC with intervals over puzzles; chance; the position-only baseline; verdicts
+    (``untestable``: the reason every verdict is "untestable at this scale" instead)."""
     prompts = sorted({r["prompt"] for r in rows})
     by_prompt = {p: [r for r in rows if r["prompt"] == p] for p in prompts}
 
@@ -139,7 +140,9 @@ def table_of(rows: list[dict], kind: str) -> dict:
     position = position_baselines(rows, kind)
     for name in LEARNERS:
         t = table[name]
-        if len(rows) < MIN_KEPT:
+        if untestable is not None:
+            t["verdict"] = f"untestable at this scale: {untestable}"
+        elif len(rows) < MIN_KEPT:
             t["verdict"] = f"untestable at this scale: {len(rows)} kept rows (< {MIN_KEPT})"
         elif t["hit_ci"][0] > position["hit"] and t["auc_ci"][0] > position["auc"]:
             t["verdict"] = "localizes the first mistake beyond position"
@@ -165,7 +168,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--max-new-tokens", type=int, default=384)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="a smoke run: 8 prompts")
+    parser.add_argument("--tables-only", action="store_true", help="recompute the tables of --out from its records")
     args = parser.parse_args(argv)
+    if args.tables_only:
+        return recompute_tables(args.out, argv)
     if args.quick:
         args.prompts = 8
     measurement = Measurement("E7b", argv, protocol=PROTOCOL)
@@ -281,7 +287,7 @@ def main(argv: list[str] | None = None) -> dict:
         batch=dict(completions=len(batch.puzzles), pass_rate=float(batch.success.float().mean())),
         left_out=counts,
         step_positions_before_stratifying=step_positions,
-        tables=tables_of(records),
+        tables=tables_of(records, args.seed),
     )
     payload["stratification_met"] = stratification_met(payload["tables"]["steps"])
     return measurement.finish(args.out, payload, summary)
@@ -303,18 +309,74 @@ def merge_parts(step_rows: list[dict], answer_rows: list[dict]) -> list[dict]:
     return [merged[k] for k in sorted(merged)]
 
 
-def tables_of(records: list[dict]) -> dict:
-    """The two tables of the report, from the committed records (what the test recomputes)."""
+def tables_of(records: list[dict], seed: int = 0) -> dict:
+    """The tables of the report, from the committed records (what the test recomputes): ``steps`` as registered
+    (every verdict "untestable at this scale" when the spread rule fails), ``answer``, and ``steps_capped``, a
+    deviation not registered: the registered set with every position capped at 40 % by seeded draws."""
+    steps = [r for r in records if r["in_steps"]]
+    spread = spread_of(steps)
+    failed = None
+    if not (max(spread.values()) <= POSITION_ZERO_SHARE + 1e-9 and sum(v >= 0.15 for v in spread.values()) >= 3):
+        failed = (
+            "the stratified set breaks the spread rule ("
+            + ", ".join(f"position {p}: {v:.1%}" for p, v in spread.items())
+            + ")"
+        )
     return dict(
-        steps=table_of([r for r in records if r["in_steps"]], "steps"),
+        steps=table_of(steps, "steps", untestable=failed),
         answer=table_of([r for r in records if r["in_answer"]], "answer"),
+        steps_capped=table_of(cap_positions(steps, POSITION_ZERO_SHARE, seed), "steps"),
     )
+
+
+def spread_of(rows: list[dict]) -> dict[str, float]:
+    """Each step position's (0, 1, 2+) share of the rows."""
+    return {str(p): sum(min(r["first_mistake_step"], 2) == p for r in rows) / len(rows) for p in range(3)}
+
+
+def cap_positions(rows: list[dict], share: float, seed: int) -> list[dict]:
+    """A subset where no step position (0, 1, 2+) holds more than ``share``: the largest positions drawn down
+    (seeded) to ``share`` of the resulting set, the smallest kept whole."""
+    by_position = {p: [r for r in rows if min(r["first_mistake_step"], 2) == p] for p in range(3)}
+    smallest = min(by_position, key=lambda p: len(by_position[p]))
+    rest = [p for p in by_position if p != smallest]
+    # With the smallest position kept whole (n rows), the others get at most share * total each, where
+    # total = n + the others' kept counts: solve for the cap c in c = share * (n + 2c) -> c = share * n / (1 - 2 share).
+    n = len(by_position[smallest])
+    cap = int(share * n / (1 - 2 * share)) if share < 0.5 else max(len(v) for v in by_position.values())
+    kept = list(by_position[smallest])
+    rng = random.Random(seed)
+    for p in rest:
+        group = by_position[p]
+        kept += [group[i] for i in sorted(rng.sample(range(len(group)), min(cap, len(group))))]
+    return sorted(kept, key=lambda r: r["row"])
 
 
 def stratification_met(table: dict) -> bool:
     """No position above 40 % of the rows and at least three at 15 % or more."""
     shares = [v / max(table["rows"], 1) for v in table["positions"].values()]
     return bool(shares) and max(shares) <= POSITION_ZERO_SHARE + 1e-9 and sum(s >= 0.15 for s in shares) >= 3
+
+
+def recompute_tables(out: Path, argv: list[str] | None) -> dict:
+    """``--tables-only``: the tables of ``out/results.json`` recomputed from ``out/completions.jsonl.gz`` (the
+    measurement's provenance kept, the recomputation's command and date added)."""
+    import datetime
+
+    from countdown_env.helpers.atomic import write_text
+    from experiments._sampled_groups import command_line, without_nan
+
+    report = json.loads((out / "results.json").read_text())
+    report["tables"] = tables_of(read_jsonl_gz(out / "completions.jsonl.gz"), report["settings"]["seed"])
+    report["stratification_met"] = stratification_met(report["tables"]["steps"])
+    report["tables_recomputed"] = dict(
+        command=command_line(sys.argv[1:] if argv is None else list(argv)), date=datetime.date.today().isoformat()
+    )
+    write_text(out / "results.json", json.dumps(without_nan(report), indent=1) + "\n")
+    text = summary(report)
+    write_text(out / "summary.md", text)
+    print(text)
+    return report
 
 
 def summary(report: dict) -> str:
@@ -329,7 +391,12 @@ def summary(report: dict) -> str:
         f"{report['left_out']}. First-mistake steps before stratifying (0, 1, 2+): "
         f"{report['step_positions_before_stratifying']}; stratification met: {report['stratification_met']}.",
     ]
-    for kind, title in (("steps", "Reasoning steps (unit: a step's segment)"), ("answer", "Answer tokens")):
+    sections = (
+        ("steps", "Reasoning steps (unit: a step's segment), as registered"),
+        ("steps_capped", "Reasoning steps, every position capped at 40 % (a deviation, not registered)"),
+        ("answer", "Answer tokens"),
+    )
+    for kind, title in sections:
         t = report["tables"][kind]
         p = t["position_only"]
         lines += [

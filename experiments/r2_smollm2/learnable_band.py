@@ -25,9 +25,7 @@ from pathlib import Path
 
 def band_of(puzzles: list[dict], samples: int) -> list[dict]:
     """The puzzles of an eval report's per-puzzle list solved at least once and at most ``samples - 1`` times."""
-    return [
-        {"numbers": p["numbers"], "target": p["target"]} for p in puzzles if 0 < sum(p["correct"]) < samples
-    ]
+    return [{"numbers": p["numbers"], "target": p["target"]} for p in puzzles if 0 < sum(p["correct"]) < samples]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -217,8 +217,11 @@ def verdict(runs: dict[str, Path], start: Path | list[Path] | None, step: int) -
         "step": step,
         "seeds": list(gains),
         "missing": missing,
-        "baseline": (f"the shared step-0 eval ({', '.join(p.name for p in starts)}; 256 x 16)" if starts
-                     else "each run's own step-0 eval (256 x 4)"),
+        "baseline": (
+            f"the shared step-0 eval ({', '.join(p.name for p in starts)}; 256 x 16)"
+            if starts
+            else "each run's own step-0 eval (256 x 4)"
+        ),
         "start_pass@1": {k: float(v.mean()) for k, v in bases.items()},
         "end_pass@1": {k: float(v.mean()) for k, v in ends.items()},
         "end_pass@4": {k: float(v.mean()) for k, v in ends4.items()},
