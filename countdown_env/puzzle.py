@@ -22,10 +22,10 @@ class PuzzleError(ValueError):
 
 def _as_positive_int(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, _numbers.Integral):
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        else:
-            raise PuzzleError(f"{what} must be a positive integer, got {value!r}")
+        # A float is refused even when integral ("82.0"): numbers are read one way everywhere, as the verifier and
+        # the command line read them.
+        hint = f" (write it as {int(value)})" if isinstance(value, float) and value.is_integer() else ""
+        raise PuzzleError(f"{what} must be a positive integer, got {value!r}{hint}")
     value = int(value)
     if value <= 0:
         raise PuzzleError(f"{what} must be a positive integer, got {value}")

@@ -21,7 +21,9 @@ every form but the plain one):
 
 ``STEP`` is ``a op b = c`` with ``op`` one of ``+ - * /`` (``×``, ``÷`` read as ``*``, ``/``) and each number an
 integer, possibly negative, or a fraction ``p/q`` written without spaces (as the traces write them); ``25/5 = 5``
-without spaces reads as a division of integers. Offsets are character positions in the completion text.
+without spaces reads as a division of integers. Numbers are read as the verifier reads them: ASCII digits only (a
+step written in another script's digits, ``٧٥ + ٧ = ٨٢``, is unparsed), and a number longer than the verifier's
+magnitude bound makes its step unparsed (never converted). Offsets are character positions in the completion text.
 """
 
 from __future__ import annotations
@@ -30,22 +32,25 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ..expressions.expression import DEFAULT_LIMITS
+
 __all__ = ["Step", "Unit", "parse_units", "reasoning_span"]
 
-_NUMBER = r"-?\d+(?:/\d+)?"
+_NUMBER = r"-?[0-9]+(?:/[0-9]+)?"  # ASCII digits only, as the verifier reads them (never \d: it takes any script's)
 _SPACED_STEP = re.compile(rf"^({_NUMBER})\s+([-+*/×÷])\s+({_NUMBER})\s*=\s*({_NUMBER})$")
-_COMPACT_STEP = re.compile(r"^(-?\d+)\s*([-+*/×÷])\s*(-?\d+)\s*=\s*(" + _NUMBER + r")$")
+_COMPACT_STEP = re.compile(r"^(-?[0-9]+)\s*([-+*/×÷])\s*(-?[0-9]+)\s*=\s*(" + _NUMBER + r")$")
 _VERDICT = re.compile(rf"^(?:too high|too low|that is {_NUMBER})$")
-_STEP_PREFIX = re.compile(r"^(?:Step\s+\d+\s*[:.)]\s*)", re.IGNORECASE)
+_STEP_PREFIX = re.compile(r"^(?:Step\s+[0-9]+\s*[:.)]\s*)", re.IGNORECASE)
 _NOTES = (
-    re.compile(r"^Numbers(?: \d+,)* \d+\.$"),
+    re.compile(r"^Numbers(?: [0-9]+,)* [0-9]+\.$"),
     re.compile(rf"^Target {_NUMBER}\.$"),
     re.compile(rf"^Reached {_NUMBER}\.$"),
-    re.compile(r"^\d+ is already one of the numbers\.$"),
+    re.compile(r"^[0-9]+ is already one of the numbers\.$"),
 )
 _UNIT_END = re.compile(r"\.(?=\s)|\n")
 _PARAGRAPH = re.compile(r"\n[ \t\r]*\n")
 _OPS = {"×": "*", "÷": "/"}
+_MAX_NUMBER_CHARS = 2 * DEFAULT_LIMITS.max_digits + 2  # a fraction p/q with a sign, each part within the bound
 
 
 @dataclass(frozen=True)
@@ -162,6 +167,8 @@ def _step(piece: str, start: int) -> Step | None:
     if match is None:
         return None
     left, op, right, result = match.groups()
+    if max(len(left), len(right), len(result)) > _MAX_NUMBER_CHARS:
+        return None  # past the verifier's magnitude bound: unparsed, never converted (Python refuses 4300+ digits)
     try:
         values = [Fraction(left), Fraction(right), Fraction(result)]
     except ZeroDivisionError:  # a written "p/0"

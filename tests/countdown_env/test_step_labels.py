@@ -160,6 +160,7 @@ def test_label_steps_writes_rows_and_the_process_reward_layout(tmp_path, capsys)
         ('{"numbers": [1, 2], "target": 3}', "'completion' must be a string"),
         ('{"numbers": [1, 2], "completion": "x"}', "needs 'numbers'"),
         ('{"numbers": [1, 0], "target": 3, "completion": "x"}', "positive integer"),
+        ('{"numbers": [1, 2], "target": 3.0, "completion": "x"}', "write it as 3"),  # as `countdown verify` reads it
         ('{"numbers": [1, 2, 3, 4, 5, 6, 7], "target": 3, "completion": "x"}', "at most 6 values"),
         ("[1, 2]", "expected a JSON object"),
         ("{not json", "not valid JSON"),
@@ -173,6 +174,23 @@ def test_bad_rows_are_refused_with_one_line_and_nothing_is_written(tmp_path, cap
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err and ("row 2" in err or ":2:" in err)
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "reasoning",
+    [
+        "\u0662\u0665 * \u0663 = \u0667\u0665.",  # Arabic-Indic digits: the verifier refuses them, so no step is read
+        "25 * 3 = 75. 75 + " + "9" * 5000 + " = 82.",  # past Python's int-conversion limit: unparsed, not a crash
+    ],
+)
+def test_steps_are_read_with_the_verifiers_numbers(reasoning):
+    from countdown_env import verify
+
+    completion = f"<reasoning>{reasoning}</reasoning><solution>25*3+7</solution>"
+    labels = label_completion(completion, Puzzle([25, 3, 7], 82), StepOracle(82))
+    assert labels.unparsed and all(s.valid for s in labels.steps)
+    assert len(labels.unparsed) == 1 and reasoning.split(". ")[-1].rstrip(".") in labels.unparsed[0]
+    assert not verify(reasoning.split(". ")[-1].split(" = ")[0], Puzzle([25, 3, 7], 82)).correct
 
 
 def test_label_steps_never_writes_over_its_input(tmp_path, capsys):
