@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -142,6 +143,15 @@ class SplitSpec:
                 raise SplitError(f"allow_trivial must be True, False or None (the task's), got {allow_trivial!r}")
             if allow_trivial != task.allow_trivial:
                 task = replace(task, allow_trivial=allow_trivial)
+        for k, n in enumerate(ns):  # rows per count as sizes() shares them
+            wanted = sum(total // len(ns) + (k < total % len(ns)) for total in (train_size, eval_size))
+            bound = distinct_puzzles_bound(task, n)
+            if wanted > bound:
+                raise SplitError(
+                    f"{wanted} distinct puzzles with {n} numbers asked for, but at most {bound} exist with values in "
+                    f"{list(task.value_range)} and targets in {list(task.target_range)}: lower --train/--eval or widen "
+                    "the ranges"
+                )
         if task.counts != ns:  # the task records the counts built (as given when they are the task's own)
             task = replace(task, n_numbers=ns[0] if len(ns) == 1 else tuple((n, 1.0) for n in ns))
         set_field = object.__setattr__
@@ -402,6 +412,15 @@ def build_split_records(
     finally:
         if bar is not None:
             bar.close()
+
+
+def distinct_puzzles_bound(task: CountdownTask, n: int) -> int:
+    """An upper bound on the distinct puzzles with ``n`` numbers of ``task``'s ranges: every multiset of ``n`` values
+    times every target (solvability and triviality only lower it). A split holds distinct puzzles, so a size above
+    it can never be built; refused at once instead of a search that would run for ever."""
+    low, high = task.value_range
+    t_low, t_high = task.target_range
+    return math.comb(high - low + n, n) * (t_high - t_low + 1)
 
 
 def check_num_proc(num_proc: Any) -> int:

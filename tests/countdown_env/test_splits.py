@@ -159,8 +159,19 @@ def test_bad_arguments(kwargs, match):
 
 
 def test_exhausted_puzzle_space_is_an_error_not_a_hang():
+    # 12 (numbers, target) pairs exist, fewer of them solvable and non-trivial: found out by drawing
     with pytest.raises(SplitError, match="too small"):
-        build_split_records(n_numbers=(2,), train_size=0, eval_size=40, value_range=(1, 2), target_range=(1, 4))
+        build_split_records(n_numbers=(2,), train_size=0, eval_size=10, value_range=(1, 2), target_range=(1, 4))
+
+
+def test_a_size_beyond_every_distinct_puzzle_is_refused_at_once():
+    import itertools
+
+    pairs = len(list(itertools.combinations_with_replacement(range(1, 6), 3))) * len(range(10, 13))  # 35 x 3
+    with pytest.raises(SplitError, match=f"111 distinct puzzles with 3 numbers asked for, but at most {pairs} exist"):
+        SplitSpec(n_numbers=(3,), train_size=100, eval_size=11, value_range=(1, 5), target_range=(10, 12))
+    with pytest.raises(SplitError, match="at most"):  # the command: no 84 836-hour ETA
+        SplitSpec(train_size=10**12)
 
 
 def test_spec_holds_a_task_and_the_manifest_records_it(tmp_path):
