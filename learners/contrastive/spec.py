@@ -15,6 +15,16 @@ SHAPING = (
     Mechanism("contrastive/mean_abs_shaping", "mean |A_shape| per completion token", changes=False),
 )
 
+
+def async_refusal(options) -> str | None:
+    """With the frozen scorer the potential is a fixed function of the prefix (async is fine); the moving one is
+    refused (see the message)."""
+    if getattr(options, "scorer", None) == "moving":
+        return ("contrastive with scorer='moving' cannot train on async rollouts: its potential is the current "
+                "policy's, the stale samples an older policy's (use scorer='frozen')")  # fmt: skip
+    return None
+
+
 SPEC = AlgorithmSpec(
     learners={
         "contrastive": LearnerSpec(
@@ -23,6 +33,7 @@ SPEC = AlgorithmSpec(
             "ContrastiveTrainer",
             "contrastive shaping on prime-rl's loss",
             compare_default=True,
+            async_refusal=async_refusal,
             mechanisms=(*DPPO, *SHAPING),
         ),
         "contrastive_grpo": LearnerSpec(
@@ -31,6 +42,7 @@ SPEC = AlgorithmSpec(
             "ContrastiveTrainer",
             "contrastive shaping on TRL-default GRPO (ablation)",
             {"base_learner": "grpo"},
+            async_refusal=async_refusal,
             mechanisms=(CLIP, *SHAPING),
         ),
     },

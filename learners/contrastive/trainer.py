@@ -20,6 +20,7 @@ from .config import ContrastiveConfig
 from .paragraphs import split_paragraphs, token_texts
 from .potential import contrastive_potential, shaping_terms, token_shaping
 from .scoring import ScoringJob, answer_span_encoder, make_scorer
+from .spec import async_refusal
 
 __all__ = ["ContrastiveConfig", "ContrastiveTrainer", "submitted_answer"]
 
@@ -76,10 +77,7 @@ class ContrastiveTrainer(GRPOPresetTrainer):
 
     @classmethod
     def async_refusal(cls, args) -> str | None:
-        if getattr(args, "scorer", None) == "moving":
-            return ("contrastive with scorer='moving' cannot train on async rollouts: its potential is the current "
-                    "policy's, the stale samples an older policy's (use scorer='frozen')")  # fmt: skip
-        return None
+        return async_refusal(args)  # the spec's, also asked before the run folder is claimed
 
     _tag_names = ["trl", "contrastive-shaping", "countdown"]
 

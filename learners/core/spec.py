@@ -11,7 +11,7 @@ torch-free modules of its own package): the registry imports every spec to list 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,8 +34,8 @@ class LearnerSpec:
     """A learner: ``module`` holds ``config_class`` (a ``GRPOConfig`` subclass) and ``trainer_class``
     (a ``CountdownGRPOTrainer`` subclass); ``defaults`` are config values applied before the user's; ``mechanisms``
     the logged quantities that show its own mechanism acting (``countdown compare``'s engagement table);
-    ``compare_default``: whether ``countdown compare`` runs it when ``--learners`` is not given. The classes are
-    named ``<X>Config`` and ``<X>Trainer``."""
+    ``compare_default``: whether ``countdown compare`` runs it when ``--learners`` is not given; ``async_refusal``:
+    see the field. The classes are named ``<X>Config`` and ``<X>Trainer``."""
 
     module: str
     config_class: str
@@ -44,6 +44,10 @@ class LearnerSpec:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     mechanisms: tuple[Mechanism, ...] = ()
     compare_default: bool = False
+    async_refusal: Callable[[Any], str | None] | None = None
+    """Why the learner, with the given options (an object with the config's fields as attributes), cannot train on
+    asynchronous rollouts, or ``None``; torch-free, so ``countdown train --async`` refuses before it claims anything
+    (the trainer's ``async_refusal`` asks the same function)."""
 
     def __post_init__(self) -> None:
         if not (self.config_class.endswith("Config") and self.trainer_class.endswith("Trainer")

@@ -19,6 +19,7 @@ from learners.sampling.trainer_sampler import gathered_policy, lockstep_forward
 from learners.t_spmo.prefix_trie import PrefixAdvantages, prefix_advantages
 from learners.t_spmo.replay import ReplayBuffer, ReplayPlan
 from learners.t_spmo.replay_rows import append_rows, pad_right, padded_rows
+from learners.t_spmo.spec import async_refusal
 
 from .config import TSPMOConfig
 
@@ -38,9 +39,7 @@ class TSPMOTrainer(CountdownGRPOTrainer):
 
     @classmethod
     def async_refusal(cls, args) -> str | None:
-        return ("T-SPMO cannot train on async rollouts: its prefix-trie advantages A(v|p) estimate the values of the "
-                "policy that sampled the group, and stale samples estimate an older policy's, which no per-token "
-                "ratio corrects")  # fmt: skip
+        return async_refusal(args)  # the spec's, also asked before the run folder is claimed
 
     def __init__(self, model, reward_funcs=None, args: TSPMOConfig | None = None, *trainer_args, **trainer_kwargs):
         args = self._check_args(args, TSPMOConfig, "t-spmo")

@@ -69,3 +69,44 @@ def test_a_learner_folder_without_init_is_named_not_dropped(tmp_path):
         project_algorithms(tmp_path)
     (tmp_path / "beta" / "__init__.py").write_text("")
     assert project_algorithms(tmp_path) == [("alpha", "learners.alpha.spec:SPEC"), ("beta", "learners.beta.spec:SPEC")]
+
+
+REFUSED_EARLY = [
+    (["--config", "cpu-tiny-vllm", "--model", "warm-start", "--async", "--learner", "t_spmo"], "T-SPMO cannot train"),
+    (["--config", "cpu-tiny-vllm", "--model", "warm-start", "--async", "--learner", "contrastive", "--set",
+      "trainer.scorer=moving"], "scorer='moving' cannot train on async"),
+    (["--model", "tiny", "--set", "trainer.num_generations=3"], "num_generations: 3 does not divide"),
+    (["--model", "tiny", "--set", "task.n_numbers=7"], "each n_numbers must be an integer in 1..6"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("argv", "message"), REFUSED_EARLY)
+def test_settings_are_refused_before_the_folder_is_claimed_or_trl_imported(tmp_path, argv, message):
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    code = (
+        "import json, sys\nfrom countdown_env.cli import main\n"
+        f"status = main({json.dumps(['train', *argv, '--output-dir', str(out), '--max-steps', '2'])})\n"
+        "print(json.dumps([status, 'trl' in sys.modules, 'torch' in sys.modules]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    status, trl, torch = json.loads(done.stdout.strip().splitlines()[-1])
+    assert status == 2 and message in done.stderr
+    assert not trl and not torch  # refused from the settings alone
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_a_refusal_inside_the_build_leaves_no_partial_folder(tmp_path, capsys):
+    from countdown_env.cli import main
+
+    out = tmp_path / "out"
+    argv = ["train", "--model", "tiny", "--output-dir", str(out), "--max-steps", "1", "--async"]
+    assert main(argv) == 2  # refused while the trainer is built, after its data and init model were written
+    assert "async rollouts generate with the colocated vLLM engine" in capsys.readouterr().err
+    assert not out.exists() or not any(out.iterdir())  # no data/ or init-model/ left: the folder is not stuck
+    again = ["train", "--model", "tiny", "--output-dir", str(out), "--max-steps", "1", "--set", "eval.every=0"]
+    assert main(again) == 0  # the same folder trains at once

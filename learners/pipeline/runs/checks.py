@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from countdown_env.helpers.keys import refuse_unknown
@@ -97,6 +98,12 @@ def validate_config(learner: str, config: dict[str, Any]) -> None:
     fields = trainer_fields(spec)  # without importing TRL once cached (learners/core/trainer_fields.py)
     refuse_unknown(f"trainer key ({spec.config_class} option)", config.get("trainer") or {}, fields)
     check_trainer_values(config.get("trainer") or {}, fields)
+    options = {**fields, **spec.defaults, **(config.get("trainer") or {})}
+    check_group_sizes(options)
+    if config.get("async") is not None and spec.async_refusal is not None:
+        refusal = spec.async_refusal(SimpleNamespace(**options))
+        if refusal:
+            raise ValueError(refusal)
     check_warmup_applies(config.get("trainer") or {})
     check_planned_steps(config, fields)
     check_model(config.get("model", "tiny"))
@@ -107,6 +114,28 @@ def validate_config(learner: str, config: dict[str, Any]) -> None:
         if not torch.cuda.is_available():
             check_cpu_vllm(config.get("trainer") or {})
     _check_trackers((config.get("trainer") or {}).get("report_to"))
+
+
+def check_group_sizes(options: dict[str, Any]) -> None:
+    """TRL's batch rule (``GRPOConfig.__post_init__``), checked before anything is claimed or imported: the generation
+    batch (``generation_batch_size``, else ``per_device_train_batch_size`` x processes x ``steps_per_generation``,
+    itself ``gradient_accumulation_steps`` by default) holds whole groups of ``num_generations``. Values that are not
+    integers are left to TRL's own check."""
+    import os
+
+    keys = ("per_device_train_batch_size", "gradient_accumulation_steps", "num_generations")
+    per_device, accumulation, group = (options.get(key) for key in keys)
+    size, steps = options.get("generation_batch_size"), options.get("steps_per_generation")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (per_device, accumulation, group)):
+        return
+    if size is None:
+        size = per_device * int(os.environ.get("WORLD_SIZE", "1")) * (steps if isinstance(steps, int) else accumulation)
+    if isinstance(size, int) and group > 0 and size % group:
+        raise ValueError(
+            f"trainer.num_generations: {group} does not divide the generation batch of {size} completions "
+            "(per_device_train_batch_size x processes x gradient_accumulation_steps, or generation_batch_size): "
+            "every prompt's group must fit whole"
+        )
 
 
 SCHEDULERS_WITHOUT_WARMUP = ("constant", "reduce_lr_on_plateau", "greedy")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -52,6 +53,20 @@ def load_data(data: DataSection, task, work_dir: Path) -> tuple[list[dict], list
     train_rows = read_split_rows(data.train)  # checked against a manifest.json beside it, if any
     eval_rows = read_split_rows(data.eval) if data.eval else []
     return train_rows, eval_rows
+
+
+def check_split_settings(run: RunConfig) -> None:
+    """The split a run without data files builds, checked without building it (its task's counts and sizes): one
+    line before anything is claimed or loaded."""
+    if run.data.train:
+        return
+    from countdown_env.task import CountdownTask
+
+    from ..data import model_task
+
+    model = resolve_model(run.model)
+    task = run.task if run.task is not None else (model_task(model) if model != "tiny" else None) or CountdownTask()
+    task_split_spec(task, run.data.train_size, run.data.eval_size)
 
 
 def task_split_spec(task, train_size: int, eval_size: int):
@@ -254,6 +269,7 @@ def train(
     from .processes import run_processes
 
     out = Path(output_dir)
+    check_split_settings(run)  # a refusal of the settings comes before the folder is claimed
     check_output(out, [*run_inputs(run), *inputs], overwrite=True, what="--output-dir")
     # under several processes the main one claims and prepares the folder; every rank starts where it decided
     processes = run_processes(run.trainer.get("ddp_timeout"))
@@ -282,7 +298,16 @@ def _train(run: RunConfig, out: Path, checkpoint: Path | None, changes=None) -> 
     restore = checkpoint is not None and 0 < run.max_steps <= checkpoint_step(checkpoint)
     # a run killed after its last checkpoint: finish from that checkpoint without training (TRL would train a step
     # more); its weights are the model, its trainer state the history
-    trainer = build_trainer(run.replace(model=str(checkpoint)) if restore else run, out)
+    before = {p.name for p in out.iterdir()} if out.is_dir() else set()
+    try:
+        trainer = build_trainer(run.replace(model=str(checkpoint)) if restore else run, out)
+    except BaseException:
+        # nothing trained yet: what the build wrote (data/, init-model/) goes, so the folder is not left stuck
+        # between "holds no countdown run" (--overwrite) and "no checkpoint" (--resume)
+        for path in out.iterdir() if out.is_dir() else ():
+            if path.name not in before and checkpoint is None:
+                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+        raise
     if trainer.is_world_process_zero():
         # the task as trained (the model's own when the config has none); a resume's allowed changes kept with it
         record = {**run_record(run), "task": trainer.task.to_dict()}
