@@ -110,3 +110,11 @@ def test_a_refusal_inside_the_build_leaves_no_partial_folder(tmp_path, capsys):
     assert not out.exists() or not any(out.iterdir())  # no data/ or init-model/ left: the folder is not stuck
     again = ["train", "--model", "tiny", "--output-dir", str(out), "--max-steps", "1", "--set", "eval.every=0"]
     assert main(again) == 0  # the same folder trains at once
+
+
+@pytest.mark.parametrize("content", [b"", b"\xef\xbb\xbf", b"# only a comment\n"])
+def test_a_config_without_settings_is_refused_by_name(tmp_path, content):
+    config = tmp_path / "empty.yaml"
+    config.write_bytes(content)
+    with pytest.raises(ValueError, match="empty.yaml: the file holds no settings"):
+        _run_config(["--config", str(config)])

@@ -156,7 +156,7 @@ def load_config(name_or_path: str | Path, overrides: list[str] | None = None) ->
     """Read a preset and apply ``section.key=value`` overrides; unknown sections are refused (with a "did you
     mean"), a YAML syntax error is one line naming the file and line."""
     path = find_config(name_or_path)
-    config = _parse_yaml_file(path) or {}
+    config = _parse_yaml_file(path)
     if not isinstance(config, dict):
         raise ValueError(f"{path}: the YAML must be a mapping of sections")
     config = apply_overrides(config, overrides or [])
@@ -177,7 +177,10 @@ def _parse_yaml_file(path: Path):
     import yaml
 
     try:
-        return parse_yaml(_read_bounded(path))
+        config = parse_yaml(_read_bounded(path).lstrip("\ufeff"))
+        if config is None:
+            raise ValueError("the file holds no settings (empty, or comments only): give a preset or a YAML with some")
+        return config
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
