@@ -40,7 +40,8 @@ EVAL_SET = "tiny_n3"
 WARM_START_OUTPUTS = ("config.json", "generation_config.json", "model*.safetensors*", "tokenizer*.json",
                       "adapter_config.json", "adapter_model.safetensors",
                       "special_tokens_map.json", "chat_template.jinja", "countdown_task.json", "training_args.bin",
-                      "README.md", "runs", RECIPE_FILE, REPORT_FILE, "sft_log_history.json")  # fmt: skip
+                      "README.md", "runs", RECIPE_FILE, REPORT_FILE, "sft_log_history.json",
+                      "checkpoint_manifest.json")  # fmt: skip
 """Every entry a warm-start build writes: ``--overwrite`` replaces a folder holding nothing else."""
 
 
@@ -276,7 +277,10 @@ def _sft_and_measure(recipe, records, task, scratch: Path, model_dir: Path, meas
     for leftover in ("training_args.bin",):
         (model_dir / leftover).unlink(missing_ok=True)
     (model_dir / RECIPE_FILE).write_text(json.dumps(recipe.to_dict(), indent=2) + "\n")
+    from ...core.checkpoints import write_checkpoint_manifest
+
     if measure is False:
+        write_checkpoint_manifest(model_dir)  # its files' sha256: a changed byte is named when the model is checked
         return
     if recipe.lora_rank:  # the adapter is measured as it ships: merged onto its base, from its saved dtype
         from ..models.adapters import merge_adapter
@@ -287,6 +291,7 @@ def _sft_and_measure(recipe, records, task, scratch: Path, model_dir: Path, meas
     report = measure_warm_start(measured, log=log, **(measure or {}))
     report["sft_minutes"] = round(sft_minutes, 2)
     (model_dir / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n")
+    write_checkpoint_manifest(model_dir)
 
 
 # ------------------------------------------------------------------------------------------------- measuring
