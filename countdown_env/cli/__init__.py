@@ -129,9 +129,11 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(rest)
     except SystemExit as exc:  # --help (0) or a usage error (2), already printed by argparse: return, not raise
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    from ..helpers.quiet import quiet_third_party
     from ..helpers.threads import configure_threads
 
     configure_threads(getattr(args, "threads", None))  # before the subcommand imports torch
+    quiet_third_party()
     try:
         code = int(module.run(args) or 0)
     except USER_ERRORS as exc:
