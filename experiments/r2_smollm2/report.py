@@ -319,7 +319,7 @@ def verdict_markdown(result: dict[str, Any], command: str) -> str:
         mark = " (decisive: the wider)" if name == result["decisive"] else ""
         lines.append(f"- {name}: [{low:+.4f}, {high:+.4f}]{mark}")
     lines += ["", f"SD of a seed's gain: {result['sd_over_seeds']:.4f}; minimum detectable effect at 80 % power "
-              f"with these seeds, this SD taken as known: {result['mde']:.4f}."]  # fmt: skip
+              f"with these seeds at this SD (t quantiles, n - 1 degrees of freedom): {result['mde']:.4f}."]  # fmt: skip
     fmt = result["format"]
     first, last = fmt["window"]
     lines += ["", f"Format (amendment 5(b), secondary, no decision attached): training format rate over steps "
