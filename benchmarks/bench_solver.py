@@ -22,7 +22,8 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from countdown_env.puzzle import Puzzle  # noqa: E402
-from countdown_env.solving.solver import _check_operators, _python_solve, count_solutions, solve  # noqa: E402
+from countdown_env.solving.distinct_solutions import count_solutions  # noqa: E402
+from countdown_env.solving.solver import _check_operators, _python_solve, solve  # noqa: E402
 
 
 def draw_cases(n: int, wanted: int, rng: np.random.Generator, max_draws: int = 4000):

@@ -22,7 +22,7 @@ SPLIT_COLUMN_DOCS = {
     "target": "the number to reach",
     "n_numbers": "how many numbers",
     "solution": "one reference expression, checked with `countdown_env.expressions.verifier.verify`",
-    "num_solutions": "distinct solutions (`countdown_env.solving.solver.count_solutions`)",
+    "num_solutions": "distinct solutions (`countdown_env.solving.distinct_solutions.count_solutions`)",
     "difficulty": "`hard`/`medium`/`easy` from that count (`countdown_env.solving.generator.DIFFICULTY_THRESHOLDS`)",
     "completion": "one assistant message: the solver-derived trace in the template's tags",
     "style": "the trace style of the row (`direct`, `short`, `search`, `long`)",

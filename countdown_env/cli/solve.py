@@ -62,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _solve(args: argparse.Namespace) -> int:
     from ..puzzle import Puzzle
-    from ..solving.solver import count_solutions, solutions, solve
+    from ..solving.distinct_solutions import count_solutions, solutions
+    from ..solving.solver import solve
 
     puzzle = Puzzle(args.numbers, args.target)
     options = dict(

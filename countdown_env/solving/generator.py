@@ -51,8 +51,9 @@ size so that the probe takes about a second at most, and refuses settings that n
 by none of the probe's draws is unreachable or too rare to be practical). The search for one puzzle is bounded by
 attempts too (:data:`_MAX_DRAWS` number draws).
 
-Difficulty labels (``difficulty_label``) come from the number of distinct solutions (``solver.count_solutions``;
-see there for what counts as distinct) with thresholds per ``n_numbers`` in ``DIFFICULTY_THRESHOLDS``.
+Difficulty labels (``difficulty_label``) come from the number of distinct solutions
+(``distinct_solutions.count_solutions``; see there for what counts as distinct) with thresholds per ``n_numbers`` in
+``DIFFICULTY_THRESHOLDS``.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ import numpy as np
 
 from ..puzzle import Puzzle, is_trivial
 from . import solver
+from .distinct_solutions import count_solutions
 from .oracle import StepOracle
 
 DIFFICULTY_THRESHOLDS: dict[int, tuple[int, int]] = {
@@ -229,7 +231,7 @@ class PuzzleDraws:
         return solver.solve(puzzle, **self._options())
 
     def _count(self, puzzle: Puzzle) -> int:
-        return solver.count_solutions(puzzle, **self._options())
+        return count_solutions(puzzle, **self._options())
 
     def _count_bounds(self) -> tuple[int, float]:
         low = self.min_solutions if self.min_solutions is not None else 0

@@ -24,8 +24,7 @@ the pure-Python search (exact, unbounded integers, slower). ``integer_intermedia
 integers at every node, as the verifier's rule demands.
 
 Counting and listing distinct solutions (``count_solutions``, ``solutions``) live in
-:mod:`countdown_env.solving.distinct_solutions`; they are re-exported here, so ``from countdown_env.solving.solver
-import solve, count_solutions, solutions`` keeps working.
+:mod:`countdown_env.solving.distinct_solutions`.
 """
 
 from __future__ import annotations
@@ -39,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..puzzle import Puzzle, as_puzzle
-from .distinct_solutions import MAX_COUNT_NUMBERS, count_solutions, solutions
+from .distinct_solutions import MAX_COUNT_NUMBERS
 from .solver_common import Tree, check_operators, tree_to_infix, tree_value
 
 MAX_SOLVE_NUMBERS = 8
@@ -54,8 +53,6 @@ __all__ = [
     "MAX_COUNT_NUMBERS",
     "MAX_SOLVE_NUMBERS",
     "check_operators",
-    "count_solutions",
-    "solutions",
     "solve",
     "tree_to_infix",
 ]

@@ -12,14 +12,12 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from ..puzzle import as_puzzle  # in __all__ here before it moved to puzzle.py: still importable from here
-
 # Witness trees: an int is a number; (op, left, right) an operation.
 Tree = Any
 
 _PREC = {"+": 1, "-": 1, "*": 2, "/": 2}
 
-__all__ = ["Tree", "as_puzzle", "check_operators", "tree_to_infix", "tree_value"]
+__all__ = ["Tree", "check_operators", "tree_to_infix", "tree_value"]
 
 
 def check_operators(operators: Any) -> frozenset[str]:

@@ -2,10 +2,11 @@
 
 Each algorithm folder holds a ``spec.py`` with one :class:`AlgorithmSpec`: its learners (:class:`LearnerSpec`: the
 config and trainer classes by name, the preset defaults, the quantities that show its mechanism acting) and the
-files its config classes are defined in. The package registers it through the ``countdown.learners`` entry-point
-group (``name = "package.spec:SPEC"`` in its ``pyproject.toml``); :mod:`learners.core.registry` collects every
-registered spec, so adding a learner touches only its own folder. A spec module imports only this module (and
-torch-free modules of its own package): the registry imports every spec to list the learners.
+files its config classes are defined in. :mod:`learners.core.registry` finds the project's algorithms by listing the
+folders of ``learners`` that hold a ``spec.py`` (another distribution registers through the ``countdown.learners``
+entry-point group, ``name = "package.spec:SPEC"``), so adding a learner touches only its own folder. A spec module
+imports only this module (and torch-free modules of its own package): the registry imports every spec to list the
+learners.
 """
 
 from __future__ import annotations

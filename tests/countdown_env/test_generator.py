@@ -10,8 +10,9 @@ import pytest
 
 from countdown_env.expressions.verifier import verify
 from countdown_env.puzzle import Puzzle
+from countdown_env.solving.distinct_solutions import count_solutions
 from countdown_env.solving.generator import GeneratedPuzzle, UnsatisfiableSettings, difficulty_label
-from countdown_env.solving.solver import count_solutions, solve
+from countdown_env.solving.solver import solve
 from countdown_env.task import PuzzleGenerator
 from tests.brute_force import fewest
 

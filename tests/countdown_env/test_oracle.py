@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from countdown_env.puzzle import Puzzle
+from countdown_env.solving.distinct_solutions import count_solutions
 from countdown_env.solving.oracle import OracleLimitError, OracleLimits, StepOracle
-from countdown_env.solving.solver import count_solutions, solve
+from countdown_env.solving.solver import solve
 from tests.brute_force import fewest as _brute_fewest
 
 DATASETS = Path(__file__).resolve().parents[2] / "datasets"

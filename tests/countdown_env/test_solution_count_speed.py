@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from countdown_env.puzzle import Puzzle
 from countdown_env.solving import distinct_solutions as ds
-from countdown_env.solving.solver import count_solutions
+from countdown_env.solving.distinct_solutions import count_solutions
 
 
 def _value(x: Fraction):

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from countdown_env.expressions.verifier import verify
 from countdown_env.puzzle import Puzzle, PuzzleError
-from countdown_env.solving.solver import count_solutions, solutions, solve
+from countdown_env.solving.distinct_solutions import count_solutions, solutions
+from countdown_env.solving.solver import solve
 
 
 @cache

@@ -212,8 +212,8 @@ def test_score_answer_uses_the_entry_rules():
 
 def test_difficulty_bounds_select_the_labels():
     from countdown_env.procedural import CountdownCurriculum
+    from countdown_env.solving.distinct_solutions import count_solutions
     from countdown_env.solving.generator import difficulty_label
-    from countdown_env.solving.solver import count_solutions
     from countdown_env.task import CountdownTask
 
     base = CountdownTask(value_range=(1, 20), target_range=(10, 200), seed=2)
