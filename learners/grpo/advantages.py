@@ -23,16 +23,16 @@ loss tokens are left out of μ and σ).
 
 from __future__ import annotations
 
-import torch
+from collections.abc import Callable
 
-ESTIMATORS = ("group", "rloo", "reinforce_pp_baseline")
-"""``group``: TRL's own advantage (``scale_rewards`` decides the scaling); the other two are computed here."""
+import torch
 
 WHITENING_EPS = 1e-8
 
 
-def leave_one_out_advantages(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
-    """(N,) RLOO advantages of (N,) gathered rewards in groups of ``group_size`` (see the module docstring)."""
+def leave_one_out_advantages(rewards: torch.Tensor, group_size: int, loss_tokens: torch.Tensor | None = None):
+    """(N,) RLOO advantages of (N,) gathered rewards in groups of ``group_size`` (see the module docstring); the
+    rows' loss tokens play no part."""
     grouped = rewards.reshape(-1, group_size)
     scorable = ~torch.isnan(grouped)
     count = scorable.sum(dim=1, keepdim=True)
@@ -55,3 +55,14 @@ def reinforce_pp_baseline_advantages(rewards: torch.Tensor, group_size: int, los
     variance = (weights * (values - mean) ** 2).sum() / total
     whitened = (values - mean) * torch.rsqrt(variance.clamp(min=WHITENING_EPS))
     return torch.where(weights > 0, whitened, torch.zeros_like(whitened))
+
+
+Estimator = Callable[[torch.Tensor, int, torch.Tensor], torch.Tensor]
+ESTIMATORS: dict[str, Estimator | None] = {
+    "group": None,
+    "rloo": leave_one_out_advantages,
+    "reinforce_pp_baseline": reinforce_pp_baseline_advantages,
+}
+"""``advantage_estimator`` -> ``f(gathered rewards, group size, gathered loss tokens per row) -> advantages``;
+``group`` (``None``) keeps TRL's own advantage (``scale_rewards`` decides its scaling). A new estimator is one function
+and one entry here (a learner that uses it is a preset in :mod:`learners.grpo.presets`)."""

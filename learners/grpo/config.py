@@ -57,7 +57,8 @@ class GRPOPresetConfig(CountdownConfig):
         if not 0.0 <= self.overlong_buffer_fraction < 1.0:
             raise ValueError(f"overlong_buffer_fraction must be in [0, 1), got {self.overlong_buffer_fraction}")
         if self.advantage_estimator not in ESTIMATORS:
-            raise ValueError(f"advantage_estimator must be one of {ESTIMATORS}, got {self.advantage_estimator!r}")
+            choices = tuple(ESTIMATORS)
+            raise ValueError(f"advantage_estimator must be one of {choices}, got {self.advantage_estimator!r}")
         if self.kl_tau < 0:
             raise ValueError(f"kl_tau must be >= 0, got {self.kl_tau}")
         if not self.adv_tau >= 0:

@@ -12,7 +12,7 @@ import torch
 
 from ..core.rollout import groups_all_equal, weighted_reward_total
 from ..core.trainer import CountdownGRPOTrainer, Rollout
-from .advantages import leave_one_out_advantages, reinforce_pp_baseline_advantages
+from .advantages import ESTIMATORS
 
 # exp(±60) stays finite in float32 and its product with exp(∓60) is exact enough; beyond, ρ under/overflows.
 _MAX_ABS_LOG_RATIO = 60.0
@@ -103,13 +103,10 @@ class GRPOPresetTrainer(CountdownGRPOTrainer):
 
     # ------------------------------------------------------------------------------------------------ seam 1
     def shape_batch(self, batch: dict[str, Any], rollout: Rollout) -> dict[str, Any]:
-        estimator = getattr(self.args, "advantage_estimator", "group")
-        if estimator == "rloo":
-            batch["advantages"] = rollout.local(leave_one_out_advantages(rollout.rewards, rollout.num_generations))
-        elif estimator == "reinforce_pp_baseline":
+        estimate = ESTIMATORS[getattr(self.args, "advantage_estimator", "group")]
+        if estimate is not None:
             loss_tokens = self.gather_rows(self.loss_mask(batch).sum(dim=1))
-            advantages = reinforce_pp_baseline_advantages(rollout.rewards, rollout.num_generations, loss_tokens)
-            batch["advantages"] = rollout.local(advantages)
+            batch["advantages"] = rollout.local(estimate(rollout.rewards, rollout.num_generations, loss_tokens))
         if getattr(self.args, "dynamic_sampling", False):
             keep_group = ~groups_all_equal(rollout.grouped(self.verdicts(rollout)))
             keep_row = keep_group[rollout.group_index].to(batch["completion_mask"].dtype)
