@@ -89,7 +89,7 @@ def test_matches_brute_force(puzzle, use_all, integer):
     oracle = AnswerPrefixOracle(puzzle, use_all_numbers=use_all, integer_intermediates=integer)
     sample = sorted(queries)
     random.Random(0).shuffle(sample)
-    sample = sample[:3000] + [q for q in queries if len(q) <= 3]
+    sample = sample[:1500] + [q for q in queries if len(q) <= 3]
     wrong = [q for q in sample if oracle.solvable(q) != (q in accepted)]
     assert not wrong, f"{len(wrong)} of {len(sample)} disagree, e.g. {wrong[:5]}"
     assert any(q in accepted for q in sample) == (puzzle.target not in (97, 24))
