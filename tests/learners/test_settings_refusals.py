@@ -116,3 +116,14 @@ def test_a_config_without_settings_is_refused_by_name(tmp_path, content):
     config.write_bytes(content)
     with pytest.raises(ValueError, match="empty.yaml: the file holds no settings"):
         _run_config(["--config", str(config)])
+
+
+def test_async_in_bf16_is_refused_before_the_folder_is_claimed(tmp_path, capsys):
+    from countdown_env.cli import main
+
+    out = tmp_path / "out"
+    argv = ["train", "--config", "cpu-tiny-vllm", "--model", "warm-start", "--output-dir", str(out), "--async",
+            "--precision", "bf16", "--max-steps", "1"]  # fmt: skip
+    assert main(argv) == 2  # it used to start the engine and stop at the first sync (probe difference 0.09)
+    assert "--async needs precision fp32" in capsys.readouterr().err
+    assert not out.exists()
