@@ -30,3 +30,16 @@ def test_the_reduce_op_deprecation_is_ignored_and_nothing_else():
         warnings.warn("`torch.distributed.reduce_op` is deprecated, please use ReduceOp", FutureWarning, stacklevel=1)
         warnings.warn("something else is deprecated", FutureWarning, stacklevel=1)
     assert [str(w.message) for w in caught] == ["something else is deprecated"]
+
+
+def test_hugging_face_bars_are_off_in_a_log_only(monkeypatch):
+    import os
+
+    from countdown_env.helpers import progress
+
+    for is_terminal, expected in ((False, "1"), (True, None)):
+        monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS", raising=False)
+        monkeypatch.setattr(progress, "terminal", lambda value=is_terminal: value)
+        with warnings.catch_warnings():
+            quiet_third_party()
+        assert os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS") == expected
