@@ -73,6 +73,19 @@ def token_weights(name: str, trainer, batch, seed: int) -> torch.Tensor:
     return weights[:rows, :width]
 
 
+def learner_weights(setting, batch, group: int, max_new_tokens: int, seed: int, log) -> dict:
+    """Each learner's (rows, T) token weights on ``batch`` (:func:`token_weights`) through its real trainer."""
+    weights = {}
+    for name in LEARNERS:
+        with learner_trainer(
+            name, setting.model_dir, setting.tokenizer, setting.task, setting.puzzles, group_size=group,
+            max_new_tokens=max_new_tokens,
+        ) as trainer:  # fmt: skip
+            weights[name] = token_weights(name, trainer, batch, seed).numpy()
+        log(f"{name}: shaped")
+    return weights
+
+
 def first_mistake_paragraph(text_pieces, paragraphs, labels) -> int:
     """The paragraph holding the token where the first-mistake step's text ends."""
     end = labels.steps[labels.first_mistake].step.end
@@ -117,14 +130,7 @@ def main(argv: list[str] | None = None) -> dict:
     )  # fmt: skip
     log(f"generated {len(batch.puzzles)} completions, pass rate {float(batch.success.float().mean()):.3f}")
 
-    weights = {}
-    for name in LEARNERS:
-        with learner_trainer(
-            name, setting.model_dir, setting.tokenizer, setting.task, setting.puzzles, group_size=args.group,
-            max_new_tokens=args.max_new_tokens,
-        ) as trainer:  # fmt: skip
-            weights[name] = token_weights(name, trainer, batch, args.seed).numpy()
-        log(f"{name}: shaped")
+    weights = learner_weights(setting, batch, args.group, args.max_new_tokens, args.seed, log)
 
     task = setting.task
     rules = dict(use_all_numbers=task.use_all_numbers, integer_intermediates=task.integer_intermediates)

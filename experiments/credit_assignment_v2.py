@@ -37,11 +37,16 @@ from experiments._sampled_groups import (  # noqa: E402
     Measurement,
     cluster_bootstrap,
     generate_batch,
-    learner_trainer,
     load_setting,
     provenance_lines,
 )
-from experiments.credit_assignment import LEARNERS, MODEL, first_mistake_paragraph, hit_and_auc, token_weights  # noqa: E402
+from experiments.credit_assignment import (  # noqa: E402
+    LEARNERS,
+    MODEL,
+    first_mistake_paragraph,
+    hit_and_auc,
+    learner_weights,
+)
 
 MAX_PARAGRAPH_LEN = 128
 MIN_KEPT = 30
@@ -205,14 +210,7 @@ def main(argv: list[str] | None = None) -> dict:
         args.out / "batch.jsonl.gz",
     )
 
-    weights = {}
-    for name in LEARNERS:
-        with learner_trainer(
-            name, setting.model_dir, setting.tokenizer, setting.task, setting.puzzles, group_size=args.group,
-            max_new_tokens=args.max_new_tokens,
-        ) as trainer:  # fmt: skip
-            weights[name] = token_weights(name, trainer, batch, args.seed).numpy()
-        log(f"{name}: shaped")
+    weights = learner_weights(setting, batch, args.group, args.max_new_tokens, args.seed, log)
 
     task = setting.task
     rules = dict(use_all_numbers=task.use_all_numbers, integer_intermediates=task.integer_intermediates)
