@@ -138,7 +138,7 @@ def tiny_config(
         tie_word_embeddings=True,
         pad_token_id=vocab[PAD],
         eos_token_id=vocab[IM_END],
-        bos_token_id=vocab[IM_START],
+        bos_token_id=None,  # as the tokenizer (no BOS): else every trainer "aligns" the two and says so on each load
         use_cache=True,
     )
 
