@@ -20,8 +20,10 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 # is eager already.
 os.environ.setdefault("VLLM_CPU_CI_ENV", "1")
 
-HEAVY = ("torch", "transformers", "trl", "vllm", "peft", "learners", "verifiers_ext", "datasets", "verifiers")
-"""A test module naming none of these (as an import or a fixture that builds a model) is in the torch-free tier."""
+HEAVY = ("torch", "transformers", "trl", "vllm", "peft", "learners", "verifiers_ext", "datasets", "verifiers",
+         "experiments")
+"""A test module naming none of these (as an import or a fixture that builds a model) is in the torch-free tier
+(``experiments``: the measurement scripts import torch at their top)."""
 MODEL_FIXTURES = ("tiny_model_dir", "tiny_tokenizer", "smollm2", "warm_start", "accelerate", '"benchmarks"',
                   "load_script(")
 """Names whose presence puts a module outside the tier: model fixtures, accelerate's parser, a loaded benchmark
