@@ -407,46 +407,33 @@ class AnswerPrefixOracle:
 
         Without integer intermediates (and below the magnitude bound, ``_closed``) a chain of factors equals one
         factor or its inverse, ``p * (y1 / y2)``, so one step suffices; otherwise the chain is searched as written."""
-        key = ("*", p, left)
-        found = self._memo.get(key)
-        if found is not None:
-            return found
-        self._tick()
-        found = {left: {p}}
-        for sub in _sub_multisets(left):
-            rest = _rest(left, sub)
-            for y in self._tree_values(sub):
-                for op in "*/":
-                    product = self._op(p, op, y)
-                    if product is None:
-                        continue
-                    if self._closed:
-                        found.setdefault(rest, set()).add(product)
-                    else:
-                        _merge(found, self._products(product, rest))
-        self._memo[key] = found
-        return found
+        return self._chain("*/", p, left)
 
     def _sums(self, total: Value, left: Counts) -> dict[Counts, set[Value]]:
         """``total`` and ``total ± t1 ± t2 ...`` with each term a tree over unused numbers, by numbers left (one term
         suffices when ``_closed``: ``x + t1 - t2 = x + (t1 - t2)``)."""
-        key = ("+", total, left)
+        return self._chain("+-", total, left)
+
+    def _chain(self, ops: str, start: Value, left: Counts) -> dict[Counts, set[Value]]:
+        """``start`` continued by ``op y`` for ``op`` in ``ops`` and ``y`` a tree over unused numbers, as often as
+        the numbers allow (once when ``_closed``), by numbers left; memoised."""
+        key = (ops, start, left)
         found = self._memo.get(key)
         if found is not None:
             return found
         self._tick()
-        found = {left: {total}}
+        found = {left: {start}}
         for sub in _sub_multisets(left):
             rest = _rest(left, sub)
-            for t in self._tree_values(sub):
-                for op in "+-":
-                    value = self._op(total, op, t)
+            for y in self._tree_values(sub):
+                for op in ops:
+                    value = self._op(start, op, y)
                     if value is None:
                         continue
                     if self._closed:
                         found.setdefault(rest, set()).add(value)
                     else:
-                        _merge(found, self._sums(value, rest))
+                        _merge(found, self._chain(ops, value, rest))
         self._memo[key] = found
         return found
 
