@@ -345,23 +345,22 @@ class AnswerPrefixOracle:
 
     def _closing_products(self, values: dict[Counts, set[Value]], level: _Level) -> dict[Counts, set[Value]]:
         """The products of ``level`` once the level inside it closed with one of ``values``."""
-        products: dict[Counts, set[Value]] = {}
-        for rest, closed in values.items():
-            for value in closed:
-                product = value if level.p is None else self._op(level.p, level.mul, value)
-                if product is not None:
-                    _merge(products, self._products(product, rest))
-        return products
+        return self._combine_then(values, level.p, level.mul, self._products)
 
     def _level_values(self, level: _Level, products: dict[Counts, set[Value]]) -> dict[Counts, set[Value]]:
         """The values ``level`` can close with, by numbers left, from its possible current products."""
-        values: dict[Counts, set[Value]] = {}
-        for rest, found in products.items():
-            for product in found:
-                total = product if level.a is None else self._op(level.a, level.add, product)
-                if total is not None:
-                    _merge(values, self._sums(total, rest))
-        return values
+        return self._combine_then(products, level.a, level.add, self._sums)
+
+    def _combine_then(self, values, pending: Value | None, op: str, extend) -> dict[Counts, set[Value]]:
+        """For each value, ``pending op value`` (the value itself when nothing is pending), then ``extend``ed with
+        the numbers left, merged by numbers left."""
+        out: dict[Counts, set[Value]] = {}
+        for rest, found in values.items():
+            for value in found:
+                combined = value if pending is None else self._op(pending, op, value)
+                if combined is not None:
+                    _merge(out, extend(combined, rest))
+        return out
 
     def _reaches(self, level: _Level, products: dict[Counts, set[Value]]) -> bool:
         """Whether the outermost level ends at the target from one of its possible current products."""
