@@ -15,6 +15,7 @@ Lines written before Python starts or by native code (``NUMA binding``, ``libtcm
 from __future__ import annotations
 
 import os
+import re
 import warnings
 
 _REDUCE_OP = "`torch.distributed.reduce_op` is deprecated"
@@ -29,4 +30,4 @@ def quiet_third_party() -> None:
     if not terminal():
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("PYTHONWARNINGS", f"ignore::FutureWarning:{_DISPATCHER}")
-    warnings.filterwarnings("ignore", message=_REDUCE_OP.replace(".", r"\."), category=FutureWarning)
+    warnings.filterwarnings("ignore", message=re.escape(_REDUCE_OP), category=FutureWarning)

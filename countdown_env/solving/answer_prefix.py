@@ -112,7 +112,6 @@ class AnswerPrefixOracle:
             )
         self._distinct = tuple(sorted(set(puzzle.numbers)))
         self._all = tuple(puzzle.numbers.count(n) for n in self._distinct)
-        self._ops = frozenset("+-*/")
         self._answers: dict[str, bool] = {}
         self._trees: dict[Counts, frozenset[Value]] = {}
         self._memo: dict[tuple, dict[Counts, set[Value]]] = {}  # products and sums, by their start and numbers left
@@ -144,11 +143,7 @@ class AnswerPrefixOracle:
         text = prefix if prefix.isascii() else prefix.translate(_TRANSLATION)
         if "\\" in text:
             raise ValueError("prefix_solvable does not follow LaTeX notation (a backslash in the prefix)")
-        i, opened = 0, []
-        while i < len(text) and (text[i].isspace() or text[i] in _WRAPPERS):
-            if text[i] in _WRAPPERS:
-                opened.append(text[i])
-            i += 1
+        opened, i = _wrappers_from(text, 0)
         end = i
         while end < len(text) and text[end] not in _WRAPPERS:
             end += 1
@@ -273,7 +268,7 @@ class AnswerPrefixOracle:
     def _op(self, a: Value | None, op: str, b: Value | None) -> Value | None:
         if a is None or b is None:
             return None
-        return combine_step(a, op, b, ops=self._ops, integer=self.integer, max_magnitude=self.limits.max_magnitude)
+        return combine_step(a, op, b, ops=_OPS, integer=self.integer, max_magnitude=self.limits.max_magnitude)
 
     # -- the completions ---------------------------------------------------------------------------------
     def _finish(self, levels: list[_Level], left: Counts, open_digits: str | None) -> bool:

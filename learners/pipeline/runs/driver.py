@@ -317,9 +317,14 @@ def _train(run: RunConfig, out: Path, checkpoint: Path | None, changes=None) -> 
     except BaseException:
         # nothing trained yet: what the build wrote (data/, init-model/) goes, so the folder is not left stuck
         # between "holds no countdown run" (--overwrite) and "no checkpoint" (--resume)
-        for path in out.iterdir() if out.is_dir() else ():
-            if path.name not in before and checkpoint is None:
-                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+        if checkpoint is None and out.is_dir():
+            for path in out.iterdir():
+                if path.name in before:
+                    continue
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
         raise
     if trainer.is_world_process_zero():
         # the task as trained (the model's own when the config has none); a resume's allowed changes kept with it
