@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..pipeline.compare import run_compare
-from ..pipeline.compare.settings import EVAL_SET, FULL, QUICK, CompareSettings, default_learners
+from ..pipeline.compare.settings import EVAL_SAMPLES, EVAL_SET, FULL, QUICK, CompareSettings, default_learners
 from . import add_precision_option
 
 HELP = "run learners side by side from one warm start: CSV, summary, curves"
@@ -39,6 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="tiny sizes (tests): 2 steps, 4 eval puzzles, 16 tokens")
     parser.add_argument("--train-size", type=int, help=f"training puzzles per seed (default {FULL['train_size']})")
     parser.add_argument("--eval-limit", type=int, help=f"first N puzzles of {EVAL_SET} (default: all 512)")
+    parser.add_argument(
+        "--eval-samples", type=int, default=EVAL_SAMPLES,
+        help="completions per eval puzzle: pass@1 and pass@N are reported, each sample's verdict kept in evals/",
+    )  # fmt: skip
     parser.add_argument("--max-new-tokens", type=int, help=f"train and eval (default {FULL['max_new_tokens']})")
     parser.add_argument("--prompts-per-step", type=int, help=f"default {FULL['prompts_per_step']}")
     parser.add_argument("--num-generations", type=int, help=f"group size (default {FULL['num_generations']})")
@@ -101,6 +105,7 @@ def settings_from_args(args: argparse.Namespace) -> CompareSettings:
         overrides=[*(VLLM_OVERRIDES if getattr(args, "vllm", False) else []), *args.overrides],
         quick=bool(args.quick),
         eval_batch_size=args.eval_batch_size,
+        eval_samples=getattr(args, "eval_samples", EVAL_SAMPLES),
         keep_checkpoints=bool(args.keep_checkpoints),
         rollouts=getattr(args, "rollouts", "dataset"),
         lora_rank=getattr(args, "lora_rank", None),

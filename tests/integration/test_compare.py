@@ -332,3 +332,33 @@ def test_run_records_name_the_shipped_warm_start_not_a_machine_path(tmp_path):
         str(runs.SHIPPED_WARM_START) not in text
         and str(runs.SHIPPED_WARM_START) not in (out / "summary.md").read_text()
     )
+
+
+def test_eval_samples_names_the_pass_at_k_column_and_is_recorded(tmp_path, tiny_model_dir):
+    """--eval-samples 16: the run's eval section asks 16 completions per puzzle, results name pass@16, and the
+    recorded command reproduces it (a comparison's sample count is not resumable: a change is refused)."""
+    import argparse
+
+    from learners.commands.compare import add_arguments, settings_from_args
+    from learners.pipeline.compare.results import csv_columns
+    from learners.pipeline.compare.settings import run_config
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    settings = settings_from_args(parser.parse_args(["--learners", "grpo", "--quick", "--eval-samples", "16"]))
+    assert settings.eval_samples == 16 and "--eval-samples 16" in settings.command()
+    assert "eval_samples" not in CompareSettings.RESUMABLE
+    assert "--eval-samples" not in settings_from_args(parser.parse_args(["--learners", "grpo", "--quick"])).command()
+    row = {c: 0.5 for c in CSV_COLUMNS} | {"learner": "grpo", "seed": 0, "step": 2, "pass@16": 0.75}
+    path = write_text(tmp_path / "r.csv", compare.rows_to_csv([row], 16))
+    assert csv_columns(16)[4] == "pass@16" and read_rows(path)[0]["pass@16"] == 0.75
+    with pytest.raises(ValueError, match="--eval-samples must be >= 1"):
+        CompareSettings(learners=["grpo"], seeds=[0], steps=1, eval_every=1, train_size=1, eval_limit=1,
+                        max_new_tokens=1, prompts_per_step=1, num_generations=2, eval_samples=0)  # fmt: skip
+    from countdown_env.helpers.jsonl import write_jsonl
+    from countdown_env.task import CountdownTask
+
+    write_jsonl([{"numbers": [3, 4, 5], "target": 12}], tmp_path / "train-s0.jsonl")
+    config = run_config(settings, "grpo", 0, tmp_path / "run", model=tiny_model_dir, task=CountdownTask(),
+                        train_file=tmp_path / "train-s0.jsonl")  # fmt: skip
+    assert config.eval.samples == 16

@@ -31,8 +31,8 @@ Output (``DIR``)
     show in ``wall_seconds``.
 
   ``train_reward`` is the mean env reward of the completions generated since the previous eval row (empty at
-  step 0); ``pass@1``/``pass@4``/``format_rate``/``mean_completion_tokens`` come from the eval.
-- ``summary.md``: the command and machine; per learner the final pass@1 and pass@4 (mean over seeds, 95 % CI:
+  step 0); ``pass@1``/``pass@N`` (N = ``--eval-samples``, 4 by default)/``format_rate``/``mean_completion_tokens`` come from the eval.
+- ``summary.md``: the command and machine; per learner the final pass@1 and pass@N (mean over seeds, 95 % CI:
   Student t over the seeds' means, or the puzzle bootstrap for a single seed), the difference to ``grpo`` two ways
   — the mean of the per-seed paired differences with a Student t interval over seeds (training variance inside:
   the headline) and a paired puzzle bootstrap (per seed, puzzles resampled with replacement, seeds held fixed) —,
@@ -271,7 +271,7 @@ def _run_compare(settings: CompareSettings, out: Path, *, resume: bool, overwrit
     def rewrite_results() -> None:
         if processes.is_main:
             ordered = [row for key in runs for row in all_rows.get(key, [])]
-            write_text(out / "results.csv", rows_to_csv(ordered))
+            write_text(out / "results.csv", rows_to_csv(ordered, settings.eval_samples))
 
     progress = Progress(len(runs), bars=progress_bars, quiet=not processes.is_main)
     comparison = Comparison(

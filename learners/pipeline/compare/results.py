@@ -1,4 +1,5 @@
-"""The format of ``results.csv`` and of each run's ``rows.csv``: one row per (learner, seed, eval step)."""
+"""The format of ``results.csv`` and of each run's ``rows.csv``: one row per (learner, seed, eval step). The pass@k
+column is named for the comparison's eval samples (``pass@4`` by default, ``pass@16`` with ``--eval-samples 16``)."""
 
 from __future__ import annotations
 
@@ -34,12 +35,18 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def rows_to_csv(rows: Iterable[Mapping[str, Any]]) -> str:
+def csv_columns(samples: int = 4) -> tuple[str, ...]:
+    """:data:`CSV_COLUMNS` with the pass@k column of ``samples`` eval samples per puzzle."""
+    return tuple(f"pass@{samples}" if column == "pass@4" else column for column in CSV_COLUMNS)
+
+
+def rows_to_csv(rows: Iterable[Mapping[str, Any]], samples: int = 4) -> str:
+    columns = csv_columns(samples)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
+    writer.writerow(columns)
     for row in rows:
-        writer.writerow([_fmt(row.get(c)) for c in CSV_COLUMNS])
+        writer.writerow([_fmt(row.get(c)) for c in columns])
     return buffer.getvalue()
 
 
@@ -47,9 +54,10 @@ def read_rows(path: str | Path) -> list[dict[str, Any]]:
     """Rows of a ``results.csv``/``rows.csv``: numbers as ``int``/``float`` (empty cells as NaN)."""
     out = []
     with open(path, newline="", encoding="utf-8") as handle:
-        for raw in csv.DictReader(handle):
+        reader = csv.DictReader(handle)
+        for raw in reader:
             row: dict[str, Any] = {"learner": raw["learner"], "seed": int(raw["seed"]), "step": int(raw["step"])}
-            for column in CSV_COLUMNS[3:]:
+            for column in (reader.fieldnames or CSV_COLUMNS)[3:]:
                 row[column] = float(raw[column]) if raw[column] != "" else math.nan
             out.append(row)
     return out

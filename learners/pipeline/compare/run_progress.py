@@ -40,9 +40,11 @@ class Progress:
                 display.update(1)
 
     def eval(self, row: Mapping[str, Any]) -> None:
+        k = next((key for key in row if key.startswith("pass@") and key != "pass@1"), None)
         text = (
-            f"step {row['step']}/{self.steps} pass@1 {row['pass@1']:.3f} pass@4 {row['pass@4']:.3f} "
-            f"reward {row['train_reward']:.3f} train {row['wall_seconds']:.1f}s"
+            f"step {row['step']}/{self.steps} pass@1 {row['pass@1']:.3f} "
+            + (f"{k} {row[k]:.3f} " if k else "")
+            + f"reward {row['train_reward']:.3f} train {row['wall_seconds']:.1f}s"
         )
         if self.bar is not None:
             self.bar.set_postfix_str(text.split(" ", 2)[2])

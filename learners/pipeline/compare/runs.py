@@ -23,7 +23,7 @@ from ..runs.warm_start import SHIPPED_DIR
 from .counting import Tally, instrumented
 from .results import rows_to_csv
 from .run_progress import Progress
-from .settings import EVAL_SAMPLES, CompareSettings, run_config
+from .settings import CompareSettings, run_config
 
 STATE_FILE = "compare_state.json"
 
@@ -107,6 +107,7 @@ def _make_callbacks(run, comparison: Comparison, run_state: RunState, learner: s
     from ..evaluation.callback import EvalCallback
 
     progress, tally = comparison.progress, run_state.tally
+    k = comparison.settings.eval_samples
 
     def consume(step: int, report: dict | None) -> None:
         if report is None:  # not the main process
@@ -118,7 +119,7 @@ def _make_callbacks(run, comparison: Comparison, run_state: RunState, learner: s
             "seed": seed,
             "step": step,
             "pass@1": overall["pass@1"],
-            f"pass@{EVAL_SAMPLES}": overall.get(f"pass@{EVAL_SAMPLES}", math.nan),
+            f"pass@{k}": overall.get(f"pass@{k}", math.nan),
             "format_rate": overall["format_rate"],
             "mean_completion_tokens": overall["mean_completion_tokens"],
             "train_reward": tally.take_reward(),
@@ -130,7 +131,7 @@ def _make_callbacks(run, comparison: Comparison, run_state: RunState, learner: s
         lines = "".join(json.dumps(p, separators=(",", ":")) + "\n" for p in report["puzzles"])
         write_text(run_dir / "evals" / f"step-{step}.jsonl", lines)
         run_state.rows.append(row)
-        write_text(run_dir / "rows.csv", rows_to_csv(run_state.rows))
+        write_text(run_dir / "rows.csv", rows_to_csv(run_state.rows, comparison.settings.eval_samples))
         progress.eval(row)
         comparison.on_row()
 
@@ -233,7 +234,7 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
             "seed": seed,
             "steps": final_step,
             "pass@1": final["pass@1"],
-            f"pass@{EVAL_SAMPLES}": final[f"pass@{EVAL_SAMPLES}"],
+            f"pass@{settings.eval_samples}": final[f"pass@{settings.eval_samples}"],
             "wall_seconds": run_state.tally.wall_seconds,
             "prompt_digest": run_state.tally.prompt_digest,
             "config": dict(run.trainer),
@@ -263,5 +264,5 @@ def _prepare_run_dir(run_dir: Path, resume: bool) -> tuple[Path | None, list[str
         for stale in (run_dir / "evals").glob("step-*.jsonl"):
             if int(stale.stem.split("-")[1]) not in run_state.evaluated:
                 stale.unlink()
-        write_text(run_dir / "rows.csv", rows_to_csv(run_state.rows))
+        write_text(run_dir / "rows.csv", rows_to_csv(run_state.rows, comparison.settings.eval_samples))
     return checkpoint, skipped, run_state

@@ -22,7 +22,7 @@ def default_learners() -> tuple[str, ...]:
     chosen = [name for name, spec in LEARNERS.items() if spec.compare_default]
     return tuple(sorted(chosen, key=lambda name: name != BASELINE))
 
-EVAL_SAMPLES = 4
+EVAL_SAMPLES = 4  # the default of --eval-samples
 EVAL_TEMPERATURE = 0.8
 SETTINGS_FILE = "compare.json"
 
@@ -90,6 +90,7 @@ class CompareSettings:
     train_file: str | None = None  # JSONL of training puzzles (numbers/target) instead of a generated split
     async_max_staleness: int | None = None  # every run's async section (learners/core/async_rollouts.py); None: off
     precision: str = "auto"  # every run's precision (learners/pipeline/precision.py)
+    eval_samples: int = EVAL_SAMPLES  # completions per eval puzzle: pass@1 and pass@eval_samples are reported
 
     # fields that may change between a run and its --resume
     RESUMABLE = ("learners", "seeds", "eval_batch_size", "keep_checkpoints")
@@ -105,7 +106,8 @@ class CompareSettings:
             raise ValueError("learners and seeds must not repeat")
         if any(seed < 0 for seed in self.seeds):
             raise ValueError(f"--seeds must be >= 0 (numpy seeds), got {min(self.seeds)}")
-        for name in ("steps", "eval_every", "train_size", "max_new_tokens", "prompts_per_step", "eval_batch_size"):
+        for name in ("steps", "eval_every", "train_size", "max_new_tokens", "prompts_per_step", "eval_batch_size",
+                     "eval_samples"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
         if self.num_generations < 2:
@@ -139,6 +141,8 @@ class CompareSettings:
         parts += ["--prompts-per-step", str(self.prompts_per_step), "--num-generations", str(self.num_generations)]
         if self.eval_limit is not None:
             parts += ["--eval-limit", str(self.eval_limit)]
+        if self.eval_samples != EVAL_SAMPLES:
+            parts += ["--eval-samples", str(self.eval_samples)]
         if self.model:
             parts += ["--model", self.model]
         for item in self.overrides:
@@ -219,8 +223,8 @@ def run_config(
     settings: CompareSettings, learner: str, seed: int, run_dir: Path, *, model: Path, task, train_file: Path
 ):
     """The :class:`~learners.pipeline.runs.run_config.RunConfig` of one run of the comparison (``learner``, ``seed``):
-    its model and task, the seed's training split (``train_file``), the eval protocol (:data:`EVAL_SAMPLES` at
-    :data:`EVAL_TEMPERATURE`), the learner's trainer settings (:func:`learner_trainer_kwargs`), its rollout route and
+    its model and task, the seed's training split (``train_file``), the eval protocol (``eval_samples`` per puzzle
+    at :data:`EVAL_TEMPERATURE`), the learner's trainer settings (:func:`learner_trainer_kwargs`), its rollout route and
     LoRA adapter. Built, and so checked, before the run's trainer is."""
     from ..runs.run_config import RunConfig
 
@@ -230,7 +234,7 @@ def run_config(
         "precision": settings.precision,
         "task": task.to_dict(),
         "data": {"train": str(train_file)},
-        "eval": {"every": settings.eval_every, "samples": EVAL_SAMPLES, "temperature": EVAL_TEMPERATURE,
+        "eval": {"every": settings.eval_every, "samples": settings.eval_samples, "temperature": EVAL_TEMPERATURE,
                  "max_new_tokens": settings.max_new_tokens, "limit": settings.eval_limit,
                  "batch_size": settings.eval_batch_size, "seed": seed},
         "trainer": learner_trainer_kwargs(settings, learner, seed, run_dir),

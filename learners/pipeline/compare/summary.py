@@ -16,7 +16,7 @@ from ..machine import machine_lines
 from .engagement import engagement_markdown
 from .results import CUMULATIVE_COLUMNS
 from .runs import run_name
-from .settings import BASELINE, COMMON_TRAINER, EVAL_SAMPLES, EVAL_SET, EVAL_TEMPERATURE, CompareSettings
+from .settings import BASELINE, COMMON_TRAINER, EVAL_SET, EVAL_TEMPERATURE, CompareSettings
 
 
 def _cell(mean: float, low: float, high: float, digits: int = 3) -> str:
@@ -36,7 +36,7 @@ def _signed(mean: float, low: float, high: float) -> str:
 
 
 def learner_table(out: Path, settings: CompareSettings, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per learner: final pass@1/pass@4 with CIs, paired differences to grpo, speed and tokens (finished runs)."""
+    """Per learner: final pass@1/pass@N (N eval samples) with CIs, paired differences to grpo, speed and tokens (finished runs)."""
     finished: dict[str, dict[int, Path]] = {}
     for learner in settings.learners:
         for seed in settings.seeds:
@@ -53,7 +53,7 @@ def learner_table(out: Path, settings: CompareSettings, rows: Sequence[Mapping[s
     puzzles_of: dict[tuple[str, int], list] = {}
     for learner, runs in finished.items():
         for seed, run_dir in runs.items():
-            for k in (1, EVAL_SAMPLES):
+            for k in (1, settings.eval_samples):
                 keys, values = puzzle_scores(run_dir / "final_eval.jsonl", k)
                 scores.setdefault(learner, {}).setdefault(k, {})[seed] = values
                 puzzles_of[(learner, seed)] = keys
@@ -73,7 +73,7 @@ def learner_table(out: Path, settings: CompareSettings, rows: Sequence[Mapping[s
     for learner in settings.learners:
         runs = finished.get(learner, {})
         entry: dict[str, Any] = {"learner": learner, "finished": len(runs), "runs": len(settings.seeds)}
-        for k in (1, EVAL_SAMPLES):
+        for k in (1, settings.eval_samples):
             per_seed = scores.get(learner, {}).get(k, {})
             means = [float(v.mean()) for v in per_seed.values()]
             if len(means) == 1:
@@ -115,7 +115,7 @@ def summary_markdown(
     """``summary.md`` (see the module docstring); ``engagement``: the rows of
     :func:`~learners.pipeline.compare.engagement.engagement_rows` for these runs."""
     table = learner_table(out, settings, rows)
-    k = EVAL_SAMPLES
+    k = settings.eval_samples
     shown = ("learning_rate", "lr_scheduler_type", "temperature", "top_k", "max_grad_norm")
     shared = {key: COMMON_TRAINER[key] for key in shown}
     lines = [
