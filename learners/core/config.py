@@ -20,6 +20,11 @@ class CountdownConfig(GRPOConfig):
         async_max_staleness (`int` or `None`, defaults to `None`): generate the next steps' completions while the
             trainer updates, at most this many policy versions behind (0: the same machinery with nothing ahead,
             i.e. the synchronous run); :mod:`learners.core.async_rollouts`.
+        overlong_buffer_fraction (`float`, defaults to 0): DAPO's soft overlong punishment, a second reward term
+            that is 0 up to L_max - L_cache tokens and falls linearly to -1 at L_max (``max_completion_length``),
+            L_cache = this fraction x L_max (0 = off; DAPO: 4096 / 20480 = 0.2). A reward setting, so every
+            learner takes it (learners compared under one reward).
+        overlong_penalty_weight (`float`, defaults to 1): weight of that reward term.
     """
 
     max_buckets: int = field(default=4, metadata={"help": "Length buckets per micro-batch when training on prefixes."})
@@ -28,8 +33,13 @@ class CountdownConfig(GRPOConfig):
         metadata={"help": "Asynchronous rollouts: generate up to this many policy versions ahead (None: off)."},
     )
 
+    overlong_buffer_fraction: float = field(default=0.0, metadata={"help": "DAPO overlong buffer / max length."})
+    overlong_penalty_weight: float = field(default=1.0, metadata={"help": "Weight of the overlong reward."})
+
     def __post_init__(self):
         super().__post_init__()
+        if not 0.0 <= self.overlong_buffer_fraction < 1.0:
+            raise ValueError(f"overlong_buffer_fraction must be in [0, 1), got {self.overlong_buffer_fraction}")
         if self.max_buckets < 1:
             raise ValueError(f"max_buckets must be >= 1, got {self.max_buckets}")
         if self.async_max_staleness is not None and (

@@ -73,6 +73,7 @@ into it, so a failed save leaves none; ``save_total_limit`` rotation happens aft
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,6 +113,26 @@ class CountdownGRPOTrainer(GRPOTrainer):
             Default: ``CountdownTask()``.
     """
 
+    def _add_overlong_penalty(self, reward_funcs, args):
+        """DAPO's soft overlong punishment (``overlong_buffer_fraction`` > 0) appended as the last reward function,
+        weighted ``overlong_penalty_weight``; ``self._overlong_column`` is its column (``None`` when off)."""
+        self._overlong_column: int | None = None
+        fraction = getattr(args, "overlong_buffer_fraction", 0.0)
+        if fraction <= 0:
+            return reward_funcs, args
+        from trl.rewards import get_soft_overlong_punishment
+
+        reward_funcs = reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
+        buffer = max(1, round(fraction * args.max_completion_length))
+        penalty = get_soft_overlong_punishment(args.max_completion_length, buffer)
+        args = copy.copy(args)  # the weights below are this trainer's; leave the caller's config as it was
+        if args.reward_weights is not None and len(args.reward_weights) == len(reward_funcs):
+            args.reward_weights = [*args.reward_weights, args.overlong_penalty_weight]
+        elif args.reward_weights is None and args.overlong_penalty_weight != 1.0:
+            args.reward_weights = [1.0] * len(reward_funcs) + [args.overlong_penalty_weight]
+        self._overlong_column = len(reward_funcs)
+        return [*reward_funcs, penalty], args
+
     def __init__(self, model, reward_funcs=None, args=None, *trainer_args, task=None, **trainer_kwargs):
         from countdown_env.task import CountdownTask
 
@@ -124,6 +145,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
         self.uses_env_reward = reward_funcs is None and trainer_kwargs.get("environment_factory") is None
         if self.uses_env_reward:
             reward_funcs = [self.countdown_env_reward]
+        reward_funcs, args = self._add_overlong_penalty(reward_funcs, args)
         if getattr(args, "async_max_staleness", None) is not None:
             from .async_rollouts import async_problem
 

@@ -17,14 +17,12 @@ _RATIO_LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")
 
 @dataclass
 class GRPOPresetConfig(CountdownConfig):
-    """``GRPOConfig`` plus the switches the presets need (all off by default: plain TRL GRPO).
+    """``GRPOConfig`` plus the switches the presets need (all off by default: plain TRL GRPO); DAPO's overlong
+    penalty is a reward setting every learner shares (:class:`~learners.core.config.CountdownConfig`).
 
     Parameters:
         dynamic_sampling: zero the loss of groups whose *verifier verdicts* all agree (DAPO; filter without
             refill). The overlong penalty and any format bonus do not count: DAPO filters on accuracy.
-        overlong_buffer_fraction: DAPO soft overlong punishment buffer L_cache as a fraction of
-            ``max_completion_length`` = L_max (0 = off; DAPO: 4096 / 20480 = 0.2).
-        overlong_penalty_weight: weight of the overlong reward term.
         dppo_mask_low, dppo_mask_high: prime-rl's DPPO binary-TV trust region on d = π(y_t) − μ(y_t): drop a token
             when A > 0 and d > high, or A ≤ 0 and d < −low (``None`` = off).
         adv_tau: prime-rl's ``adv_tau``: the policy-gradient term uses adv_tau · A (1 = unchanged).
@@ -41,8 +39,6 @@ class GRPOPresetConfig(CountdownConfig):
     """
 
     dynamic_sampling: bool = field(default=False, metadata={"help": "DAPO dynamic sampling on the verdict."})
-    overlong_buffer_fraction: float = field(default=0.0, metadata={"help": "DAPO overlong buffer / max length."})
-    overlong_penalty_weight: float = field(default=1.0, metadata={"help": "Weight of the overlong reward."})
     dppo_mask_low: float | None = field(default=None, metadata={"help": "Drop A<=0 tokens with π-μ < -low."})
     dppo_mask_high: float | None = field(default=None, metadata={"help": "Drop A>0 tokens with π-μ > high."})
     adv_tau: float = field(default=1.0, metadata={"help": "Advantage scale of the policy-gradient term."})
@@ -54,8 +50,6 @@ class GRPOPresetConfig(CountdownConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if not 0.0 <= self.overlong_buffer_fraction < 1.0:
-            raise ValueError(f"overlong_buffer_fraction must be in [0, 1), got {self.overlong_buffer_fraction}")
         if self.advantage_estimator not in ESTIMATORS:
             choices = tuple(ESTIMATORS)
             raise ValueError(f"advantage_estimator must be one of {choices}, got {self.advantage_estimator!r}")

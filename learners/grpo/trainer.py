@@ -5,7 +5,6 @@ The equations are in the package docstring (:mod:`learners.grpo`).
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import torch
@@ -79,27 +78,6 @@ class GRPOPresetTrainer(CountdownGRPOTrainer):
     π/μ on the engine's recorded log-probabilities corrects the staleness; prime-rl's DPPO mask already compares
     π with the sampling policy μ.
     """
-
-    def __init__(self, model, reward_funcs=None, args=None, *trainer_args, **trainer_kwargs):
-        self._overlong_column: int | None = None
-        fraction = getattr(args, "overlong_buffer_fraction", 0.0)
-        if fraction > 0:
-            from trl.rewards import get_soft_overlong_punishment
-
-            if reward_funcs is None:
-                reward_funcs = [self.countdown_env_reward]
-            elif not isinstance(reward_funcs, list):
-                reward_funcs = [reward_funcs]
-            buffer = max(1, round(fraction * args.max_completion_length))
-            penalty = get_soft_overlong_punishment(args.max_completion_length, buffer)
-            args = copy.copy(args)  # the weights below are this trainer's; leave the caller's config as it was
-            if args.reward_weights is not None and len(args.reward_weights) == len(reward_funcs):
-                args.reward_weights = [*args.reward_weights, args.overlong_penalty_weight]
-            elif args.reward_weights is None and args.overlong_penalty_weight != 1.0:
-                args.reward_weights = [1.0] * len(reward_funcs) + [args.overlong_penalty_weight]
-            self._overlong_column = len(reward_funcs)
-            reward_funcs = [*reward_funcs, penalty]
-        super().__init__(model, reward_funcs, args, *trainer_args, **trainer_kwargs)
 
     # ------------------------------------------------------------------------------------------------ seam 1
     def shape_batch(self, batch: dict[str, Any], rollout: Rollout) -> dict[str, Any]:

@@ -315,3 +315,17 @@ def test_overlong_weight_leaves_the_callers_config_alone(make_trainer, cpu_grpo_
         trainer = make_trainer(GRPOPresetTrainer, args, reward_funcs=None)
         assert trainer.reward_weights.tolist() == [1.0, 0.5]
     assert args.reward_weights is None
+
+
+@pytest.mark.parametrize("learner", ["s_grpo", "t_spmo", "ps_ppo"])
+def test_every_learner_takes_the_overlong_penalty(make_trainer, cpu_grpo_kwargs, learner):
+    """The overlong penalty is a reward setting of the base config: a learner compared with GRPO under one reward
+    (R3) takes it as its last reward function, with the env reward untouched before it."""
+    from learners.core.registry import get_learner
+
+    spec = get_learner(learner)
+    args = spec.make_config(**{**cpu_grpo_kwargs, "overlong_buffer_fraction": 0.25, "max_completion_length": 16})
+    trainer = make_trainer(spec.load()[1], args, reward_funcs=None)
+    assert trainer.reward_func_names[-1] == "soft_overlong_punishment_reward" and trainer.uses_env_reward
+    assert trainer.reward_funcs[-1](completion_ids=[[0] * 12, [0] * 14, [0] * 16]) == [0.0, -0.5, -1.0]
+    assert len(trainer.reward_funcs) == 2 and trainer._overlong_column == 1
