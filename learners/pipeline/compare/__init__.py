@@ -31,7 +31,8 @@ Output (``DIR``)
     show in ``wall_seconds``.
 
   ``train_reward`` is the mean env reward of the completions generated since the previous eval row (empty at
-  step 0); ``pass@1``/``pass@N`` (N = ``--eval-samples``, 4 by default)/``format_rate``/``mean_completion_tokens`` come from the eval.
+  step 0); ``pass@1``/``pass@N`` (N = ``--eval-samples``, 4 by default)/``format_rate``/``mean_completion_tokens``
+  come from the eval.
 - ``summary.md``: the command and machine; per learner the final pass@1 and pass@N (mean over seeds, 95 % CI:
   Student t over the seeds' means, or the puzzle bootstrap for a single seed), the difference to ``grpo`` two ways
   — the mean of the per-seed paired differences with a Student t interval over seeds (training variance inside:

@@ -167,7 +167,7 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
     processes = run_processes()
     run_dir = comparison.out / "runs" / run_name(learner, seed)
     # the main process picks the checkpoint and prepares the folder; every process starts from what it read
-    checkpoint, skipped, run_state = processes.decide(lambda: _prepare_run_dir(run_dir, resume))
+    checkpoint, skipped, run_state = processes.decide(lambda: _prepare_run_dir(run_dir, resume, settings.eval_samples))
     comparison.rows[(learner, seed)] = run_state.rows
     progress.start(learner, seed, settings.steps, checkpoint_step(checkpoint) if checkpoint else 0)
     for message in skipped:
@@ -248,7 +248,7 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
     return processes.decide(finish)  # the main process writes them; every process returns the DONE record
 
 
-def _prepare_run_dir(run_dir: Path, resume: bool) -> tuple[Path | None, list[str], RunState]:
+def _prepare_run_dir(run_dir: Path, resume: bool, eval_samples: int) -> tuple[Path | None, list[str], RunState]:
     """Where a run starts: its newest complete checkpoint (``resume``; damaged ones named in the list) with the
     counters and eval rows saved in it, else an emptied folder and a fresh :class:`RunState`."""
     checkpoint, skipped = None, []
@@ -264,5 +264,5 @@ def _prepare_run_dir(run_dir: Path, resume: bool) -> tuple[Path | None, list[str
         for stale in (run_dir / "evals").glob("step-*.jsonl"):
             if int(stale.stem.split("-")[1]) not in run_state.evaluated:
                 stale.unlink()
-        write_text(run_dir / "rows.csv", rows_to_csv(run_state.rows, comparison.settings.eval_samples))
+        write_text(run_dir / "rows.csv", rows_to_csv(run_state.rows, eval_samples))
     return checkpoint, skipped, run_state

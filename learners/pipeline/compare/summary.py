@@ -36,7 +36,8 @@ def _signed(mean: float, low: float, high: float) -> str:
 
 
 def learner_table(out: Path, settings: CompareSettings, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per learner: final pass@1/pass@N (N eval samples) with CIs, paired differences to grpo, speed and tokens (finished runs)."""
+    """Per learner: final pass@1/pass@N (N eval samples) with CIs, paired differences to grpo, speed and tokens
+    (finished runs)."""
     finished: dict[str, dict[int, Path]] = {}
     for learner in settings.learners:
         for seed in settings.seeds:
