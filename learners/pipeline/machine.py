@@ -48,6 +48,20 @@ def cpu_line(record: dict) -> str:
     return f"{record['model']} ({record['arch']}, {record['cores']} cores; {extensions})"
 
 
+def library_versions() -> dict[str, str]:
+    """The installed versions of the libraries a run's numbers depend on (read from the package metadata, so
+    nothing is imported): torch, transformers, trl, peft, vllm; ``"absent"`` for one not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for name in ("torch", "transformers", "trl", "peft", "vllm"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = "absent"
+    return found
+
+
 def machine_lines() -> list[str]:
     """The platform, CPU, library versions and GPU, as the parts of one "Machine:" line."""
     import torch

@@ -328,6 +328,9 @@ def test_run_records_name_the_shipped_warm_start_not_a_machine_path(tmp_path):
     record = json.loads(text)
     assert record["precision"] == "fp32" and record["precision_setting"] == "auto"  # the tiny model stays float32
     assert isinstance(record["cpu"]["model"], str) and isinstance(record["cpu"]["flags"], list)  # the machine named
+    from importlib.metadata import version
+
+    assert record["versions"]["torch"] == version("torch") and record["versions"]["trl"] == version("trl")
     assert (
         str(runs.SHIPPED_WARM_START) not in text
         and str(runs.SHIPPED_WARM_START) not in (out / "summary.md").read_text()

@@ -193,9 +193,11 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
     )
     # the model as the user named it ("warm-start" for the shipped one) and the data inside the comparison's folder:
     # no absolute path of this machine in the record
+    from ..machine import library_versions
     from ..precision import precision_record
 
     record = {"learner": learner, **run.to_mapping(), **precision_record(run.precision, run.resolved_precision),
+              "versions": library_versions(),
               "model": settings.model or "warm-start",
               "data": {"train": train_file.relative_to(comparison.out).as_posix()}}  # fmt: skip
     if processes.is_main:
