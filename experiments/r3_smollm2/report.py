@@ -1,0 +1,281 @@
+"""R3's verdict, read from its seeds' ``countdown compare`` folders (PROTOCOL.md beside this file).
+
+``verdict`` computes the registered statistic at one step: per arm a and seed s, d_a(s) = pass@1 of a minus pass@1
+of grpo (the same 256 puzzles, 16 samples each); per arm the mean over seeds with a Student t 95 % interval over
+seeds and a paired puzzle bootstrap (per seed, the same puzzle indices for both arms, seeds held fixed); the wider
+of the two decides (*better than GRPO* / *worse than GRPO* / *no difference shown*), with the MDE at the realised
+spread, Holm's correction over the arms beside it, and the secondaries (pass@4 and pass@16 differences, each arm's
+gain over its seed's step 0 — grpo's is the registered replication of R2 —, format, length, seconds per step)::
+
+    python experiments/r3_smollm2/report.py verdict experiments/r3_smollm2/seed-* \
+        --out experiments/r3_smollm2/verdict.md
+
+Pairing is checked before any figure: the arms of a seed must have run on the same machine kind (CPU model and
+flags), the same library versions and the same precision (each run's ``resolved_config.json``), every seed's grpo
+in one precision, and each seed's arms on the same puzzles in the same order; otherwise the command names the
+difference and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+BASELINE = "grpo"
+ARMS = ("contrastive", "s_grpo", "t_spmo")
+REGISTERED_STEP = 50
+REGISTERED_SEEDS = 13
+MACHINE_FIELDS = ("cpu", "versions", "precision")
+RUN_NAME = re.compile(r"^(?P<learner>[a-z0-9_]+)-s(?P<seed>\d+)$")
+
+
+def seed_runs(folders: list[Path]) -> dict[int, dict[str, Path]]:
+    """``{seed: {learner: run folder}}`` of the runs under each ``FOLDER/runs/LEARNER-sSEED``; a seed found in two
+    folders is refused."""
+    seeds: dict[int, dict[str, Path]] = {}
+    for folder in folders:
+        for run in sorted((folder / "runs").glob("*-s*")):
+            match = RUN_NAME.match(run.name)
+            if match is None or not run.is_dir():
+                continue
+            seed, learner = int(match["seed"]), match["learner"]
+            if learner in seeds.get(seed, {}):
+                raise ValueError(f"{learner} seed {seed} is in two folders: {seeds[seed][learner]} and {run}")
+            seeds.setdefault(seed, {})[learner] = run
+    return seeds
+
+
+def machine_of(run: Path) -> dict[str, Any]:
+    """What pairing must hold equal for one run: its CPU (model and flags), library versions and precision."""
+    path = run / "resolved_config.json"
+    if not path.is_file():
+        raise ValueError(f"{run}: no resolved_config.json, so no record of its machine")
+    record = json.loads(path.read_text())
+    missing = [field for field in MACHINE_FIELDS if field not in record]
+    if missing:
+        raise ValueError(f"{run}: its record names no {', '.join(missing)} (run before R3's records): cannot pair it")
+    return {field: record[field] for field in MACHINE_FIELDS}
+
+
+def check_pairing(seeds: dict[int, dict[str, Path]]) -> None:
+    """Raise ``ValueError`` naming the first difference: the arms of one seed on different machines, libraries or
+    precisions, or seeds whose grpo arms ran in different precisions."""
+    precisions = {}
+    for seed, runs in sorted(seeds.items()):
+        machines = {learner: machine_of(run) for learner, run in runs.items()}
+        first, reference = next(iter(machines.items()))
+        for learner, machine in machines.items():
+            for field in MACHINE_FIELDS:
+                if machine[field] != reference[field]:
+                    raise ValueError(f"seed {seed}: {first} and {learner} differ in {field} "
+                                     f"({reference[field]!r} vs {machine[field]!r}): not a paired seed")  # fmt: skip
+        if BASELINE in machines:
+            precisions[seed] = machines[BASELINE]["precision"]
+    if len(set(precisions.values())) > 1:
+        raise ValueError(f"the seeds' {BASELINE} arms ran in different precisions {precisions}: they do not pool")
+
+
+def _scores(run: Path, step: int, k: int):
+    from learners.pipeline.evaluation.statistics import puzzle_scores
+
+    return puzzle_scores(run / "evals" / f"step-{step}.jsonl", k)
+
+
+def _evaluated(run: Path, step: int) -> bool:
+    return (run / "evals" / f"step-{step}.jsonl").is_file()
+
+
+def _wider(intervals: dict[str, tuple[float, float]]) -> str | None:
+    finite = {k: v for k, v in intervals.items() if all(math.isfinite(x) for x in v)}
+    return max(finite, key=lambda k: finite[k][1] - finite[k][0]) if finite else None
+
+
+def paired_difference(arm: dict[int, Any], base: dict[int, Any]) -> dict[str, Any]:
+    """Arm minus baseline over the shared seeds: the per-seed differences of mean scores, the t interval over seeds,
+    the paired puzzle bootstrap (10 000 resamples), the wider of the two, the t test's p-value and the MDE."""
+    import numpy as np
+
+    from learners.pipeline.evaluation.statistics import (
+        minimum_detectable_effect,
+        paired_bootstrap_diff,
+        paired_seed_diff,
+    )
+
+    shared = sorted(set(arm) & set(base))
+    per_seed = {s: float(np.mean(arm[s]) - np.mean(base[s])) for s in shared}
+    mean, t_low, t_high, _ = paired_seed_diff(arm, base)
+    _, b_low, b_high, _ = paired_bootstrap_diff(arm, base, resamples=10_000)
+    intervals = {"t over seeds": (t_low, t_high), "paired puzzle bootstrap": (b_low, b_high)}
+    p_value, values = math.nan, np.asarray(list(per_seed.values()))
+    if len(shared) >= 2 and values.std() > 0:
+        from scipy.stats import ttest_1samp
+
+        p_value = float(ttest_1samp(values, 0.0).pvalue)
+    elif len(shared) >= 2:  # no spread over seeds: the t statistic is infinite unless the difference is 0
+        p_value = 0.0 if values[0] != 0 else 1.0
+    return {"seeds": shared, "per_seed": per_seed, "mean": mean, "intervals": intervals,
+            "decisive": _wider(intervals), "p_value": p_value,
+            "mde": minimum_detectable_effect(list(per_seed.values()))}  # fmt: skip
+
+
+def decision(result: dict[str, Any], better: str, worse: str, neither: str) -> str:
+    """The registered reading of a difference: by the wider interval's sign."""
+    if result["decisive"] is None:
+        return neither + " (one seed: no interval over seeds)"
+    low, high = result["intervals"][result["decisive"]]
+    return better if low > 0 else worse if high < 0 else neither
+
+
+def holm(p_values: dict[str, float], alpha: float = 0.05) -> dict[str, bool]:
+    """Holm's step-down rejections of ``p_values`` at family-wise ``alpha`` (NaN p-values never reject)."""
+    ordered = sorted((p, name) for name, p in p_values.items() if math.isfinite(p))
+    rejected = dict.fromkeys(p_values, False)
+    for rank, (p, name) in enumerate(ordered):
+        if p > alpha / (len(ordered) - rank):
+            break
+        rejected[name] = True
+    return rejected
+
+
+def own_gain(runs: dict[int, Path], step: int) -> dict[str, Any]:
+    """One arm's gain over its seeds' step-0 evals (each seed's arms share that eval), as :func:`paired_difference`
+    with the step-0 scores as the baseline."""
+    ends = {s: _scores(run, step, 1)[1] for s, run in runs.items() if _evaluated(run, step) and _evaluated(run, 0)}
+    starts = {s: _scores(runs[s], 0, 1)[1] for s in ends}
+    return paired_difference(ends, starts)
+
+
+def row_at(run: Path, step: int) -> dict[str, Any]:
+    """The run's ``rows.csv`` row at ``step`` (empty when absent)."""
+    from learners.pipeline.compare.results import read_rows
+
+    path = run / "rows.csv"
+    rows = [row for row in read_rows(path) if row["step"] == step] if path.is_file() else []
+    return rows[-1] if rows else {}
+
+
+def seconds_per_step(run: Path) -> float:
+    done = run / "DONE"
+    if not done.is_file():
+        return math.nan
+    record = json.loads(done.read_text())
+    return float(record["wall_seconds"]) / max(int(record["steps"]), 1)
+
+
+def verdict(folders: list[Path], step: int = REGISTERED_STEP) -> dict[str, Any]:
+    """The registered statistic and the secondaries (module docstring) over the seeds in ``folders``."""
+    seeds = seed_runs(folders)
+    if not seeds:
+        raise ValueError("no run folders (FOLDER/runs/LEARNER-sSEED) found")
+    check_pairing(seeds)
+    base = {s: runs[BASELINE] for s, runs in seeds.items() if BASELINE in runs and _evaluated(runs[BASELINE], step)}
+    arms: dict[str, Any] = {}
+    for arm in ARMS:
+        runs = {s: r[arm] for s, r in seeds.items() if arm in r and _evaluated(r[arm], step) and s in base}
+        if not runs:
+            continue
+        entry: dict[str, Any] = {}
+        for k in (1, 4, 16):
+            arm_scores, base_scores = {}, {}
+            for s, run in runs.items():
+                keys, arm_scores[s] = _scores(run, step, k)
+                base_keys, base_scores[s] = _scores(base[s], step, k)
+                if keys != base_keys:
+                    raise ValueError(f"seed {s}: {arm} and {BASELINE} were evaluated on different puzzles")
+            entry[f"pass@{k}"] = paired_difference(arm_scores, base_scores)
+        entry["decision"] = decision(entry["pass@1"], "better than GRPO", "worse than GRPO", "no difference shown")
+        arms[arm] = entry
+    rejected = holm({arm: entry["pass@1"]["p_value"] for arm, entry in arms.items()})
+    learners = [BASELINE, *ARMS]
+    gains = {name: own_gain({s: r[name] for s, r in seeds.items() if name in r}, step) for name in learners
+             if any(name in r for r in seeds.values())}  # fmt: skip
+    replication = decision(gains[BASELINE], "replicated", "reversed", "not replicated") if BASELINE in gains else None
+    per_run = {}
+    for s, runs in sorted(seeds.items()):
+        for name, run in runs.items():
+            row = row_at(run, step)
+            per_run[f"{name}-s{s}"] = {
+                "pass@1": float(_scores(run, step, 1)[1].mean()) if _evaluated(run, step) else math.nan,
+                "format_rate": row.get("format_rate", math.nan),
+                "mean_completion_tokens": row.get("mean_completion_tokens", math.nan),
+                "seconds_per_step": seconds_per_step(run),
+            }
+    return {"step": step, "seeds": sorted(base), "arms": arms, "holm_rejected": rejected, "gains": gains,
+            "replication": replication, "per_run": per_run}  # fmt: skip
+
+
+def _interval(result: dict[str, Any], name: str) -> str:
+    low, high = result["intervals"][name]
+    return f"[{low:+.4f}, {high:+.4f}]" if math.isfinite(low) else "n/a"
+
+
+def verdict_markdown(result: dict[str, Any], command: str) -> str:
+    """``result`` of :func:`verdict` as a markdown page."""
+    n = len(result["seeds"])
+    title = f"# R3 at step {result['step']}"
+    if n < REGISTERED_SEEDS:
+        title += f" (interim: {n} of the {REGISTERED_SEEDS} registered seeds, descriptive)"
+    lines = [title, "", f"`{command}`", "", f"Seeds with a grpo eval at step {result['step']}: "
+             f"{', '.join(map(str, result['seeds'])) or 'none'}.", "",
+             "| arm | Δ pass@1 vs grpo | t over seeds | paired puzzle bootstrap | decision | Holm | MDE |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for arm, entry in result["arms"].items():
+        primary = entry["pass@1"]
+        holm_text = "rejects 0" if result["holm_rejected"][arm] else "does not reject 0"
+        lines.append(f"| {arm} | {primary['mean']:+.4f} | {_interval(primary, 't over seeds')} | "
+                     f"{_interval(primary, 'paired puzzle bootstrap')} | {entry['decision']} | {holm_text} | "
+                     f"{primary['mde']:.4f} |")  # fmt: skip
+    lines += ["", "Secondary (no decision): pass@4 and pass@16 against grpo, from the same 16-sample evals.", "",
+              "| arm | Δ pass@4 | its wider interval | Δ pass@16 | its wider interval |",
+              "| --- | --- | --- | --- | --- |"]  # fmt: skip
+    for arm, entry in result["arms"].items():
+        cells = []
+        for k in (4, 16):
+            diff = entry[f"pass@{k}"]
+            cells += [f"{diff['mean']:+.4f}", _interval(diff, diff["decisive"]) if diff["decisive"] else "n/a"]
+        lines.append(f"| {arm} | " + " | ".join(cells) + " |")
+    lines += ["", "Each arm's gain over its seeds' step-0 eval (grpo's: the registered replication of R2, "
+              f"**{result['replication']}**).",
+              "",
+              "| arm | gain | t over seeds | paired puzzle bootstrap | seeds |",
+              "| --- | --- | --- | --- | --- |"]  # fmt: skip
+    for name, gain in result["gains"].items():
+        lines.append(f"| {name} | {gain['mean']:+.4f} | {_interval(gain, 't over seeds')} | "
+                     f"{_interval(gain, 'paired puzzle bootstrap')} | {len(gain['seeds'])} |")  # fmt: skip
+    lines += ["", "| run | pass@1 | format | mean length (tokens) | s/step |",
+              "| --- | --- | --- | --- | --- |"]
+    for label, row in result["per_run"].items():
+        lines.append(f"| {label} | {row['pass@1']:.4f} | {row['format_rate']:.3f} | "
+                     f"{row['mean_completion_tokens']:.1f} | {row['seconds_per_step']:.0f} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    decide = sub.add_parser("verdict")
+    decide.add_argument("folders", nargs="+", type=Path)
+    decide.add_argument("--step", type=int, default=REGISTERED_STEP)
+    decide.add_argument("--out", type=Path, help="write the verdict as markdown here (and print it)")
+    args = parser.parse_args(argv)
+    try:
+        result = verdict(args.folders, args.step)
+    except ValueError as error:
+        parser.exit(2, f"report.py: error: {error}\n")
+    command = "python experiments/r3_smollm2/report.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    text = verdict_markdown(result, command)
+    if args.out is not None:
+        from countdown_env.helpers.atomic import write_text
+
+        write_text(args.out, text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

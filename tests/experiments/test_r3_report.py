@@ -1,0 +1,103 @@
+"""R3's verdict script (experiments/r3_smollm2/report.py) on hand-built seed folders whose answers are worked out
+here: the paired difference per arm, the grpo replication, and the refusals that keep the pairing honest."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+FOLDER = Path(__file__).resolve().parents[2] / "experiments" / "r3_smollm2"
+PUZZLES = [([1, 2, 3], 6), ([4, 5, 6], 15), ([7, 8, 9], 24), ([2, 3, 4], 24)]
+MACHINE = {"cpu": {"model": "Xeon", "flags": ["avx2", "amx_bf16"]}, "versions": {"torch": "2.9"}, "precision": "fp32"}
+
+
+def _report():
+    spec = importlib.util.spec_from_file_location("r3_report", FOLDER / "report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(root: Path, learner: str, seed: int, correct: dict[int, list[int]], machine=MACHINE) -> Path:
+    """A run folder with evals at each step: ``correct[step][i]`` of 16 samples of puzzle i are right."""
+    run = root / f"seed-{seed}" / "runs" / f"{learner}-s{seed}"
+    (run / "evals").mkdir(parents=True)
+    for step, counts in correct.items():
+        rows = [{"numbers": n, "target": t, "correct": [i < c for i in range(16)], "lengths": [70] * 16}
+                for (n, t), c in zip(PUZZLES, counts, strict=True)]  # fmt: skip
+        (run / "evals" / f"step-{step}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run / "resolved_config.json").write_text(json.dumps({"learner": learner, **machine}))
+    return run
+
+
+def _seed(root: Path, seed: int, grpo: list[int], t_spmo: list[int], machines=None, start=(4, 4, 4, 4)) -> Path:
+    """Seed folder with grpo and t_spmo runs: their step-50 counts, a shared step-0 eval, ``machines`` per arm."""
+    machines = machines or {}
+    _run(root, "grpo", seed, {0: list(start), 50: grpo}, machines.get("grpo", MACHINE))
+    _run(root, "t_spmo", seed, {0: list(start), 50: t_spmo}, machines.get("t_spmo", MACHINE))
+    return root / f"seed-{seed}"
+
+
+def test_the_paired_difference_and_the_replication_on_hand_counts(tmp_path):
+    report = _report()
+    # seed 0: grpo 8,8,8,8 of 16 (0.5), t_spmo 12,8,8,8 (0.5625): d = +0.0625
+    # seed 1: grpo 8,8,8,8 (0.5),     t_spmo 10,8,8,8 (0.53125): d = +0.03125.  mean d = 0.046875
+    folders = [_seed(tmp_path, 0, [8] * 4, [12, 8, 8, 8]), _seed(tmp_path, 1, [8] * 4, [10, 8, 8, 8])]
+    result = report.verdict(folders, 50)
+    primary = result["arms"]["t_spmo"]["pass@1"]
+    assert primary["mean"] == pytest.approx(0.046875)
+    assert primary["per_seed"] == {0: pytest.approx(0.0625), 1: pytest.approx(0.03125)}
+    # t over 2 seeds: mean 0.046875, SD 0.0221, t_0.975,1 = 12.706 -> half-width 12.706 x 0.0221 / sqrt(2) = 0.1986
+    low, high = primary["intervals"]["t over seeds"]
+    assert (low, high) == (pytest.approx(0.046875 - 0.19855, abs=1e-4), pytest.approx(0.046875 + 0.19855, abs=1e-4))
+    assert primary["decisive"] == "t over seeds" and result["arms"]["t_spmo"]["decision"] == "no difference shown"
+    # pass@16 per puzzle is 1 wherever any sample is right: both arms 1 everywhere, difference 0
+    assert result["arms"]["t_spmo"]["pass@16"]["mean"] == 0.0
+    # grpo's own gain: 0.5 - 0.25 in both seeds, no spread: the t interval collapses onto +0.25, above 0
+    assert result["gains"]["grpo"]["mean"] == pytest.approx(0.25) and result["replication"] == "replicated"
+    assert "interim: 2 of the 13" in report.verdict_markdown(result, "cmd")
+
+
+def test_holm_steps_down():
+    report = _report()
+    assert report.holm({"a": 0.01, "b": 0.04, "c": 0.5}) == {"a": True, "b": False, "c": False}  # 0.04 > 0.05/2
+    assert report.holm({"a": 0.01, "b": 0.02, "c": 0.03}) == {"a": True, "b": True, "c": True}
+    assert report.holm({"a": float("nan"), "b": 0.001}) == {"a": False, "b": True}
+
+
+@pytest.mark.parametrize(
+    ("field", "other"),
+    [
+        ("cpu", {"model": "AMD EPYC", "flags": ["avx2"]}),
+        ("versions", {"torch": "2.10"}),
+        ("precision", "bf16"),
+    ],
+)
+def test_arms_of_one_seed_on_different_machines_are_refused(tmp_path, capsys, field, other):
+    report = _report()
+    folder = _seed(tmp_path, 0, [8] * 4, [8] * 4, {"t_spmo": {**MACHINE, field: other}})
+    assert_refused(report, [folder], capsys, f"seed 0: grpo and t_spmo differ in {field}")
+
+
+def test_seeds_whose_grpo_ran_in_other_precisions_do_not_pool(tmp_path, capsys):
+    report = _report()
+    bf16 = {**MACHINE, "precision": "bf16"}
+    folders = [_seed(tmp_path, 0, [8] * 4, [8] * 4),
+               _seed(tmp_path, 1, [8] * 4, [8] * 4, {"grpo": bf16, "t_spmo": bf16})]  # fmt: skip
+    assert_refused(report, folders, capsys, "different precisions")
+
+
+def test_a_run_without_a_machine_record_is_refused(tmp_path, capsys):
+    report = _report()
+    folder = _seed(tmp_path, 0, [8] * 4, [8] * 4)
+    (folder / "runs" / "t_spmo-s0" / "resolved_config.json").write_text(json.dumps({"learner": "t_spmo"}))
+    assert_refused(report, [folder], capsys, "names no cpu, versions, precision")
+
+
+def assert_refused(report, folders, capsys, message):
+    with pytest.raises(SystemExit) as exit_info:
+        report.main(["verdict", *map(str, folders)])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
