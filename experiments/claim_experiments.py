@@ -54,10 +54,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from countdown_env.helpers.atomic import write_text  # noqa: E402
+from countdown_env.helpers.jsonl import read_jsonl  # noqa: E402
 from learners.pipeline.compare.engagement import MECHANISMS, run_means  # noqa: E402
 from learners.pipeline.compare.results import read_rows  # noqa: E402
 from learners.pipeline.evaluation.statistics import (  # noqa: E402
     equivalence_power,
+    eval_files,
     mean_ci,
     minimum_detectable_effect,
     paired_bootstrap_diff,
@@ -118,7 +120,7 @@ def finished_seeds(base: Path, arm: Arm) -> list[int]:
 
 
 def eval_steps(base: Path, arm: Arm, seed: int) -> list[int]:
-    return sorted(int(p.stem.split("-")[1]) for p in (run_dir(base, arm, seed) / "evals").glob("step-*.jsonl"))
+    return list(eval_files(run_dir(base, arm, seed)))
 
 
 def scores(base: Path, arm: Arm, seeds: list[int], step: int, k: int) -> dict[int, np.ndarray]:
@@ -353,8 +355,7 @@ def step0_cut_share(arm_key: str):
         budget = json.loads(settings.read_text())["max_new_tokens"]
         shares = []
         for seed in seeds:
-            path = run_dir(base, arm, seed) / "evals" / "step-0.jsonl"
-            rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            rows = read_jsonl(run_dir(base, arm, seed) / "evals" / "step-0.jsonl")
             if any("lengths" not in r for r in rows):
                 return None
             lengths = np.array([n for r in rows for n in r["lengths"]], dtype=float)
@@ -494,8 +495,7 @@ def hacking_probe(base: Path) -> dict:
         paragraphs[s] = float(np.mean(values[-PROBE_WINDOW:]) - np.mean(values[:PROBE_WINDOW]))
         curve = {}
         for step in eval_steps(base, PROBE, s):
-            path = run_dir(base, PROBE, s) / "evals" / f"step-{step}.jsonl"
-            rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            rows = read_jsonl(run_dir(base, PROBE, s) / "evals" / f"step-{step}.jsonl")
             lengths = np.array([n for r in rows for n in r["lengths"]], dtype=float)
             correct = np.array([c for r in rows for c in r["correct"]], dtype=float)
             curve[step] = dict(pass1=float(correct.mean()), mean_length=float(lengths.mean()),

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import gzip
 import json
 import random
 import sys
@@ -33,6 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from countdown_env.helpers.jsonl import read_jsonl, write_jsonl  # noqa: E402
 from experiments._sampled_groups import (  # noqa: E402
     Measurement,
     cluster_bootstrap,
@@ -56,19 +56,6 @@ PROTOCOL = (
     "tokens-no-training"
 )
 KINDS = ("steps", "answer")
-
-
-def write_jsonl_gz(rows, path: Path) -> None:
-    """Rows as gzipped jsonl, atomically (the same bytes for the same rows: no timestamp in the header)."""
-    from countdown_env.helpers.atomic import atomic_file
-    from countdown_env.helpers.jsonl import jsonl_line
-
-    with atomic_file(path, "wb") as fh:
-        fh.write(gzip.compress(b"".join(jsonl_line(r) for r in rows), mtime=0))
-
-
-def read_jsonl_gz(path: Path) -> list[dict]:
-    return [json.loads(line) for line in gzip.decompress(Path(path).read_bytes()).decode().splitlines() if line]
 
 
 def token_of(offsets: list[int], char: int) -> int:
@@ -195,7 +182,7 @@ def main(argv: list[str] | None = None) -> dict:
     )  # fmt: skip
     log(f"generated {len(batch.puzzles)} completions, pass rate {float(batch.success.float().mean()):.3f}")
     args.out.mkdir(parents=True, exist_ok=True)
-    write_jsonl_gz(
+    write_jsonl(
         [
             dict(
                 row=i,
@@ -270,7 +257,7 @@ def main(argv: list[str] | None = None) -> dict:
     stratified = stratify(step_rows, POSITION_ZERO_SHARE, args.seed)
     log(f"step rows {len(step_rows)} (stratified to {len(stratified)}), answer rows {len(answer_rows)}; {counts}")
     records = merge_parts(stratified, answer_rows)
-    write_jsonl_gz(records, args.out / "completions.jsonl.gz")
+    write_jsonl(records, args.out / "completions.jsonl.gz")
     step_positions = {str(p): sum(min(r["first_mistake_step"], 2) == p for r in step_rows) for p in range(3)}
     payload = dict(
         settings=dict(
@@ -365,7 +352,7 @@ def recompute_tables(out: Path, argv: list[str] | None) -> dict:
     from experiments._sampled_groups import command_line, without_nan
 
     report = json.loads((out / "results.json").read_text())
-    report["tables"] = tables_of(read_jsonl_gz(out / "completions.jsonl.gz"), report["settings"]["seed"])
+    report["tables"] = tables_of(read_jsonl(out / "completions.jsonl.gz"), report["settings"]["seed"])
     report["stratification_met"] = stratification_met(report["tables"]["steps"])
     report["tables_recomputed"] = dict(
         command=command_line(sys.argv[1:] if argv is None else list(argv)), date=datetime.date.today().isoformat()

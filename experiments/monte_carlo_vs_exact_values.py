@@ -18,7 +18,6 @@ Exactly as the pre-registered protocol E8 says:
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -27,6 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from countdown_env.helpers.jsonl import read_jsonl, write_jsonl  # noqa: E402
 from experiments._sampled_groups import (  # noqa: E402
     TEMPERATURE,
     Measurement,
@@ -34,7 +34,7 @@ from experiments._sampled_groups import (  # noqa: E402
     prefix_values,
     provenance_lines,
 )
-from experiments.credit_assignment_v2 import read_jsonl_gz, token_of, write_jsonl_gz  # noqa: E402
+from experiments.credit_assignment_v2 import token_of  # noqa: E402
 
 KS = (1, 2, 4, 8, 16, 32, 64)
 TARGET_RANKING = 0.9
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> dict:
     report_models = {}
     # (a) the tiny multi-step warm start, on E7b's batch
     setting = load_setting(args.tiny_puzzles, TINY)
-    rows = [r for r in read_jsonl_gz(args.batch) if r["prompt"] < args.tiny_puzzles]
+    rows = [r for r in read_jsonl(args.batch) if r["prompt"] < args.tiny_puzzles]
     states = tiny_states(rows, setting.tokenizer, setting.task)
     log(f"{TINY}: {len(rows)} completions, {len(states)} states")
     sampler = VLLMSampler.from_model_dir(setting.model_dir, setting.tokenizer, enable_prefix_caching=True)
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> dict:
     # (b) SmolLM2's warm start, on its own completions of R2's band
     model_dir = resolve_model(SMOLLM)
     tokenizer, task = load_tokenizer(model_dir), model_task(model_dir)
-    puzzles = [Puzzle(**json.loads(line)) for line in BAND.read_text().splitlines()[: args.smollm_puzzles]]
+    puzzles = [Puzzle(**row) for row in read_jsonl(BAND)[: args.smollm_puzzles]]
     prompt_ids = prompt_token_ids(tokenizer, task, puzzles)
     sampler = VLLMSampler.from_model_dir(model_dir, tokenizer, dtype="float32", enable_prefix_caching=True)
     try:
@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> dict:
     report_models[SMOLLM] = dict(completions=len(rows), unit="answer token", figures=figures(states))
 
     args.out.mkdir(parents=True, exist_ok=True)
-    write_jsonl_gz(
+    write_jsonl(
         [{k: v for k, v in s.items() if k != "prefix"} | dict(prefix_tokens=len(s["prefix"])) for s in all_states],
         args.out / "states.jsonl.gz",
     )

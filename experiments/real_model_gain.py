@@ -22,9 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-
-def step_files(run: Path) -> dict[int, Path]:
-    return {int(p.stem.split("-")[1]): p for p in (run / "evals").glob("step-*.jsonl")}
+from countdown_env.helpers.jsonl import read_jsonl  # noqa: E402
+from learners.pipeline.evaluation.statistics import eval_files  # noqa: E402
 
 
 def cut_share(path: Path, budget: int | None) -> dict | None:
@@ -32,12 +31,10 @@ def cut_share(path: Path, budget: int | None) -> dict | None:
     if budget is None:
         return None
     lengths = []
-    for line in path.read_text().splitlines():
-        if line.strip():
-            item = json.loads(line)
-            if "lengths" not in item:
-                return None
-            lengths += item["lengths"]
+    for item in read_jsonl(path):
+        if "lengths" not in item:
+            return None
+        lengths += item["lengths"]
     return {"cut": sum(n >= budget for n in lengths), "completions": len(lengths)}
 
 
@@ -62,7 +59,7 @@ def gain(folder: Path, learner: str, k: int = 1) -> dict:
         if not (run / "DONE").is_file():
             continue
         seed = int(run.name.rsplit("-s", 1)[1])
-        files = step_files(run)
+        files = eval_files(run)
         keys0, scores0 = puzzle_scores(files[0], k)
         keys1, scores1 = puzzle_scores(files[max(files)], k)
         if keys0 != keys1:

@@ -1,6 +1,11 @@
 """jsonl files, the project's one row format on disk: compact UTF-8 lines written atomically with their sha256
 (:func:`write_jsonl`), read lazily with errors that name the bad line (:func:`iter_jsonl`, :func:`read_jsonl`).
 
+A path ending in ``.gz`` is gzip-compressed on write (no timestamp in the header, so the same rows give the same
+bytes) and decompressed on read. Committed experiment records are stored that way (``X.jsonl.gz``) while the
+commands that wrote them named ``X.jsonl``: :func:`records_path` resolves such a name to the file that exists, and
+every reader here goes through it.
+
 Used by the split and SFT builders, the committed eval sets, the cleaner and every ``--exclude``/``--split`` reader.
 :func:`jsonl_line` is the exact bytes of one row (keys in row order, no spaces, non-ASCII kept), so a rebuilt file
 compares byte for byte.
@@ -8,10 +13,12 @@ compares byte for byte.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from .atomic import atomic_file
@@ -22,23 +29,47 @@ def jsonl_line(row: dict) -> bytes:
     return (json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
+def records_path(path: str | os.PathLike) -> Path:
+    """``path`` when it exists; else its compressed form ``path.gz`` when that exists; else ``path`` (so that the
+    caller's error names what was asked for)."""
+    path = Path(path)
+    if path.exists() or path.suffix == ".gz":
+        return path
+    compressed = path.with_name(path.name + ".gz")
+    return compressed if compressed.exists() else path
+
+
 def write_jsonl(rows: Iterable[dict], path: str | os.PathLike) -> str:
-    """Write rows as compact UTF-8 jsonl (keys in row order), atomically; returns the file's sha256."""
+    """Write rows as compact UTF-8 jsonl (keys in row order), atomically, gzip-compressed when ``path`` ends in
+    ``.gz`` (``gzip.compress(..., mtime=0)``: the same rows give the same bytes); returns the sha256 of the rows."""
     digest = hashlib.sha256()
+    compressed = str(path).endswith(".gz")
     with atomic_file(path, "wb") as fh:
+        lines = []
         for row in rows:
             line = jsonl_line(row)
             digest.update(line)
-            fh.write(line)
+            if compressed:
+                lines.append(line)
+            else:
+                fh.write(line)
+        if compressed:
+            fh.write(gzip.compress(b"".join(lines), mtime=0))
     return digest.hexdigest()
+
+
+def _open_rows(path: Path):
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
 def iter_jsonl(path: str | os.PathLike, *, bad_json: str = "raise") -> Iterator[Any]:
     """The objects of a jsonl file, lazily (blank lines skipped); a line that is not UTF-8 or not JSON raises a
     ``ValueError`` naming it, unless ``bad_json="none"``: then each such line yields ``None`` (a bad row for the
-    caller to count), except that a file none of whose lines is UTF-8 is still refused (a binary file)."""
+    caller to count), except that a file none of whose lines is UTF-8 is still refused (a binary file). ``path`` goes
+    through :func:`records_path` (a ``.gz`` file is decompressed)."""
     decoded = 0
-    with open(path, "rb") as fh:
+    path = records_path(path)
+    with _open_rows(path) as fh:
         for lineno, raw in enumerate(fh, 1):
             try:
                 line = raw.decode("utf-8")

@@ -70,10 +70,13 @@ def eval_points(run: Path) -> tuple[list[int], list[float]]:
     """``(steps, pass@1)`` of a run's per-puzzle evals (``evals/step-N.jsonl``): the mean over puzzles of each
     puzzle's share of correct samples."""
     points = []
-    for path in (run / "evals").glob("step-*.jsonl"):
-        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    from countdown_env.helpers.jsonl import read_jsonl
+    from learners.pipeline.evaluation.statistics import eval_files
+
+    for step, path in eval_files(run).items():
+        rows = read_jsonl(path)
         scores = [sum(r["correct"]) / len(r["correct"]) for r in rows]
-        points.append((int(path.stem.split("-")[1]), sum(scores) / len(scores)))
+        points.append((step, sum(scores) / len(scores)))
     points.sort()
     return [s for s, _ in points], [v for _, v in points]
 
@@ -180,6 +183,7 @@ def verdict(runs: dict[str, Path], start: Path | list[Path] | None, step: int) -
     import numpy as np
 
     from learners.pipeline.evaluation.statistics import (
+        eval_files,
         mean_ci,
         minimum_detectable_effect,
         paired_bootstrap_diff,
@@ -190,13 +194,13 @@ def verdict(runs: dict[str, Path], start: Path | list[Path] | None, step: int) -
     start_keys, start_scores = pooled_scores(starts) if starts else (None, None)
     gains, ends, ends4, bases, missing = {}, {}, {}, {}, []
     for label, run in runs.items():
-        path = run / "evals" / f"step-{step}.jsonl"
-        if not path.is_file():
+        path = eval_files(run).get(step)
+        if path is None:
             missing.append(label)
             continue
         keys, scores = puzzle_scores(path)
         base_keys, bases[label] = (
-            (start_keys, start_scores) if start is not None else puzzle_scores(run / "evals" / "step-0.jsonl")
+            (start_keys, start_scores) if start is not None else puzzle_scores(eval_files(run)[0])
         )
         if keys != base_keys:
             raise ValueError(f"{path}: not the step-0 eval's puzzles in its order")
@@ -353,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         nargs="+",
         default=[Path(__file__).parent / "step0_256x16.jsonl"],
         help="the shared step-0 eval (registered baseline); several files: their samples pooled per puzzle "
-        "(amendment 4(d)'s secondary: step0_route_check/standalone_256x4_seed*.jsonl)",
+        "(amendment 4(d)'s secondary: step0_route_check/standalone_256x4_seed*.jsonl.gz)",
     )
     decide.add_argument(
         "--own-start", action="store_true", help="baseline: each run's own step-0 eval instead (amendment 3, secondary)"

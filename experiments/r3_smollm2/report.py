@@ -81,13 +81,15 @@ def check_pairing(seeds: dict[int, dict[str, Path]]) -> None:
 
 
 def _scores(run: Path, step: int, k: int):
-    from learners.pipeline.evaluation.statistics import puzzle_scores
+    from learners.pipeline.evaluation.statistics import eval_files, puzzle_scores
 
-    return puzzle_scores(run / "evals" / f"step-{step}.jsonl", k)
+    return puzzle_scores(eval_files(run)[step], k)
 
 
 def _evaluated(run: Path, step: int) -> bool:
-    return (run / "evals" / f"step-{step}.jsonl").is_file()
+    from learners.pipeline.evaluation.statistics import eval_files
+
+    return step in eval_files(run)
 
 
 def _wider(intervals: dict[str, tuple[float, float]]) -> str | None:

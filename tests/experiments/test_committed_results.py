@@ -54,3 +54,28 @@ def test_a_dropped_split_regenerates_byte_for_byte(relative):
     name, digest = sorted(json.loads((folder / "data_digests.json").read_text())["files"].items())[0]
     seed = int(name.removeprefix("train-s").removesuffix(".jsonl"))
     assert hashlib.sha256(regenerated_split(folder, seed)).hexdigest() == digest
+
+
+def test_records_under_experiments_are_compressed():
+    """Per-puzzle and per-completion records are committed as ``.jsonl.gz`` (experiments/compress_records.py); the
+    readers find them under the names their commands wrote."""
+    plain = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "experiments").rglob("*.jsonl"))
+    assert not plain, f"uncompressed records (run experiments/compress_records.py on them): {plain[:5]}"
+    assert len(list((ROOT / "experiments").rglob("*.jsonl.gz"))) > 500
+
+
+def test_compress_records_keeps_the_rows_and_never_writes_over_a_file(tmp_path, capsys):
+    from countdown_env.helpers.jsonl import read_jsonl, write_jsonl
+    from tests.scripts import load_script
+
+    compress = load_script("experiments/compress_records.py")
+    rows = [{"numbers": [1, 2, 3], "target": 6, "correct": [True, False]}]
+    write_jsonl(rows, tmp_path / "run" / "evals" / "step-0.jsonl")
+    assert compress.main([str(tmp_path)]) == 0 and "compressed 1 files" in capsys.readouterr().out
+    assert not (tmp_path / "run" / "evals" / "step-0.jsonl").exists()
+    assert read_jsonl(tmp_path / "run" / "evals" / "step-0.jsonl.gz") == rows
+    write_jsonl(rows[:0], tmp_path / "run" / "evals" / "step-0.jsonl")  # a plain file beside its compressed one
+    with pytest.raises(SystemExit):
+        compress.main([str(tmp_path)])
+    assert "step-0.jsonl.gz exists" in capsys.readouterr().err
+    assert read_jsonl(tmp_path / "run" / "evals" / "step-0.jsonl.gz") == rows  # untouched

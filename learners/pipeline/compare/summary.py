@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from countdown_env.helpers.jsonl import records_path
+
 from ..evaluation.statistics import bootstrap_ci, mean_ci, paired_bootstrap_diff, paired_seed_diff, puzzle_scores
 from ..machine import machine_lines
 from .engagement import engagement_markdown
@@ -42,7 +44,7 @@ def learner_table(out: Path, settings: CompareSettings, rows: Sequence[Mapping[s
     for learner in settings.learners:
         for seed in settings.seeds:
             run_dir = out / "runs" / run_name(learner, seed)
-            if (run_dir / "DONE").is_file() and (run_dir / "final_eval.jsonl").is_file():
+            if (run_dir / "DONE").is_file() and records_path(run_dir / "final_eval.jsonl").is_file():
                 finished.setdefault(learner, {})[seed] = run_dir
     final_rows = {}
     for row in rows:

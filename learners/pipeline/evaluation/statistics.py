@@ -22,7 +22,6 @@ r"""The project's one statistics module: pass@k, bootstrap and Student t interva
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -106,17 +105,26 @@ def equivalence_power(margin: float, sd: float, n: int) -> float:
 
 
 def puzzle_counts(path: str | Path) -> tuple[list[tuple[tuple[int, ...], int]], list[int], list[int]]:
-    """``(puzzles, correct, samples)`` of an ``evals/step-N.jsonl``/``final_eval.jsonl``: per puzzle (its numbers and
-    target) how many of its samples were correct, and how many it had."""
+    """``(puzzles, correct, samples)`` of an ``evals/step-N.jsonl``/``final_eval.jsonl`` (or its committed
+    ``.jsonl.gz``): per puzzle (its numbers and target) how many of its samples were correct, and how many it had."""
+    from countdown_env.helpers.jsonl import iter_jsonl
+
     keys, correct, samples = [], [], []
-    for line in Path(path).read_text().splitlines():
-        if not line.strip():
-            continue
-        item = json.loads(line)
+    for item in iter_jsonl(path):
         keys.append((tuple(item["numbers"]), int(item["target"])))
         correct.append(int(sum(item["correct"])))
         samples.append(len(item["correct"]))
     return keys, correct, samples
+
+
+def eval_files(run: str | Path) -> dict[int, Path]:
+    """``{step: path}`` of a run's per-puzzle evals, ``evals/step-N.jsonl`` or their committed ``.jsonl.gz``."""
+    found = {}
+    for path in (Path(run) / "evals").glob("step-*.jsonl*"):
+        stem = path.name.split(".")[0]
+        if path.name.endswith((".jsonl", ".jsonl.gz")) and stem.removeprefix("step-").isdigit():
+            found[int(stem.removeprefix("step-"))] = path
+    return dict(sorted(found.items()))
 
 
 def puzzle_scores(path: str | Path, k: int = 1) -> tuple[list[tuple[tuple[int, ...], int]], np.ndarray]:
