@@ -20,8 +20,8 @@ from ..pipeline.runs.warm_start import (
     RECIPE,
     REPORT_FILE,
     build_warm_start,
-    measure_warm_start,
 )
+from ..pipeline.runs.warm_start_report import measure_warm_start
 
 HELP = "the shipped SFT warm start: its report, --measure, --from-scratch (--multi-step: the multi-step one)"
 USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.helpers.threads)

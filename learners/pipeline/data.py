@@ -30,6 +30,11 @@ def as_task(task: CountdownTask | str | None) -> CountdownTask:
     raise TypeError(f"expected a CountdownTask or a template name, got {type(task).__name__}")
 
 
+def tiny_task() -> CountdownTask:
+    """The tiny warm start's task: tiny_n3's puzzles (3 numbers on 1..20, targets 10..200) in the compact prompt."""
+    return CountdownTask(n_numbers=3, value_range=(1, 20), target_range=(10, 200), template="compact", seed=0)
+
+
 def model_task(model_dir: str | Path) -> CountdownTask | None:
     """The task a checkpoint folder records (``countdown_task.json``; for older folders, a task with the template
     their ``countdown_template.json`` names), or ``None`` when it records none (e.g. a Hub id)."""

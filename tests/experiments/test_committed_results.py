@@ -22,9 +22,8 @@ def regenerated_split(folder: Path, seed: int) -> bytes:
     from learners.pipeline.compare import train_file_puzzles, train_split
     from learners.pipeline.compare.runs import has_shipped_warm_start
     from learners.pipeline.compare.settings import EVAL_SET
-    from learners.pipeline.data import model_task
+    from learners.pipeline.data import model_task, tiny_task
     from learners.pipeline.models import SHIPPED_DIR, resolve_model
-    from learners.pipeline.runs.warm_start import tiny_task
 
     settings = json.loads((folder / "compare.json").read_text())
     exclude = [(tuple(r["numbers"]), r["target"]) for r in load_eval_set(EVAL_SET, as_dataset=False)]

@@ -248,9 +248,9 @@ def test_sft_rows_follow_the_chat_template(smollm2_dir, tiny_tokenizer):
     assistant-only loss; SmolLM2's ChatML has none, so its rows are prompt/completion pairs."""
     from countdown_env import Puzzle
     from countdown_env.sft import build_sft_records
+    from learners.pipeline.data import tiny_task
     from learners.pipeline.models.tokenizer_io import load_tokenizer
     from learners.pipeline.runs.sft_training import sft_rows
-    from learners.pipeline.runs.warm_start import tiny_task
 
     records = build_sft_records(3, 2, style="direct", progress=False)
     task = tiny_task()
@@ -269,10 +269,9 @@ def test_sft_of_smollm2_trains_on_the_completion_and_its_end_of_turn(smollm2_tru
 
     from countdown_env import Puzzle
     from countdown_env.sft import build_sft_records
-    from learners.pipeline.data import model_task
+    from learners.pipeline.data import model_task, tiny_task
     from learners.pipeline.models.tokenizer_io import load_tokenizer
     from learners.pipeline.runs.sft_training import run_sft
-    from learners.pipeline.runs.warm_start import tiny_task
 
     class LossTokens(TrainerCallback):
         counts: list[int] = []

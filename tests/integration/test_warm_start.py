@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from learners.pipeline.data import tiny_task
 from learners.pipeline.runs.warm_start import (
     RECIPE,
     RECIPE_FILE,
     REPORT_FILE,
     SHIPPED_DIR,
     WarmStartRecipe,
-    tiny_task,
 )
 
 
@@ -111,3 +113,26 @@ def test_a_changed_byte_in_a_shipped_warm_start_is_named(tmp_path):
         weights.write_bytes(bytes(data))
         with pytest.raises(ValueError, match="model.safetensors differs from its manifest"):
             check_model(str(copy))
+
+
+@pytest.mark.slow
+def test_the_report_of_a_warm_start_is_what_its_evals_measure():
+    """``measure_warm_start`` on a small slice: its pass@1 and greedy figures are those of ``evaluate`` run alone
+    with the same sampler settings, its all-equal share that of its own 8-sample groups."""
+    from countdown_env.splits.eval_sets import load_eval_set
+    from learners.pipeline.evaluation.eval_models import model_sampler
+    from learners.pipeline.evaluation.evaluate import evaluate
+    from learners.pipeline.models.tokenizer_io import load_tokenizer
+    from learners.pipeline.runs.warm_start_report import measure_warm_start
+
+    report = measure_warm_start(SHIPPED_DIR, eval_limit=6, groups=3, max_new_tokens=24, backend="hf",
+                                entropy_puzzles=2, log=lambda _: None)  # fmt: skip
+    tokenizer = load_tokenizer(SHIPPED_DIR)
+    sampler = model_sampler(SHIPPED_DIR, tokenizer, "hf", batch_size=64, precision="fp32")
+    rows = load_eval_set("tiny_n3", as_dataset=False)[:6]
+    alone = evaluate(sampler, tokenizer, rows, samples=4, temperature=0.8, task=tiny_task(), max_new_tokens=24, seed=0)
+    assert report["pass@1"] == alone["overall"]["pass@1"] and report["eval_puzzles"] == 6
+    greedy = evaluate(sampler, tokenizer, rows, samples=1, temperature=0.0, task=tiny_task(), max_new_tokens=24, seed=0)
+    assert report["greedy"] == greedy["overall"]["pass@1"]
+    assert report["group_puzzles"] == 3 and report["all_equal_share"] in (0.0, 1 / 3, 2 / 3, 1.0)
+    assert report["entropy_nats_per_token"] > 0 and report["paragraphs_per_completion"] >= 1

@@ -73,10 +73,10 @@ from pathlib import Path
 
 from countdown_env.helpers.atomic import write_text
 
+from ..data import tiny_task
 from ..evaluation.statistics import mean_ci, paired_bootstrap_diff
 from ..models import resolve_model
 from ..runs.record import config_changes
-from ..runs.warm_start import tiny_task
 from .curves import plot_curves
 from .engagement import engagement_csv, engagement_rows
 from .results import CSV_COLUMNS, CUMULATIVE_COLUMNS, read_rows, rows_to_csv

@@ -179,7 +179,7 @@ def _run_demo(
     from countdown_env.splits.eval_sets import load_eval_set
 
     from ...core.registry import LEARNERS
-    from ..data import model_task
+    from ..data import model_task, tiny_task
     from ..evaluation.eval_models import model_sampler
     from ..evaluation.evaluate import evaluate
     from ..evaluation.report import format_report, write_report
@@ -192,7 +192,7 @@ def _run_demo(
     from .processes import run_processes
     from .run_config import RunConfig
     from .sft_training import SFT_HISTORY_FILE
-    from .warm_start import EVAL_SET, RECIPE, SHIPPED_DIR, WarmStartRecipe, build_warm_start, tiny_task
+    from .warm_start import EVAL_SET, RECIPE, SHIPPED_DIR, WarmStartRecipe, build_warm_start
 
     settings = {**profile.defaults, **overrides}
     precision_flag = {"precision": precision} if precision is not None else {}
