@@ -62,11 +62,21 @@ def machine_of(run: Path) -> dict[str, Any]:
     return {field: record[field] for field in MACHINE_FIELDS}
 
 
+def prompt_digest(run: Path) -> str | None:
+    """The digest of the prompts a finished run trained on, in order (its ``DONE`` record; ``None`` unfinished)."""
+    done = run / "DONE"
+    return json.loads(done.read_text()).get("prompt_digest") if done.is_file() else None
+
+
 def check_pairing(seeds: dict[int, dict[str, Path]]) -> None:
     """Raise ``ValueError`` naming the first difference: the arms of one seed on different machines, libraries or
-    precisions, or seeds whose grpo arms ran in different precisions."""
+    precisions or on different prompts (amendment 1: arms of a seed may run as separate processes), or seeds whose
+    grpo arms ran in different precisions."""
     precisions = {}
     for seed, runs in sorted(seeds.items()):
+        digests = {learner: prompt_digest(run) for learner, run in runs.items() if prompt_digest(run) is not None}
+        if len(set(digests.values())) > 1:
+            raise ValueError(f"seed {seed}: its arms trained on different prompts or orders {digests}")
         machines = {learner: machine_of(run) for learner, run in runs.items()}
         first, reference = next(iter(machines.items()))
         for learner, machine in machines.items():

@@ -90,6 +90,15 @@ def test_seeds_whose_grpo_ran_in_other_precisions_do_not_pool(tmp_path, capsys):
     assert_refused(report, folders, capsys, "different precisions")
 
 
+def test_arms_of_a_seed_on_other_prompts_are_refused(tmp_path, capsys):
+    report = _report()
+    folder = _seed(tmp_path, 0, [8] * 4, [8] * 4)
+    for learner, digest in (("grpo", "aaa"), ("t_spmo", "bbb")):
+        done = {"learner": learner, "seed": 0, "steps": 50, "wall_seconds": 100.0, "prompt_digest": digest}
+        (folder / "runs" / f"{learner}-s0" / "DONE").write_text(json.dumps(done))
+    assert_refused(report, [folder], capsys, "seed 0: its arms trained on different prompts")
+
+
 def test_a_run_without_a_machine_record_is_refused(tmp_path, capsys):
     report = _report()
     folder = _seed(tmp_path, 0, [8] * 4, [8] * 4)
