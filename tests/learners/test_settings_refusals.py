@@ -29,6 +29,14 @@ def test_async_settings_are_checked_with_async_given(extra, message):
         _run_config(["--config", "cpu-tiny-vllm", "--async", *extra])
 
 
+@pytest.mark.parametrize("extra", [[], ["--async"]])
+def test_the_staleness_has_one_spelling_in_a_run_config(extra):
+    """``trainer.async_max_staleness`` was a second holder: alone it turned async on without the section, beside
+    ``--async`` the section's 1 silently won over its 2."""
+    with pytest.raises(ValueError, match="trainer.async_max_staleness: a run sets its staleness in the async section"):
+        _run_config(["--config", "cpu-tiny-vllm", *extra, "--set", "trainer.async_max_staleness=2"])
+
+
 def test_async_keeps_the_yaml_section(tmp_path):
     from learners.pipeline.runs.config import find_config
 

@@ -97,6 +97,9 @@ def validate_config(learner: str, config: dict[str, Any]) -> None:
     spec = get_learner(learner)
     fields = trainer_fields(spec)  # without importing TRL once cached (learners/core/trainer_fields.py)
     refuse_unknown(f"trainer key ({spec.config_class} option)", config.get("trainer") or {}, fields)
+    if "async_max_staleness" in (config.get("trainer") or {}):  # one spelling of the staleness in a run config
+        raise ValueError("trainer.async_max_staleness: a run sets its staleness in the async section "
+                         "(async.max_staleness, or --async --max-staleness N)")  # fmt: skip
     check_trainer_values(config.get("trainer") or {}, fields)
     options = {**fields, **spec.defaults, **(config.get("trainer") or {})}
     check_group_sizes(options)
