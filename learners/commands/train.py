@@ -117,6 +117,7 @@ def run_config(args: argparse.Namespace):
 
     The settings in their order: the preset (or a flat TRL YAML over ``cpu-tiny``), then ``--set``, then the flags
     (TRL's spellings, then this command's own)."""
+    from ..pipeline.runs.run_config import section_settings
     from ..pipeline.runs.trl_args import FLAT_BASE_PRESET, flat_trl_yaml, to_settings, yaml_value
 
     preset, yaml_settings, yaml_output_dir = args.config, {}, None
@@ -132,10 +133,9 @@ def run_config(args: argparse.Namespace):
     own = {
         "model": args.model,
         "precision": getattr(args, "precision", None),
-        "trainer.max_steps": args.max_steps,
-        "trainer.report_to": args.report_to,
-        "trainer.disable_tqdm": True if getattr(args, "no_progress", False) else None,
         "rollouts": getattr(args, "rollouts", None),
+        **section_settings("trainer", max_steps=args.max_steps, report_to=args.report_to,
+                           disable_tqdm=True if getattr(args, "no_progress", False) else None),  # fmt: skip
     }
     flags.update({key: value for key, value in own.items() if value is not None})
     if getattr(args, "allow_changes", False) and not getattr(args, "resume", None):
@@ -144,8 +144,7 @@ def run_config(args: argparse.Namespace):
         raise ValueError("--max-staleness is a setting of --async: give both")
     if getattr(args, "async_rollouts", False):
         flags["async"] = {}  # the section, kept as the config gives it (run_config.assign_all)
-        if args.max_staleness is not None:
-            flags["async.max_staleness"] = args.max_staleness
+        flags.update(section_settings("async", max_staleness=args.max_staleness))
     # user errors (ValueError, OSError, RuntimeError) reach countdown_env.cli.main: one line, exit status 2
     from ..pipeline.runs.run_config import RunConfig
 

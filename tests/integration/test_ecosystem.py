@@ -439,7 +439,7 @@ def test_training_png_says_what_it_shows(tmp_path):
     """Issue 36 item 10: reward and accuracy share a panel when they are the same numbers (binary reward) and get two
     when they differ; the eval panel's title gives the curve's puzzles and samples and names the headline evals
     drawn apart; the demo's SFT panel says whether the demo ran that SFT."""
-    from learners.pipeline.runs.demo import headline_points, sft_title
+    from learners.pipeline.runs.demo_report import headline_points, sft_title
     from learners.pipeline.runs.plotting import Headline, curves, eval_title, panels_of, plot_training
 
     binary = [{"step": s, "reward": s % 3 / 4, "countdown/accuracy": s % 3 / 4} for s in range(1, 9)]

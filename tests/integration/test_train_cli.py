@@ -195,7 +195,7 @@ def test_demo_train_refuses_bad_settings_before_any_work(argv, message, tmp_path
 
 
 def test_demo_rl_gain_is_paired_by_puzzle():
-    from learners.pipeline.runs.demo import rl_gain
+    from learners.pipeline.runs.demo_report import rl_gain
 
     def report(correct, ci):
         return {"puzzles": [{"correct": c} for c in correct], "overall": {"pass@1_ci95": ci}}

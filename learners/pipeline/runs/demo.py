@@ -32,7 +32,6 @@ global batch), while the main process alone builds the data, evaluates and write
 from __future__ import annotations
 
 import json
-import resource
 import shutil
 import sys
 import time
@@ -172,32 +171,21 @@ def _run_demo(
     out: Path, profile: DemoModel, learner: str, seed: int, from_scratch: bool, progress, overrides: dict,
     precision: str | None = None,
 ) -> dict[str, Any]:
-    """:func:`run_demo` under its claim."""
-    from countdown_env.helpers.atomic import refuse_foreign, write_text
-    from countdown_env.helpers.jsonl import write_jsonl
-    from countdown_env.splits import SplitSpec, build_split_records
+    """:func:`run_demo` under its claim, its stages in order: the warm start, the data, the eval before RL, the RL
+    run, the eval after it, the summary."""
+    from countdown_env.helpers.atomic import refuse_foreign
     from countdown_env.splits.eval_sets import load_eval_set
 
     from ...core.registry import LEARNERS
     from ..data import model_task, tiny_task
-    from ..evaluation.eval_models import model_sampler
-    from ..evaluation.evaluate import evaluate
-    from ..evaluation.report import format_report, write_report
-    from ..models import resolve_model
-    from ..models.adapters import ADAPTERS
-    from ..models.pretrained import MODELS, install
-    from ..models.tokenizer_io import load_tokenizer
     from .driver import train
-    from .plotting import plot_training
     from .processes import run_processes
     from .run_config import RunConfig
-    from .sft_training import SFT_HISTORY_FILE
-    from .warm_start import EVAL_SET, RECIPE, SHIPPED_DIR, WarmStartRecipe, build_warm_start
+    from .warm_start import EVAL_SET
 
     settings = {**profile.defaults, **overrides}
     precision_flag = {"precision": precision} if precision is not None else {}
     resolved_precision = RunConfig.load(profile.preset, learner=learner, flags=precision_flag).resolved_precision
-    out = Path(out)
     processes = run_processes()
     rows_per_step = settings["prompts_per_step"] * GROUP_SIZE
     micro_batch = profile.micro_batch or rows_per_step // processes.num_processes
@@ -214,7 +202,45 @@ def _run_demo(
     def stage(name: str):
         return _stage(name, timings, quiet=not processes.is_main)
 
-    def build_warm_start_here() -> Path:
+    with stage("warm start"):
+        warm = _warm_start(out, profile, settings, from_scratch, processes)
+        task = model_task(warm) or tiny_task()
+    with stage("data"):
+        eval_rows = load_eval_set(EVAL_SET, as_dataset=False)[: settings["eval_limit"]]
+        processes.decide(lambda: _write_data(out, task, settings, eval_rows))  # before any process trains on them
+    evaluation = dict(out=out, profile=profile, task=task, settings=settings, eval_rows=eval_rows, progress=progress,
+                      precision=resolved_precision)  # fmt: skip
+    with stage("eval before RL"):
+        before = _evaluate(warm, "before", **evaluation) if processes.is_main else None
+    release_memory()  # the eval's sampler and its buffers, before the trainer and its engine are built
+    with stage(f"{learner} RL"):
+        gradient_accumulation = rows_per_step // (processes.num_processes * micro_batch)
+        flags = _rl_settings(out, warm, task, settings, seed, micro_batch, gradient_accumulation, progress)
+        run = RunConfig.load(profile.preset, learner=learner, flags={**flags, **precision_flag})
+        rl = train(run, out / learner, overwrite=True)  # the demo's own sub-folder: a rerun replaces it
+        if processes.is_main:
+            for checkpoint in (out / learner).glob("checkpoint-*"):
+                shutil.rmtree(checkpoint, ignore_errors=True)
+    release_memory()  # the trainer's activations and engine, before the eval builds its own
+    if not processes.is_main:  # the main process evaluates and reports; every process returns its summary
+        return processes.share(None)
+    with stage("eval after RL"):
+        after = _evaluate(Path(rl["final"]), "after", **evaluation)
+    timings["total"] = time.perf_counter() - total_start
+    summary = _write_summary(out, profile, learner, warm, settings, timings, before, after, from_scratch,
+                             resolved_precision)  # fmt: skip
+    return processes.share(summary)
+
+
+def _warm_start(out: Path, profile: DemoModel, settings: dict, from_scratch: bool, processes) -> Path:
+    """The RL stage's start: the tiny warm start rebuilt with its recipe (``--from-scratch``, into ``out/warm-start``),
+    a real model installed with its shipped adapter merged on, or the shipped tiny warm start."""
+    from ..models import resolve_model
+    from ..models.adapters import ADAPTERS
+    from ..models.pretrained import MODELS, install
+    from .warm_start import RECIPE, SHIPPED_DIR, WarmStartRecipe, build_warm_start
+
+    def build() -> Path:
         quick = settings["rl_steps"] <= QUICK["rl_steps"]
         recipe = WarmStartRecipe.from_dict({**RECIPE.to_dict(), **(QUICK_RECIPE if quick else {})})
         measure = dict(eval_limit=settings["eval_limit"], groups=2, max_new_tokens=16) if quick else None
@@ -228,97 +254,94 @@ def _run_demo(
             install(adapter.base, log=lambda m: print(m, file=sys.stderr, flush=True))
         return resolve_model(profile.warm_start)
 
-    with stage("warm start"):
-        if from_scratch:
-            warm = processes.decide(build_warm_start_here)  # built once, by the main process
-        elif profile.warm_start in ADAPTERS:
-            warm = processes.decide(install_and_merge)
-        else:
-            warm = SHIPPED_DIR
-            if not (warm / "config.json").is_file():
-                raise FileNotFoundError(f"no shipped warm start at {warm}: run with --from-scratch")
-        task = model_task(warm) or tiny_task()
+    if from_scratch:
+        return processes.decide(build)  # built once, by the main process
+    if profile.warm_start in ADAPTERS:
+        return processes.decide(install_and_merge)
+    if not (SHIPPED_DIR / "config.json").is_file():
+        raise FileNotFoundError(f"no shipped warm start at {SHIPPED_DIR}: run with --from-scratch")
+    return SHIPPED_DIR
 
-    def write_data() -> None:
-        exclude = [(tuple(r["numbers"]), r["target"]) for r in load_eval_set(EVAL_SET, as_dataset=False)]
-        spec = SplitSpec(task=task, train_size=settings["train_size"], eval_size=0, exclude=exclude)
-        write_jsonl(build_split_records(spec)["train"], out / "data" / "train.jsonl")
-        write_jsonl(eval_rows[: settings["curve_eval_limit"]], out / "data" / "test.jsonl")
 
-    with stage("data"):
-        eval_rows = load_eval_set(EVAL_SET, as_dataset=False)[: settings["eval_limit"]]
-        processes.decide(write_data)  # written by the main process before any process trains on them
+def _write_data(out: Path, task, settings: dict, eval_rows: list[dict]) -> None:
+    """``data/train.jsonl`` (a split of ``task`` disjoint from the eval set) and ``data/test.jsonl`` (the curve's
+    eval rows)."""
+    from countdown_env.helpers.jsonl import write_jsonl
+    from countdown_env.splits import SplitSpec, build_split_records
+    from countdown_env.splits.eval_sets import load_eval_set
 
-    eval_kwargs = dict(
-        task=task,
-        samples=settings["samples"],
-        temperature=0.8,
-        max_new_tokens=settings["max_new_tokens"],
-    )
+    from .warm_start import EVAL_SET
 
-    def evaluate_dir(model_dir: Path, name: str) -> dict[str, Any]:
-        tokenizer = load_tokenizer(model_dir)
-        sampler = model_sampler(model_dir, tokenizer, profile.backend, batch_size=64, progress=progress,
-                                precision=resolved_precision)  # fmt: skip
-        try:
-            report = evaluate(sampler, tokenizer, eval_rows, keep_completions=2, per_puzzle=True, seed=0,
-                              **eval_kwargs)  # fmt: skip
-        finally:
-            getattr(sampler, "close", lambda: None)()  # a vLLM engine's memory is freed before the next stage
-        report.update(model=str(model_dir), split=EVAL_SET)
-        write_report(report, out / f"eval_{name}.json")
-        print(f"-- {name}\n{format_report(report)}", file=sys.stderr, flush=True)
-        return report
+    exclude = [(tuple(r["numbers"]), r["target"]) for r in load_eval_set(EVAL_SET, as_dataset=False)]
+    spec = SplitSpec(task=task, train_size=settings["train_size"], eval_size=0, exclude=exclude)
+    write_jsonl(build_split_records(spec)["train"], out / "data" / "train.jsonl")
+    write_jsonl(eval_rows[: settings["curve_eval_limit"]], out / "data" / "test.jsonl")
 
-    with stage("eval before RL"):
-        before = evaluate_dir(warm, "before") if processes.is_main else None
 
-    release_memory()  # the eval's sampler and its buffers, before the trainer and its engine are built
-    with stage(f"{learner} RL"):
-        steps = settings["rl_steps"]
-        run = RunConfig.load(profile.preset, learner=learner, flags={
-            "model": str(warm),
-            "task": task.to_dict(),
-            "data": {"train": str(out / "data" / "train.jsonl"), "eval": str(out / "data" / "test.jsonl")},
-            "eval.every": settings["eval_every"],
-            "eval.samples": settings["samples"],
-            "eval.max_new_tokens": settings["max_new_tokens"],
-            "trainer.max_steps": steps,
-            "trainer.learning_rate": settings["learning_rate"],
-            "trainer.lr_scheduler_type": settings["lr_scheduler"],
+def _evaluate(model_dir: Path, name: str, *, out: Path, profile: DemoModel, task, settings: dict, eval_rows,
+              progress, precision: str) -> dict[str, Any]:  # fmt: skip
+    """The before/after eval of ``model_dir`` on the demo's eval rows, written as ``eval_NAME.json`` and printed."""
+    from ..evaluation.eval_models import model_sampler
+    from ..evaluation.evaluate import evaluate
+    from ..evaluation.report import format_report, write_report
+    from ..models.tokenizer_io import load_tokenizer
+    from .warm_start import EVAL_SET
+
+    tokenizer = load_tokenizer(model_dir)
+    sampler = model_sampler(model_dir, tokenizer, profile.backend, batch_size=64, progress=progress,
+                            precision=precision)  # fmt: skip
+    try:
+        report = evaluate(sampler, tokenizer, eval_rows, keep_completions=2, per_puzzle=True, seed=0, task=task,
+                          samples=settings["samples"], temperature=0.8,
+                          max_new_tokens=settings["max_new_tokens"])  # fmt: skip
+    finally:
+        getattr(sampler, "close", lambda: None)()  # a vLLM engine's memory is freed before the next stage
+    report.update(model=str(model_dir), split=EVAL_SET)
+    write_report(report, out / f"eval_{name}.json")
+    print(f"-- {name}\n{format_report(report)}", file=sys.stderr, flush=True)
+    return report
+
+
+def _rl_settings(out: Path, warm: Path, task, settings: dict, seed: int, micro_batch: int, accumulation: int,
+                 progress) -> dict[str, Any]:  # fmt: skip
+    """The RL run's settings over its preset (``RunConfig.load``'s flags): the demo's model, data, eval and batch."""
+    from .run_config import section_settings
+
+    steps = settings["rl_steps"]
+    return {
+        "model": str(warm),
+        "task": task.to_dict(),
+        "data": {"train": str(out / "data" / "train.jsonl"), "eval": str(out / "data" / "test.jsonl")},
+        **section_settings("eval", every=settings["eval_every"], samples=settings["samples"],
+                           max_new_tokens=settings["max_new_tokens"]),  # fmt: skip
+        **section_settings(
+            "trainer", max_steps=steps, learning_rate=settings["learning_rate"],
+            lr_scheduler_type=settings["lr_scheduler"],
             # the demo's schedules run from step 1 (the SmolLM2 preset's 5 warmup steps never applied under
             # `constant`, which is what the demo's published figures ran)
-            "trainer.warmup_steps": 0,
-            "trainer.per_device_train_batch_size": micro_batch,
-            "trainer.gradient_accumulation_steps": rows_per_step // (processes.num_processes * micro_batch),
-            "trainer.num_generations": GROUP_SIZE,
-            "trainer.max_completion_length": settings["max_new_tokens"],
-            "trainer.save_steps": max(steps, 1),
-            "trainer.seed": seed,
-            "trainer.logging_steps": max(1, min(10, steps // 10)),
-            "trainer.disable_tqdm": progress is False,
-            **precision_flag,
-        })  # fmt: skip
-        rl = train(run, out / learner, overwrite=True)  # the demo's own sub-folder: a rerun replaces it
-        if processes.is_main:
-            for checkpoint in (out / learner).glob("checkpoint-*"):
-                shutil.rmtree(checkpoint, ignore_errors=True)
+            warmup_steps=0, per_device_train_batch_size=micro_batch, gradient_accumulation_steps=accumulation,
+            num_generations=GROUP_SIZE, max_completion_length=settings["max_new_tokens"], save_steps=max(steps, 1),
+            seed=seed, logging_steps=max(1, min(10, steps // 10)), disable_tqdm=progress is False,
+        ),  # fmt: skip
+    }
 
-    release_memory()  # the trainer's activations and engine, before the eval builds its own
-    if not processes.is_main:  # the main process evaluates and reports; every process returns its summary
-        return processes.share(None)
-    with stage("eval after RL"):
-        after = evaluate_dir(Path(rl["final"]), "after")
+
+def _write_summary(out: Path, profile: DemoModel, learner: str, warm: Path, settings: dict, timings: dict,
+                   before: dict, after: dict, from_scratch: bool, precision: str) -> dict[str, Any]:  # fmt: skip
+    """``training.png``, ``summary.json`` and ``summary.md``; returns the summary."""
+    from countdown_env.helpers.atomic import write_text
+
+    from .demo_report import headline_points, peak_rss_gb, rl_gain, sft_title
+    from .plotting import plot_training
+    from .sft_training import SFT_HISTORY_FILE
 
     history = json.loads((out / learner / "log_history.json").read_text())
     sft_history_file = profile.shipped_folder(warm) / SFT_HISTORY_FILE
     sft_history = json.loads(sft_history_file.read_text()) if sft_history_file.is_file() else None
-    title = f"{profile.title}: warm start, then {learner}"
     plot = plot_training(
-        history, out / "training.png", title=title, sft_history=sft_history, sft_title=sft_title(from_scratch),
-        headline=headline_points(before, after, settings["rl_steps"]),
+        history, out / "training.png", title=f"{profile.title}: warm start, then {learner}", sft_history=sft_history,
+        sft_title=sft_title(from_scratch), headline=headline_points(before, after, settings["rl_steps"]),
     )  # fmt: skip
-    timings["total"] = time.perf_counter() - total_start
     summary = {
         "learner": learner,
         "model": profile.name,
@@ -332,11 +355,11 @@ def _run_demo(
         "plot": str(plot),
         "peak_rss_gb": peak_rss_gb(),
         "cpu": cpu_record(),
-        "precision": resolved_precision,
+        "precision": precision,
     }
     write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     write_text(out / "summary.md", markdown_summary(summary, before, after))
-    return processes.share(summary)
+    return summary
 
 
 def release_memory() -> None:
@@ -350,50 +373,6 @@ def release_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):  # not glibc
         pass
-
-
-def peak_rss_gb() -> dict[str, float]:
-    """Peak resident memory so far, in GB (10^9 bytes): this process's and its largest finished child's (Linux
-    reports ``ru_maxrss`` in KiB)."""
-    return {
-        "process": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9, 2),
-        "largest_child": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 / 1e9, 2),
-    }
-
-
-def sft_title(from_scratch: bool) -> str:
-    """The SFT panel's title: this demo's own SFT stage, or the shipped warm start's recorded one (not run now)."""
-    if from_scratch:
-        return "SFT stage of this run (--from-scratch): training loss"
-    return "the shipped warm start's SFT loss\n(recorded when it was built; not run by this demo)"
-
-
-def headline_points(before: dict[str, Any], after: dict[str, Any], steps: int) -> list:
-    """The before/after evals (the summary's figures, on more puzzles than the curve) as the plot's headline markers."""
-    from .plotting import Headline
-
-    points = []
-    for step, name, report in ((0, "before RL", before), (steps, "after RL", after)):
-        overall, k = report["overall"], report["samples"]
-        passk = (k, overall[f"pass@{k}"]) if k > 1 and f"pass@{k}" in overall else None
-        label = f"{name}, {overall['n_puzzles']} puzzles x {k}"
-        points.append(Headline(step, label, overall["pass@1"], tuple(overall["pass@1_ci95"]), passk))
-    return points
-
-
-def rl_gain(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """The RL stage's pass@1 gain: after - before with a paired bootstrap CI over puzzles (the same puzzles, each
-    scored by its fraction of correct samples), and whether the two models' own 95 % CIs overlap."""
-    import numpy as np
-
-    from ..evaluation.statistics import paired_bootstrap_diff
-
-    def scores(report: dict[str, Any]) -> np.ndarray:
-        return np.array([np.mean(p["correct"]) for p in report["puzzles"]])
-
-    diff, low, high, _ = paired_bootstrap_diff({0: scores(after)}, {0: scores(before)})
-    overlap = after["overall"]["pass@1_ci95"][0] <= before["overall"]["pass@1_ci95"][1]
-    return {"pass@1": diff, "pass@1_ci95": [low, high], "cis_overlap": bool(overlap)}
 
 
 def markdown_summary(summary: dict[str, Any], before: dict[str, Any], after: dict[str, Any]) -> str:

@@ -217,6 +217,12 @@ class RunConfig:
         return int(steps if steps is not None else trainer_fields(get_learner(self.learner))["max_steps"])
 
 
+def section_settings(section: str, **values: Any) -> dict[str, Any]:
+    """``{"section.key": value}`` for each keyword whose value is not ``None``: a layer of settings in the grammar of
+    ``--set`` (and of :meth:`RunConfig.load`'s ``flags``), with each key written once as a Python name."""
+    return {f"{section}.{key}": value for key, value in values.items() if value is not None}
+
+
 def assign_all(mapping: dict[str, Any], settings: Mapping[str, Any]) -> None:
     """Each ``{"section.key": value}`` of ``settings`` into ``mapping`` (:func:`~learners.pipeline.runs.config.assign`);
     one line naming the key when a part of its path is not a section. An empty mapping names a section: it creates
