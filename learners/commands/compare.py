@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from ..pipeline.compare import run_compare
-from ..pipeline.compare.settings import EVAL_SAMPLES, EVAL_SET, FULL, QUICK, CompareSettings, default_learners
+from ..pipeline.compare.settings import EVAL_SET, FULL, QUICK, CompareSettings, default_learners
+from ..pipeline.evaluation.protocol import EVAL_SAMPLES
 from . import add_precision_option
 
 HELP = "run learners side by side from one warm start: CSV, summary, curves"

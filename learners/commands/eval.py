@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from ..pipeline.evaluation.eval_models import BACKENDS, VLLM_FROM_PARAMETERS
+from ..pipeline.evaluation.protocol import EVAL_TEMPERATURE
 from . import add_precision_option
 
 HELP = "pass@1/pass@k with CIs of a checkpoint on a split; JSON report"
@@ -34,7 +35,9 @@ def add_arguments(parser) -> None:
         f"{LARGE_DEFAULTS['samples']} for a model of {LARGE_FROM // 10**6} M parameters or more (smollm2-135m)",
     )
     parser.add_argument("--k", type=int, action="append", help="extra k for pass@k (default: 1 and --samples)")
-    parser.add_argument("--temperature", type=float, default=0.8, help="sampling temperature (0: greedy, --samples 1)")
+    parser.add_argument(
+        "--temperature", type=float, default=EVAL_TEMPERATURE, help="sampling temperature (0: greedy, --samples 1)"
+    )
     parser.add_argument(
         "--max-new-tokens",
         type=int,

@@ -12,7 +12,8 @@ import numpy as np
 
 from countdown_env.helpers.atomic import write_bytes
 
-from .settings import EVAL_SET, EVAL_TEMPERATURE, default_learners
+from ..evaluation.protocol import EVAL_TEMPERATURE
+from .settings import EVAL_SET, default_learners
 
 
 def plot_curves(rows: Sequence[Mapping[str, Any]], path: str | Path, learners: Sequence[str], title: str = "") -> Path:

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..evaluation.protocol import EVAL_SAMPLES, EVAL_TEMPERATURE
+
 BASELINE = "grpo"
 EVAL_SET = "tiny_n3"
 
@@ -22,8 +24,6 @@ def default_learners() -> tuple[str, ...]:
     chosen = [name for name, spec in LEARNERS.items() if spec.compare_default]
     return tuple(sorted(chosen, key=lambda name: name != BASELINE))
 
-EVAL_SAMPLES = 4  # the default of --eval-samples
-EVAL_TEMPERATURE = 0.8
 SETTINGS_FILE = "compare.json"
 
 # The settings every learner shares (a learner's registry defaults win over these where they overlap; --set wins

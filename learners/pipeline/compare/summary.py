@@ -13,12 +13,13 @@ import numpy as np
 
 from countdown_env.helpers.jsonl import records_path
 
+from ..evaluation.protocol import EVAL_TEMPERATURE
 from ..evaluation.statistics import bootstrap_ci, mean_ci, paired_bootstrap_diff, paired_seed_diff, puzzle_scores
 from ..machine import machine_lines
 from .engagement import engagement_markdown
 from .results import CUMULATIVE_COLUMNS
 from .runs import run_name
-from .settings import BASELINE, COMMON_TRAINER, EVAL_SET, EVAL_TEMPERATURE, CompareSettings
+from .settings import BASELINE, COMMON_TRAINER, EVAL_SET, CompareSettings
 
 
 def _cell(mean: float, low: float, high: float, digits: int = 3) -> str:

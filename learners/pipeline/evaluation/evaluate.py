@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .protocol import EVAL_SAMPLES, EVAL_TEMPERATURE
 from .statistics import bootstrap_ci, pass_at_k
 
 
@@ -113,8 +114,8 @@ def evaluate(
     *,
     task=None,
     template: str | None = None,
-    samples: int = 4,
-    temperature: float = 0.8,
+    samples: int = EVAL_SAMPLES,
+    temperature: float = EVAL_TEMPERATURE,
     max_new_tokens: int = 768,
     seed: int = 0,
     ks: Sequence[int] | None = None,

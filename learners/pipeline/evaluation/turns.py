@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from .protocol import EVAL_SAMPLES, EVAL_TEMPERATURE
+
 
 def evaluate_turns(
     sampler,
@@ -29,8 +31,8 @@ def evaluate_turns(
     *,
     task,
     max_turns: int,
-    samples: int = 4,
-    temperature: float = 0.8,
+    samples: int = EVAL_SAMPLES,
+    temperature: float = EVAL_TEMPERATURE,
     max_new_tokens: int = 768,
     seed: int = 0,
     feedback: str | None = None,

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..evaluation.protocol import EVAL_TEMPERATURE
 from ..machine import cpu_line, cpu_record
 
 LEARNER = "grpo"
@@ -292,7 +293,7 @@ def _evaluate(model_dir: Path, name: str, *, out: Path, profile: DemoModel, task
                             precision=precision)  # fmt: skip
     try:
         report = evaluate(sampler, tokenizer, eval_rows, keep_completions=2, per_puzzle=True, seed=0, task=task,
-                          samples=settings["samples"], temperature=0.8,
+                          samples=settings["samples"], temperature=EVAL_TEMPERATURE,
                           max_new_tokens=settings["max_new_tokens"])  # fmt: skip
     finally:
         getattr(sampler, "close", lambda: None)()  # a vLLM engine's memory is freed before the next stage

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..evaluation.protocol import EVAL_SAMPLES, EVAL_TEMPERATURE
 from .config import apply_overrides, assign, check_sections, load_config
 
 
@@ -46,8 +47,8 @@ class EvalSection:
     (pass@1 with its 95 % interval over puzzles, logged as ``eval_pass@1``)."""
 
     every: int = 0
-    samples: int = 4
-    temperature: float = 0.8
+    samples: int = EVAL_SAMPLES
+    temperature: float = EVAL_TEMPERATURE
     max_new_tokens: int = 768
     limit: int | None = None
     seed: int = 0

@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..evaluation.protocol import EVAL_TEMPERATURE
+
 EVAL_SET = "tiny_n3"
 
 
@@ -74,13 +76,14 @@ def _sampled_figures(sampler, tokenizer, task, rows, *, groups: int, eval_set: s
     from ..evaluation.evaluate import evaluate
 
     common = dict(task=task, max_new_tokens=max_new_tokens, seed=0)
-    sampled = evaluate(sampler, tokenizer, rows, samples=4, temperature=0.8, per_puzzle=True,
+    sampled = evaluate(sampler, tokenizer, rows, samples=4, temperature=EVAL_TEMPERATURE, per_puzzle=True,
                        keep_completions=keep_completions, **common)  # fmt: skip
     greedy = evaluate(sampler, tokenizer, rows, samples=1, temperature=0.0, **common)["overall"]
     overall = sampled["overall"]
     log(f"pass@1 (T=0.8) {overall['pass@1']:.3f} {overall['pass@1_ci95']}, greedy {greedy['pass@1']:.3f}")
     group_rows = [{"numbers": list(p.numbers), "target": p.target} for p in group_puzzles(task, groups, eval_set)]
-    grouped = evaluate(sampler, tokenizer, group_rows, samples=8, temperature=0.8, per_puzzle=True, **common)
+    grouped = evaluate(sampler, tokenizer, group_rows, samples=8, temperature=EVAL_TEMPERATURE, per_puzzle=True,
+                       **common)  # fmt: skip
     return {"sampled": sampled, "greedy": greedy, "grouped": grouped}
 
 
@@ -98,7 +101,8 @@ def _entropy_and_texts(model_dir, tokenizer, task, rows, *, entropy_puzzles: int
     puzzles = [Puzzle.from_dict(r) for r in rows[:entropy_puzzles]]
     completions: list[list[int]] = []
     entropy = policy_entropy(
-        model, tokenizer, task, puzzles, temperature=0.8, max_new_tokens=max_new_tokens, completions=completions
+        model, tokenizer, task, puzzles, temperature=EVAL_TEMPERATURE, max_new_tokens=max_new_tokens,
+        completions=completions,
     )
     return entropy, [tokenizer.decode(ids, skip_special_tokens=True) for ids in completions]
 
