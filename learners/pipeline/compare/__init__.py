@@ -223,33 +223,75 @@ def run_compare(
 
 
 def _run_compare(settings: CompareSettings, out: Path, *, resume: bool, overwrite: bool, progress_bars) -> dict:
-    from countdown_env.helpers.jsonl import write_jsonl
+    """:func:`run_compare` under its claim: the model, task and eval rows; each (learner, seed) run in order (a failing
+    run is reported and the others go on); then the reports."""
     from countdown_env.splits.eval_sets import load_eval_set
 
     from ..data import model_task
-    from ..models import resolve_model
     from ..models.tokenizer_io import load_tokenizer
     from ..runs.processes import run_processes
 
     out = Path(out)
     processes = run_processes()  # several: the main process writes DIR and decides; the others train beside it
     processes.decide(lambda: prepare_dir(out, settings, resume=resume, overwrite=overwrite))
+    model, random_model = _comparison_model(settings, out, processes)
+    task = model_task(model) or tiny_task()
+    eval_rows = load_eval_set(EVAL_SET, as_dataset=False)[: settings.eval_limit or None]
+    all_rows: dict[tuple[str, int], list[dict]] = {}
+    runs = [(learner, seed) for seed in settings.seeds for learner in settings.learners]
+
+    def rewrite_results() -> None:
+        if processes.is_main:
+            ordered = [row for key in runs for row in all_rows.get(key, [])]
+            write_text(out / "results.csv", rows_to_csv(ordered, settings.eval_samples))
+
+    progress = Progress(len(runs), bars=progress_bars, quiet=not processes.is_main)
+    comparison = Comparison(settings=settings, out=out, model=model, task=task, tokenizer=load_tokenizer(model),
+                            eval_rows=eval_rows, train_puzzles=_train_rows(settings, out, task, processes),
+                            progress=progress, on_row=rewrite_results, rows=all_rows)  # fmt: skip
+    failures: dict[tuple[str, int], str] = {}
+    skipped = 0
+    quiet_libraries()
+    for learner, seed in runs:
+        outcome = _run_one(learner, seed, comparison, runs, resume, processes)
+        if outcome == "skipped":
+            skipped += 1
+            continue
+        if outcome is not None:
+            failures[(learner, seed)] = outcome
+        rewrite_results()
+    # as the user named it ("warm-start" for the shipped one): no absolute path of this machine in the summary
+    info = dict(model=settings.model or "warm-start", random_model=random_model, task=task.to_dict(),
+                eval_puzzles=len(eval_rows))  # fmt: skip
+
+    def write_reports() -> dict:
+        rewrite_results()
+        return _write_reports(out, settings, runs, all_rows, failures, skipped, info)
+
+    return processes.decide(write_reports)  # the main process writes; every process returns the result
+
+
+def _comparison_model(settings: CompareSettings, out: Path, processes) -> tuple[Path, bool]:
+    """The model every run starts from (``--model``, else the shipped warm start, else a random tiny model written
+    into ``out``) and whether it is that random one."""
+    from ..models import resolve_model
+
     random_model = settings.model is None and not has_shipped_warm_start()
-    if settings.model:
-        model = Path(resolve_model(settings.model))
-    else:
-        model = processes.decide(lambda: default_warm_start(out))
+    model = Path(resolve_model(settings.model)) if settings.model else processes.decide(lambda: default_warm_start(out))
     if not (model / "config.json").is_file():
         raise FileNotFoundError(f"--model {model}: no config.json (give a checkpoint folder)")
-    task = model_task(model) or tiny_task()
-    tokenizer = load_tokenizer(model)
-    eval_rows = load_eval_set(EVAL_SET, as_dataset=False)
-    if settings.eval_limit:
-        eval_rows = eval_rows[: settings.eval_limit]
-    exclude = eval_puzzles()
-    train_cache: dict[int, list] = {}
+    return model, random_model
 
-    def build_train_rows(seed: int):
+
+def _train_rows(settings: CompareSettings, out: Path, task, processes):
+    """A function of the seed giving its training puzzles (``--train-file`` drawn by the seed, else a split of
+    ``task``), built once per seed by the main process and written to ``out/data/train-sSEED.jsonl``."""
+    from countdown_env.helpers.jsonl import write_jsonl
+
+    exclude = eval_puzzles()
+    cache: dict[int, list] = {}
+
+    def build(seed: int):
         if settings.train_file:
             puzzles = train_file_puzzles(settings.train_file, settings.train_size, seed, exclude)
         else:
@@ -261,80 +303,56 @@ def _run_compare(settings: CompareSettings, out: Path, *, resume: bool, overwrit
             write_jsonl([{"numbers": list(p.numbers), "target": p.target} for p in puzzles], path)
         return puzzles
 
-    def train_rows(seed: int):
-        if seed not in train_cache:
-            train_cache[seed] = processes.decide(lambda: build_train_rows(seed))
-        return train_cache[seed]
+    def rows(seed: int):
+        if seed not in cache:
+            cache[seed] = processes.decide(lambda: build(seed))
+        return cache[seed]
 
-    all_rows: dict[tuple[str, int], list[dict]] = {}
-    runs = [(learner, seed) for seed in settings.seeds for learner in settings.learners]
+    return rows
 
-    def rewrite_results() -> None:
+
+def _run_one(learner: str, seed: int, comparison: Comparison, runs: list, resume: bool, processes) -> str | None:
+    """Train one (learner, seed) run: ``None`` when it finished, ``"skipped"`` when a resumed comparison had
+    finished it before, else the traceback of its failure (also written to its ``ERROR``)."""
+    out, progress = comparison.out, comparison.progress
+    run_dir = out / "runs" / run_name(learner, seed)
+    if resume and processes.decide(lambda: (run_dir / "DONE").is_file()):
         if processes.is_main:
-            ordered = [row for key in runs for row in all_rows.get(key, [])]
-            write_text(out / "results.csv", rows_to_csv(ordered, settings.eval_samples))
+            comparison.rows[(learner, seed)] = read_rows(run_dir / "rows.csv")
+        progress.index += 1
+        progress.note(f"[{progress.index}/{progress.total}] {learner} seed {seed}: done before, skipped")
+        return "skipped"
+    started = time.perf_counter()
+    try:
+        record = train_one(learner, seed, comparison, resume)
+    except Exception:  # noqa: BLE001 - a failing run is reported and the others go on
+        if processes.several:
+            raise  # the other processes are inside this run's collectives: they cannot go on to the next one
+        error = traceback.format_exc()
+        write_text(run_dir / "ERROR", error)
+        if progress.index < runs.index((learner, seed)) + 1:
+            progress.index = runs.index((learner, seed)) + 1
+            progress.label = f"[{progress.index}/{progress.total}] {learner} seed {seed}"
+        progress.finish(f"FAILED: {error.strip().splitlines()[-1]}")
+        return error
+    progress.finish(f"done: pass@1 {record['pass@1']:.3f}, {record['wall_seconds']:.1f} s training, "
+                    f"{time.perf_counter() - started:.1f} s with evals")  # fmt: skip
+    return None
 
-    progress = Progress(len(runs), bars=progress_bars, quiet=not processes.is_main)
-    comparison = Comparison(
-        settings=settings,
-        out=out,
-        model=model,
-        task=task,
-        tokenizer=tokenizer,
-        eval_rows=eval_rows,
-        train_puzzles=train_rows,
-        progress=progress,
-        on_row=rewrite_results,
-        rows=all_rows,
-    )
-    failures: dict[tuple[str, int], str] = {}
-    skipped = 0
-    quiet_libraries()
-    for learner, seed in runs:
-        run_dir = out / "runs" / run_name(learner, seed)
-        if resume and processes.decide(lambda: (run_dir / "DONE").is_file()):  # noqa: B023 - called at once
-            if processes.is_main:
-                all_rows[(learner, seed)] = read_rows(run_dir / "rows.csv")
-            skipped += 1
-            progress.index += 1
-            progress.note(f"[{progress.index}/{progress.total}] {learner} seed {seed}: done before, skipped")
-            continue
-        started = time.perf_counter()
-        try:
-            record = train_one(learner, seed, comparison, resume)
-        except Exception:  # noqa: BLE001 - a failing run is reported and the others go on
-            if processes.several:
-                raise  # the other processes are inside this run's collectives: they cannot go on to the next one
-            error = traceback.format_exc()
-            failures[(learner, seed)] = error
-            write_text(run_dir / "ERROR", error)
-            if progress.index < runs.index((learner, seed)) + 1:
-                progress.index = runs.index((learner, seed)) + 1
-                progress.label = f"[{progress.index}/{progress.total}] {learner} seed {seed}"
-            progress.finish(f"FAILED: {error.strip().splitlines()[-1]}")
-        else:
-            progress.finish(
-                f"done: pass@1 {record['pass@1']:.3f}, {record['wall_seconds']:.1f} s training, "
-                f"{time.perf_counter() - started:.1f} s with evals"
-            )
-        rewrite_results()
 
-    def write_reports() -> dict:  # results.csv, summary.md, engagement.csv, curves.png; the comparison's result
-        rows = [row for key in runs for row in all_rows.get(key, [])]
-        rewrite_results()
-        # as the user named it ("warm-start" for the shipped one): no absolute path of this machine in the summary
-        info = dict(model=settings.model or "warm-start", random_model=random_model, task=task.to_dict(),
-                    eval_puzzles=len(eval_rows))  # fmt: skip
-        engagement = engagement_rows({key: out / "runs" / run_name(*key) for key in runs})  # read the histories once
-        write_text(out / "summary.md", summary_markdown(out, settings, rows, failures, info, engagement))
-        write_text(out / "engagement.csv", engagement_csv(engagement))
-        plot_curves(rows, out / "curves.png", settings.learners)
-        return {
-            "out": str(out),
-            "finished": len(runs) - len(failures),
-            "skipped": skipped,
-            "failures": {run_name(*key): text.strip().splitlines()[-1] for key, text in failures.items()},
-            "prompt_digest_mismatches": prompt_digest_mismatches(out, settings),
-        }
-
-    return processes.decide(write_reports)  # the main process writes; every process returns the result
+def _write_reports(out: Path, settings: CompareSettings, runs: list, all_rows: dict, failures: dict, skipped: int,
+                   info: dict) -> dict:  # fmt: skip
+    """``summary.md``, ``engagement.csv`` and ``curves.png`` (``results.csv`` is rewritten as runs finish); returns
+    the comparison's result."""
+    rows = [row for key in runs for row in all_rows.get(key, [])]
+    engagement = engagement_rows({key: out / "runs" / run_name(*key) for key in runs})  # read the histories once
+    write_text(out / "summary.md", summary_markdown(out, settings, rows, failures, info, engagement))
+    write_text(out / "engagement.csv", engagement_csv(engagement))
+    plot_curves(rows, out / "curves.png", settings.learners)
+    return {
+        "out": str(out),
+        "finished": len(runs) - len(failures),
+        "skipped": skipped,
+        "failures": {run_name(*key): text.strip().splitlines()[-1] for key, text in failures.items()},
+        "prompt_digest_mismatches": prompt_digest_mismatches(out, settings),
+    }
