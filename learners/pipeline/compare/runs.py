@@ -157,8 +157,6 @@ def _make_callbacks(run, comparison: Comparison, run_state: RunState, learner: s
 
 def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> dict:
     """Train and evaluate one (learner, seed) run in ``DIR/runs/NAME``; returns its ``DONE`` record."""
-    from transformers import PrinterCallback
-
     from ..data import prompt_dataset
     from ..runs.driver import learner_config, make_trainer, write_run_record
     from ..runs.processes import run_processes
@@ -191,17 +189,33 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
         wrap=instrumented,
         peft_config=run.lora.peft_config() if run.lora is not None else None,
     )
-    # the model as the user named it ("warm-start" for the shipped one) and the data inside the comparison's folder:
-    # no absolute path of this machine in the record
+    if processes.is_main:
+        write_run_record(run_dir, _run_record(run, learner, train_file, comparison))
+    _attach(trainer, run, comparison, run_state, learner, seed, run_dir)
+    final_step, log_history = _train_to_end(trainer, checkpoint, settings.steps, run_state)
+    if final_step != settings.steps:
+        raise RuntimeError(f"training stopped at step {final_step} of {settings.steps}")
+    # the main process writes the run's last files; every process returns the DONE record
+    return processes.decide(lambda: _finish(run_dir, learner, seed, final_step, log_history, run_state, run, settings))
+
+
+def _run_record(run, learner: str, train_file: Path, comparison: Comparison) -> dict:
+    """The run's ``resolved_config.json``: its settings, precision, CPU and library versions; the model as the user
+    named it ("warm-start" for the shipped one) and the data inside the comparison's folder, so that no absolute path
+    of this machine is in the record."""
     from ..machine import library_versions
     from ..precision import precision_record
 
-    record = {"learner": learner, **run.to_mapping(), **precision_record(run.precision, run.resolved_precision),
-              "versions": library_versions(),
-              "model": settings.model or "warm-start",
-              "data": {"train": train_file.relative_to(comparison.out).as_posix()}}  # fmt: skip
-    if processes.is_main:
-        write_run_record(run_dir, record)
+    return {"learner": learner, **run.to_mapping(), **precision_record(run.precision, run.resolved_precision),
+            "versions": library_versions(), "model": comparison.settings.model or "warm-start",
+            "data": {"train": train_file.relative_to(comparison.out).as_posix()}}  # fmt: skip
+
+
+def _attach(trainer, run, comparison: Comparison, run_state: RunState, learner: str, seed: int, run_dir: Path) -> None:
+    """The comparison's callbacks (step timer, evals) and the checkpoint writer of the run's counters and eval rows
+    (inside each checkpoint's manifest), in place of TRL's printer."""
+    from transformers import PrinterCallback
+
     trainer.compare_tally = run_state.tally
     trainer.remove_callback(PrinterCallback)
     timer, evals = _make_callbacks(run, comparison, run_state, learner, seed, run_dir)
@@ -209,45 +223,46 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
     trainer.add_callback(evals)
     evals.trainer = trainer
 
-    def snapshot(folder: Path) -> None:  # the counters and eval rows up to this checkpoint, inside its manifest
+    def snapshot(folder: Path) -> None:
         write_text(folder / STATE_FILE, json.dumps(run_state.to_dict(), indent=1) + "\n")
 
     trainer.checkpoint_writers.append(snapshot)
-    finished = checkpoint is not None and checkpoint_step(checkpoint) >= settings.steps
+
+
+def _train_to_end(trainer, checkpoint: Path | None, steps: int, run_state: RunState) -> tuple[int, list]:
+    """``(final step, log history)`` after training from ``checkpoint`` (or the start) to ``steps``; a run killed
+    after its last checkpoint and eval, before ``DONE``, is not trained again (TRL would train one step more)."""
     try:
-        if finished and settings.steps in run_state.evaluated:
-            # killed after the last checkpoint, before DONE: nothing left to train (TRL would train one step more)
+        if checkpoint is not None and checkpoint_step(checkpoint) >= steps and steps in run_state.evaluated:
             log_history = json.loads((checkpoint / "trainer_state.json").read_text())["log_history"]
-            final_step = checkpoint_step(checkpoint)
-        else:
-            trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-            final_step, log_history = trainer.state.global_step, trainer.state.log_history
+            return checkpoint_step(checkpoint), log_history
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        return trainer.state.global_step, trainer.state.log_history
     finally:
         trainer.release_generation_engine()  # --vllm: each run's engine kept its KV cache until the process ended
-    if final_step != settings.steps:
-        raise RuntimeError(f"training stopped at step {final_step} of {settings.steps}")
 
-    def finish() -> dict:  # the run's last files: final eval, log history, DONE (checkpoints removed unless kept)
-        write_bytes(run_dir / "final_eval.jsonl", (run_dir / "evals" / f"step-{final_step}.jsonl").read_bytes())
-        write_text(run_dir / "log_history.json", json.dumps(log_history, indent=1) + "\n")
-        final = run_state.rows[-1]
-        done = {
-            "learner": learner,
-            "seed": seed,
-            "steps": final_step,
-            "pass@1": final["pass@1"],
-            f"pass@{settings.eval_samples}": final[f"pass@{settings.eval_samples}"],
-            "wall_seconds": run_state.tally.wall_seconds,
-            "prompt_digest": run_state.tally.prompt_digest,
-            "config": dict(run.trainer),
-        }
-        if not settings.keep_checkpoints:
-            for folder in checkpoints(run_dir):
-                shutil.rmtree(folder, ignore_errors=True)
-        write_text(run_dir / "DONE", json.dumps(done, indent=2, default=str) + "\n")
-        return done
 
-    return processes.decide(finish)  # the main process writes them; every process returns the DONE record
+def _finish(run_dir: Path, learner: str, seed: int, final_step: int, log_history: list, run_state: RunState, run,
+            settings: CompareSettings) -> dict:  # fmt: skip
+    """The run's last files: its final eval, log history and ``DONE`` (checkpoints removed unless kept)."""
+    write_bytes(run_dir / "final_eval.jsonl", (run_dir / "evals" / f"step-{final_step}.jsonl").read_bytes())
+    write_text(run_dir / "log_history.json", json.dumps(log_history, indent=1) + "\n")
+    final = run_state.rows[-1]
+    done = {
+        "learner": learner,
+        "seed": seed,
+        "steps": final_step,
+        "pass@1": final["pass@1"],
+        f"pass@{settings.eval_samples}": final[f"pass@{settings.eval_samples}"],
+        "wall_seconds": run_state.tally.wall_seconds,
+        "prompt_digest": run_state.tally.prompt_digest,
+        "config": dict(run.trainer),
+    }
+    if not settings.keep_checkpoints:
+        for folder in checkpoints(run_dir):
+            shutil.rmtree(folder, ignore_errors=True)
+    write_text(run_dir / "DONE", json.dumps(done, indent=2, default=str) + "\n")
+    return done
 
 
 def _prepare_run_dir(run_dir: Path, resume: bool, eval_samples: int) -> tuple[Path | None, list[str], RunState]:
