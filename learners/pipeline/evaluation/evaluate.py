@@ -157,25 +157,7 @@ def evaluate(
     trajectories = score_trajectories(
         flat_puzzles, flat_ids, tokenizer, reward_config=task.reward_config, max_new_tokens=max_new_tokens
     )
-    results: dict[int, list[PuzzleResult]] = {}
-    by_difficulty: dict[str, list[PuzzleResult]] = {}
-    in_order: list[PuzzleResult] = []
-    for i, puzzle in enumerate(puzzles):
-        own = trajectories[i * samples : (i + 1) * samples]
-        result = PuzzleResult(
-            numbers=list(puzzle.numbers),
-            target=puzzle.target,
-            correct=[bool(t.verification.correct) and not t.truncated for t in own],
-            format_ok=[bool(t.format_ok) for t in own],
-            truncated=[bool(t.truncated) for t in own],
-            lengths=[len(t.completion_ids) for t in own],
-            completions=[t.completion_text for t in own[:keep_completions]],
-        )
-        results.setdefault(puzzle.n_numbers, []).append(result)
-        if rows[i].get("difficulty"):
-            by_difficulty.setdefault(str(rows[i]["difficulty"]), []).append(result)
-        in_order.append(result)
-    every = [r for group in results.values() for r in group]
+    in_order = puzzle_results(puzzles, trajectories, samples, keep_completions)
     generated_tokens = sum(len(c) for c in flat_ids)
     report = {
         "samples": samples,
@@ -185,11 +167,7 @@ def evaluate(
         "template": task.template,
         "task": task.to_dict(),
         "backend": getattr(sampler, "name", type(sampler).__name__),
-        "overall": summarize(every, ks, seed=seed),
-        "by_n_numbers": {str(n): summarize(group, ks, seed=seed) for n, group in sorted(results.items())},
-        "by_difficulty": {
-            name: summarize(by_difficulty[name], ks, seed=seed) for name in _difficulty_order(by_difficulty)
-        },
+        **grouped_summaries(in_order, [row.get("difficulty") for row in rows], ks, seed=seed),
         "generation_seconds": gen_seconds,
         "generated_tokens_per_second": generated_tokens / gen_seconds if gen_seconds > 0 else None,
     }
@@ -200,11 +178,51 @@ def evaluate(
             for r in in_order
         ]  # fmt: skip
     if keep_completions:
+        sizes = dict.fromkeys(len(r.numbers) for r in in_order)  # grouped by size in first-seen order, as before
+        every = [r for n in sizes for r in in_order if len(r.numbers) == n]
         report["examples"] = [
             {"numbers": r.numbers, "target": r.target, "completions": r.completions, "correct": r.correct}
             for r in every[:8]
         ]
     return report
+
+
+def puzzle_results(puzzles, trajectories, samples: int, keep_completions: int = 0) -> list[PuzzleResult]:
+    """One :class:`PuzzleResult` per puzzle, in order, from its ``samples`` scored trajectories (consecutive in
+    ``trajectories``): a sample is correct when verified and not cut at the budget."""
+    results = []
+    for i, puzzle in enumerate(puzzles):
+        own = trajectories[i * samples : (i + 1) * samples]
+        results.append(PuzzleResult(
+            numbers=list(puzzle.numbers),
+            target=puzzle.target,
+            correct=[bool(t.verification.correct) and not t.truncated for t in own],
+            format_ok=[bool(t.format_ok) for t in own],
+            truncated=[bool(t.truncated) for t in own],
+            lengths=[len(t.completion_ids) for t in own],
+            completions=[t.completion_text for t in own[:keep_completions]],
+        ))  # fmt: skip
+    return results
+
+
+def grouped_summaries(results: Sequence[PuzzleResult], difficulties: Sequence[str | None], ks: Sequence[int], *,
+                      seed: int = 0) -> dict[str, Any]:  # fmt: skip
+    """``overall``, ``by_n_numbers`` and ``by_difficulty`` (rows whose ``difficulty`` is set, in
+    :data:`DIFFICULTY_ORDER`) summaries of ``results`` (:func:`summarize`)."""
+    by_size: dict[int, list[PuzzleResult]] = {}
+    by_difficulty: dict[str, list[PuzzleResult]] = {}
+    for result, difficulty in zip(results, difficulties, strict=True):
+        by_size.setdefault(len(result.numbers), []).append(result)
+        if difficulty:
+            by_difficulty.setdefault(str(difficulty), []).append(result)
+    every = [r for group in by_size.values() for r in group]
+    return {
+        "overall": summarize(every, ks, seed=seed),
+        "by_n_numbers": {str(n): summarize(group, ks, seed=seed) for n, group in sorted(by_size.items())},
+        "by_difficulty": {
+            name: summarize(by_difficulty[name], ks, seed=seed) for name in _difficulty_order(by_difficulty)
+        },
+    }
 
 
 DIFFICULTY_ORDER = ("easy", "medium", "hard", "unsolvable")
