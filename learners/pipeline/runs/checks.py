@@ -12,8 +12,9 @@ from typing import Any
 from countdown_env.helpers.keys import refuse_unknown
 
 from ..models import check_model
-from .config import ASYNC_KEYS, DATA_KEYS, EVAL_KEYS, LORA_KEYS, SECTIONS
+from .config import SECTIONS
 from .lora import lora_section_config
+from .sections import ASYNC_KEYS, DATA_KEYS, EVAL_KEYS, LORA_KEYS
 
 TRACKER_EXTRAS = {"tensorboard": ("tensorboard", "tensorboard"), "wandb": ("wandb", None)}
 """``report_to`` value -> (module to import, the project's extra that installs it or ``None``)."""

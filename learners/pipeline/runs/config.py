@@ -205,15 +205,6 @@ def _read_bounded(path: Path) -> str:
 RESOLVED_CONFIG = "resolved_config.json"
 """Written into every run folder: the learner and the config as trained (preset, YAML and ``--set`` applied)."""
 
-DATA_KEYS = ("train", "eval", "train_size", "eval_size")
-EVAL_KEYS = ("every", "samples", "temperature", "max_new_tokens", "limit", "seed", "batch_size")
-ASYNC_KEYS = ("max_staleness",)
-"""``async:`` section: generate the next steps' completions while the trainer updates, at most ``max_staleness``
-policy versions behind (:mod:`learners.core.async_rollouts`)."""
-LORA_KEYS = ("rank", "targets", "alpha")
-"""``lora:`` section: train a LoRA adapter of ``rank`` on ``targets`` (``attention``, ``all-linear`` or a list of
-module names), ``alpha`` (default ``2 rank``) instead of every weight
-(:func:`learners.pipeline.runs.lora.lora_config`)."""
 
 
 def apply_overrides(config: dict[str, Any], overrides: list[str]) -> dict[str, Any]:

@@ -29,7 +29,8 @@ from typing import Any
 from ..models import resolve_model
 from .config import CPU_SETTINGS, RESOLVED_CONFIG
 from .record import check_resume, identity_writer, merged_record, run_record
-from .run_config import DataSection, RunConfig
+from .run_config import RunConfig
+from .sections import DataSection
 
 
 def load_data(data: DataSection, task, work_dir: Path) -> tuple[list[dict], list[dict]]:

@@ -8,11 +8,11 @@ every check that needs no model weights, one line per problem). The learner's ow
 stay a mapping until the run builds the learner's config class from them (:func:`learners.pipeline.runs.driver.
 learner_config`), where TRL's own checks run: that class is their type.
 
-Sections (the YAML keys, :mod:`learners.pipeline.runs.config`): ``model``, ``tiny``, ``task``, ``data``
-(:class:`DataSection`), ``eval`` (:class:`EvalSection`), ``trainer``, ``curriculum``, ``rollouts``, ``lora``
-(:class:`LoraSection`), ``async`` (:class:`AsyncSection`). :meth:`RunConfig.to_mapping` gives them back in the YAML's
-shape, every default written out; the run folder records that (``resolved_config.json``), so that a run can be redone
-from its folder.
+Sections (the YAML keys, :mod:`learners.pipeline.runs.config`; the typed ones declared in :mod:`.sections`):
+``model``, ``tiny``, ``task``, ``data`` (:class:`DataSection`), ``eval`` (:class:`EvalSection`), ``trainer``,
+``curriculum``, ``rollouts``, ``lora`` (:class:`LoraSection`), ``async`` (:class:`AsyncSection`).
+:meth:`RunConfig.to_mapping` gives them back in the YAML's shape, every default written out; the run folder records
+that (``resolved_config.json``), so that a run can be redone from its folder.
 """
 
 from __future__ import annotations
@@ -24,59 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..evaluation.protocol import EVAL_SAMPLES, EVAL_TEMPERATURE
 from .config import apply_overrides, assign, check_sections, load_config
-
-
-@dataclass(frozen=True)
-class DataSection:
-    """``data:``: split files (``train``, optional ``eval``), or a split of the task built now (``train_size`` puzzles,
-    ``eval_size`` disjoint ones); with a ``curriculum`` the training prompts come from it and ``data`` gives the eval
-    rows only."""
-
-    train: str | None = None
-    eval: str | None = None
-    train_size: int | None = None
-    eval_size: int = 0
-
-
-@dataclass(frozen=True)
-class EvalSection:
-    """``eval:``: evaluate the policy every ``every`` steps (0: never), at step 0 and at the end, on the first ``limit``
-    eval rows (all when ``None``): ``samples`` completions per puzzle at ``temperature``, up to ``max_new_tokens`` each
-    (pass@1 with its 95 % interval over puzzles, logged as ``eval_pass@1``)."""
-
-    every: int = 0
-    samples: int = EVAL_SAMPLES
-    temperature: float = EVAL_TEMPERATURE
-    max_new_tokens: int = 768
-    limit: int | None = None
-    seed: int = 0
-    batch_size: int = 64
-
-
-@dataclass(frozen=True)
-class LoraSection:
-    """``lora:``: train a LoRA adapter of ``rank`` on ``targets`` (``attention``, ``all-linear`` or module names) with
-    ``alpha`` (default ``2 rank``) instead of every weight; ``final/`` then holds the merged weights."""
-
-    rank: int
-    targets: str | tuple[str, ...] = "attention"
-    alpha: int | None = None
-
-    def peft_config(self):
-        """The ``peft`` ``LoraConfig`` (:func:`learners.pipeline.runs.lora.lora_config`)."""
-        from .lora import lora_config
-
-        return lora_config(self.rank, self.targets, self.alpha)
-
-
-@dataclass(frozen=True)
-class AsyncSection:
-    """``async:``: generation by the colocated vLLM engine runs ahead of the update, its samples at most
-    ``max_staleness`` policy versions old (:mod:`learners.core.async_rollouts`)."""
-
-    max_staleness: int = 1
+from .sections import AsyncSection, DataSection, EvalSection, LoraSection
 
 
 def _section(cls, values: Mapping[str, Any] | None):

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from learners.pipeline.runs.config import find_config
-from learners.pipeline.runs.run_config import AsyncSection, EvalSection, RunConfig
+from learners.pipeline.runs.run_config import RunConfig
+from learners.pipeline.runs.sections import AsyncSection, EvalSection
 
 
 def preset(name: str) -> dict:
