@@ -65,3 +65,14 @@ def test_the_planned_steps_fall_back_to_the_learners_default():
     mapping = RunConfig.load("cpu-tiny").to_mapping()
     del mapping["trainer"]["max_steps"]
     assert RunConfig.from_mapping("grpo", mapping).max_steps == trainer_fields(get_learner("grpo"))["max_steps"]
+
+
+def test_the_accepted_sections_are_the_run_configs_fields():
+    """config.SECTIONS (what a YAML may hold, read before RunConfig is imported) names RunConfig's fields, ``async``
+    for ``async_rollouts``: a field added to one and not the other fails here."""
+    import dataclasses
+
+    from learners.pipeline.runs.config import SECTIONS
+
+    fields = {f.name for f in dataclasses.fields(RunConfig)} - {"learner"}
+    assert set(SECTIONS) == (fields - {"async_rollouts"}) | {"async"}
