@@ -4,11 +4,12 @@ after (:mod:`learners.pipeline.runs.demo`)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
-from ..pipeline.runs.demo import DEFAULTS, DEMO_MODELS, LEARNER, LR_SCHEDULERS, run_demo
+from ..pipeline.runs.demo import DEMO_MODELS, LEARNER, DemoSize, run_demo
 from . import add_precision_option
 
 HELP = "the main job on CPU: RL from a shipped warm start (tiny model or SmolLM2-135M), eval before/after"
@@ -39,26 +40,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the training split and of RL")
     add_precision_option(parser, "the RL run's and the evals' precision (default: the preset's, auto)", None)
     parser.add_argument("--no-progress", action="store_true", help="no progress bars (shown when stderr is a terminal)")
-    for key, value in DEFAULTS.items():
-        flag = f"--{key.replace('_', '-')}"
-        defaults = "default " + ", ".join(f"{name} {model.defaults[key]}" for name, model in DEMO_MODELS.items())
-        if isinstance(value, str):
-            parser.add_argument(flag, choices=LR_SCHEDULERS, default=None, help=defaults)
-        else:
-            kind = float if isinstance(value, float) else int
-            parser.add_argument(flag, type=kind, default=None, help=defaults)
+    kinds = {"int": int, "float": float, "str": str}
+    for item in dataclasses.fields(DemoSize):  # one flag per size, its type and help read from the field
+        defaults = ", ".join(f"{name} {getattr(model.defaults, item.name)}" for name, model in DEMO_MODELS.items())
+        parser.add_argument(f"--{item.name.replace('_', '-')}", type=kinds[str(item.type)], default=None,
+                            choices=item.metadata.get("choices"),
+                            help=f"{item.metadata['help']} (default {defaults})")  # fmt: skip
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The model's sizes (``--quick``: its smoke-test ones) with each size flag given on top; checked by
+    :class:`DemoSize` when the demo builds them, before anything is claimed."""
     model = DEMO_MODELS[args.model]
-    settings = dict(model.quick if args.quick else model.defaults)
-    for key in DEFAULTS:
-        value = getattr(args, key, None)
-        if value is not None:
-            if not isinstance(value, str) and value <= 0:
-                raise ValueError(f"--{key.replace('_', '-')} must be > 0")
-            settings[key] = value
-    return settings
+    base = model.quick if args.quick else model.defaults
+    given = {item.name: getattr(args, item.name) for item in dataclasses.fields(DemoSize)}
+    return dataclasses.asdict(base.replace(**{key: value for key, value in given.items() if value is not None}))
 
 
 def run(args: argparse.Namespace) -> int:

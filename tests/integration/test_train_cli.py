@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -162,7 +163,7 @@ def test_demo_pipeline_quick(tmp_path):
     test_warm_start): warm start, data, eval, RL with evals, eval, summary and plot."""
     from learners.pipeline.runs.demo import QUICK, run_demo
 
-    settings = {**QUICK, "max_new_tokens": 12}  # the --quick settings, shorter completions
+    settings = {**dataclasses.asdict(QUICK), "max_new_tokens": 12}  # the --quick settings, shorter completions
     summary = run_demo(tmp_path / "demo", from_scratch=True, **settings)
     out = tmp_path / "demo"
     for name in ("summary.md", "summary.json", "training.png", "eval_before.json", "eval_after.json"):
@@ -439,7 +440,7 @@ def test_the_real_model_demo_is_refused_from_scratch_and_its_preset_loads(tmp_pa
     profile = DEMO_MODELS["smollm2-135m"]
     config = load_config(profile.preset)
     assert config["model"] == profile.warm_start and config["lora"] == {"rank": 16, "targets": "all-linear"}
-    rows = profile.defaults["prompts_per_step"] * GROUP_SIZE
+    rows = profile.defaults.prompts_per_step * GROUP_SIZE
     trainer = config["trainer"]
     assert trainer["per_device_train_batch_size"] == profile.micro_batch
     assert trainer["per_device_train_batch_size"] * trainer["gradient_accumulation_steps"] == rows

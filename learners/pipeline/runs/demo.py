@@ -31,11 +31,12 @@ global batch), while the main process alone builds the data, evaluates and write
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,44 +45,51 @@ from ..machine import cpu_line, cpu_record
 
 LEARNER = "grpo"
 GROUP_SIZE = 8
-DEFAULTS: dict[str, Any] = dict(
-    train_size=4000,
-    rl_steps=500,
-    eval_every=250,
-    eval_limit=512,
-    curve_eval_limit=128,
-    samples=4,
-    max_new_tokens=192,
-    learning_rate=4e-5,
-    lr_scheduler="linear",
-    prompts_per_step=4,
-)
-QUICK: dict[str, Any] = dict(
-    train_size=16,
-    rl_steps=2,
-    eval_every=1,
-    eval_limit=4,
-    curve_eval_limit=4,
-    samples=2,
-    max_new_tokens=96,  # the warm start's answers need ~80 tokens
-    learning_rate=2e-5,
-    lr_scheduler="linear",
-    prompts_per_step=2,
-)
-SMOLLM2_DEFAULTS: dict[str, Any] = dict(
-    train_size=2000,
-    rl_steps=24,
-    eval_every=12,
-    eval_limit=128,
-    curve_eval_limit=32,
-    samples=4,
-    max_new_tokens=128,
-    learning_rate=2e-4,
-    lr_scheduler="constant",
-    prompts_per_step=4,
-)
-SMOLLM2_QUICK: dict[str, Any] = dict(QUICK, max_new_tokens=32, learning_rate=2e-4, lr_scheduler="constant")
 LR_SCHEDULERS = ("constant", "linear", "cosine")
+
+
+@dataclass(frozen=True)
+class DemoSize:
+    """The sizes of one demo (the real one or ``--quick``, per model); each field is a ``demo-train`` flag of the same
+    name (``--rl-steps``), checked when the sizes are built."""
+
+    train_size: int = field(metadata={"help": "training puzzles, a split of the warm start's task"})
+    rl_steps: int = field(metadata={"help": "RL optimiser steps"})
+    eval_every: int = field(metadata={"help": "evaluate the curve's puzzles every N RL steps"})
+    eval_limit: int = field(metadata={"help": "tiny_n3 puzzles of the evals before and after RL"})
+    curve_eval_limit: int = field(metadata={"help": "tiny_n3 puzzles of the evals during RL (the curve)"})
+    samples: int = field(metadata={"help": "samples per eval puzzle"})
+    max_new_tokens: int = field(metadata={"help": "completion budget in training and evals"})
+    learning_rate: float = field(metadata={"help": "RL learning rate"})
+    lr_scheduler: str = field(metadata={"help": "RL learning-rate schedule", "choices": LR_SCHEDULERS})
+    prompts_per_step: int = field(metadata={"help": f"prompts per RL step ({GROUP_SIZE} completions each)"})
+
+    def __post_init__(self):
+        for item in dataclasses.fields(self):
+            value = getattr(self, item.name)
+            if "choices" in item.metadata and value not in item.metadata["choices"]:
+                raise ValueError(f"--{item.name.replace('_', '-')} must be one of {item.metadata['choices']}")
+            if "choices" not in item.metadata and not value > 0:
+                raise ValueError(f"--{item.name.replace('_', '-')} must be > 0")
+
+    def replace(self, **changes: Any) -> DemoSize:
+        """These sizes with ``changes`` (field names; an unknown one is refused by name), checked again."""
+        unknown = set(changes) - {item.name for item in dataclasses.fields(self)}
+        if unknown:
+            known = [item.name for item in dataclasses.fields(self)]
+            raise ValueError(f"unknown demo setting(s) {sorted(unknown)}; known: {known}")
+        return dataclasses.replace(self, **changes)
+
+
+DEFAULTS = DemoSize(train_size=4000, rl_steps=500, eval_every=250, eval_limit=512, curve_eval_limit=128, samples=4,
+                    max_new_tokens=192, learning_rate=4e-5, lr_scheduler="linear", prompts_per_step=4)  # fmt: skip
+QUICK = DemoSize(train_size=16, rl_steps=2, eval_every=1, eval_limit=4, curve_eval_limit=4, samples=2,
+                 max_new_tokens=96,  # the warm start's answers need ~80 tokens
+                 learning_rate=2e-5, lr_scheduler="linear", prompts_per_step=2)  # fmt: skip
+SMOLLM2_DEFAULTS = DemoSize(train_size=2000, rl_steps=24, eval_every=12, eval_limit=128, curve_eval_limit=32,
+                            samples=4, max_new_tokens=128, learning_rate=2e-4, lr_scheduler="constant",
+                            prompts_per_step=4)  # fmt: skip
+SMOLLM2_QUICK = QUICK.replace(max_new_tokens=32, learning_rate=2e-4, lr_scheduler="constant")
 
 
 @dataclass(frozen=True)
@@ -92,8 +100,8 @@ class DemoModel:
     warm_start: str  # its --model name (models.resolve_model)
     preset: str  # run config preset of the RL stage
     backend: str  # eval sampler (evaluation.eval_models.model_sampler)
-    defaults: dict[str, Any]
-    quick: dict[str, Any]
+    defaults: DemoSize
+    quick: DemoSize
     # rows per forward/backward (gradient accumulation within a step of one generation); None: the step's rows.
     # SmolLM2's backward holds ~0.5 GB of activations per row of ~200 tokens: a training process peaked at 8.0 GB
     # with 8 rows, 5.8 GB with 4, and the whole demo at 6.3 GB with 4 (benchmarks/peak_memory.py); it uses 2
@@ -148,8 +156,9 @@ def run_demo(
     precision: str | None = None,
     **overrides: Any,
 ) -> dict[str, Any]:
-    """Run the pipeline into ``out`` for ``model`` (a key of :data:`DEMO_MODELS`); returns the summary (also written
-    as ``summary.json``/``summary.md``). The folder is held exclusively for the whole run (a second demo into it is
+    """Run the pipeline into ``out`` for ``model`` (a key of :data:`DEMO_MODELS`) at its sizes, each of
+    ``overrides`` (:class:`DemoSize` fields) replacing one; returns the summary (also written as
+    ``summary.json``/``summary.md``). The folder is held exclusively for the whole run (a second demo into it is
     refused at once); a rerun replaces the files of the previous one."""
     from countdown_env.helpers.atomic import check_output
 
@@ -162,14 +171,15 @@ def run_demo(
     if from_scratch and model != "tiny":
         raise ValueError(f"--from-scratch rebuilds the tiny model's warm start only; {model}'s recipe and rebuild "
                          "command are in docs/warm_start.md")  # fmt: skip
+    size = profile.defaults.replace(**overrides)  # a bad size is refused before anything is claimed
     inputs = [] if from_scratch else [profile.shipped_folder(SHIPPED_DIR)]  # its input: the warm start
     check_output(out, inputs, overwrite=True, what="--out")
     with run_processes().claim(out):
-        return _run_demo(Path(out), profile, learner, seed, from_scratch, progress, overrides, precision)
+        return _run_demo(Path(out), profile, learner, seed, from_scratch, progress, size, precision)
 
 
 def _run_demo(
-    out: Path, profile: DemoModel, learner: str, seed: int, from_scratch: bool, progress, overrides: dict,
+    out: Path, profile: DemoModel, learner: str, seed: int, from_scratch: bool, progress, settings: DemoSize,
     precision: str | None = None,
 ) -> dict[str, Any]:
     """:func:`run_demo` under its claim, its stages in order: the warm start, the data, the eval before RL, the RL
@@ -184,11 +194,10 @@ def _run_demo(
     from .run_config import RunConfig
     from .warm_start import EVAL_SET
 
-    settings = {**profile.defaults, **overrides}
     precision_flag = {"precision": precision} if precision is not None else {}
     resolved_precision = RunConfig.load(profile.preset, learner=learner, flags=precision_flag).resolved_precision
     processes = run_processes()
-    rows_per_step = settings["prompts_per_step"] * GROUP_SIZE
+    rows_per_step = settings.prompts_per_step * GROUP_SIZE
     micro_batch = profile.micro_batch or rows_per_step // processes.num_processes
     if rows_per_step % (processes.num_processes * micro_batch):
         raise ValueError(f"{processes.num_processes} processes cannot share {rows_per_step} completions per step "
@@ -207,7 +216,7 @@ def _run_demo(
         warm = _warm_start(out, profile, settings, from_scratch, processes)
         task = model_task(warm) or tiny_task()
     with stage("data"):
-        eval_rows = load_eval_set(EVAL_SET, as_dataset=False)[: settings["eval_limit"]]
+        eval_rows = load_eval_set(EVAL_SET, as_dataset=False)[: settings.eval_limit]
         processes.decide(lambda: _write_data(out, task, settings, eval_rows))  # before any process trains on them
     evaluation = dict(out=out, profile=profile, task=task, settings=settings, eval_rows=eval_rows, progress=progress,
                       precision=resolved_precision)  # fmt: skip
@@ -233,7 +242,7 @@ def _run_demo(
     return processes.share(summary)
 
 
-def _warm_start(out: Path, profile: DemoModel, settings: dict, from_scratch: bool, processes) -> Path:
+def _warm_start(out: Path, profile: DemoModel, settings: DemoSize, from_scratch: bool, processes) -> Path:
     """The RL stage's start: the tiny warm start rebuilt with its recipe (``--from-scratch``, into ``out/warm-start``),
     a real model installed with its shipped adapter merged on, or the shipped tiny warm start."""
     from ..models import resolve_model
@@ -242,9 +251,9 @@ def _warm_start(out: Path, profile: DemoModel, settings: dict, from_scratch: boo
     from .warm_start import RECIPE, SHIPPED_DIR, WarmStartRecipe, build_warm_start
 
     def build() -> Path:
-        quick = settings["rl_steps"] <= QUICK["rl_steps"]
+        quick = settings.rl_steps <= QUICK.rl_steps
         recipe = WarmStartRecipe.from_dict({**RECIPE.to_dict(), **(QUICK_RECIPE if quick else {})})
-        measure = dict(eval_limit=settings["eval_limit"], groups=2, max_new_tokens=16) if quick else None
+        measure = dict(eval_limit=settings.eval_limit, groups=2, max_new_tokens=16) if quick else None
         return build_warm_start(  # the demo's own sub-folder: a rerun replaces it
             out / "warm-start", recipe, measure=measure, log=lambda m: print(m, file=sys.stderr), overwrite=True
         )
@@ -264,7 +273,7 @@ def _warm_start(out: Path, profile: DemoModel, settings: dict, from_scratch: boo
     return SHIPPED_DIR
 
 
-def _write_data(out: Path, task, settings: dict, eval_rows: list[dict]) -> None:
+def _write_data(out: Path, task, settings: DemoSize, eval_rows: list[dict]) -> None:
     """``data/train.jsonl`` (a split of ``task`` disjoint from the eval set) and ``data/test.jsonl`` (the curve's
     eval rows)."""
     from countdown_env.helpers.jsonl import write_jsonl
@@ -274,12 +283,12 @@ def _write_data(out: Path, task, settings: dict, eval_rows: list[dict]) -> None:
     from .warm_start import EVAL_SET
 
     exclude = [(tuple(r["numbers"]), r["target"]) for r in load_eval_set(EVAL_SET, as_dataset=False)]
-    spec = SplitSpec(task=task, train_size=settings["train_size"], eval_size=0, exclude=exclude)
+    spec = SplitSpec(task=task, train_size=settings.train_size, eval_size=0, exclude=exclude)
     write_jsonl(build_split_records(spec)["train"], out / "data" / "train.jsonl")
-    write_jsonl(eval_rows[: settings["curve_eval_limit"]], out / "data" / "test.jsonl")
+    write_jsonl(eval_rows[: settings.curve_eval_limit], out / "data" / "test.jsonl")
 
 
-def _evaluate(model_dir: Path, name: str, *, out: Path, profile: DemoModel, task, settings: dict, eval_rows,
+def _evaluate(model_dir: Path, name: str, *, out: Path, profile: DemoModel, task, settings: DemoSize, eval_rows,
               progress, precision: str) -> dict[str, Any]:  # fmt: skip
     """The before/after eval of ``model_dir`` on the demo's eval rows, written as ``eval_NAME.json`` and printed."""
     from ..evaluation.eval_models import model_sampler
@@ -293,8 +302,8 @@ def _evaluate(model_dir: Path, name: str, *, out: Path, profile: DemoModel, task
                             precision=precision)  # fmt: skip
     try:
         report = evaluate(sampler, tokenizer, eval_rows, keep_completions=2, per_puzzle=True, seed=0, task=task,
-                          samples=settings["samples"], temperature=EVAL_TEMPERATURE,
-                          max_new_tokens=settings["max_new_tokens"])  # fmt: skip
+                          samples=settings.samples, temperature=EVAL_TEMPERATURE,
+                          max_new_tokens=settings.max_new_tokens)  # fmt: skip
     finally:
         getattr(sampler, "close", lambda: None)()  # a vLLM engine's memory is freed before the next stage
     report.update(model=str(model_dir), split=EVAL_SET)
@@ -303,31 +312,31 @@ def _evaluate(model_dir: Path, name: str, *, out: Path, profile: DemoModel, task
     return report
 
 
-def _rl_settings(out: Path, warm: Path, task, settings: dict, seed: int, micro_batch: int, accumulation: int,
+def _rl_settings(out: Path, warm: Path, task, settings: DemoSize, seed: int, micro_batch: int, accumulation: int,
                  progress) -> dict[str, Any]:  # fmt: skip
     """The RL run's settings over its preset (``RunConfig.load``'s flags): the demo's model, data, eval and batch."""
     from .run_config import section_settings
 
-    steps = settings["rl_steps"]
+    steps = settings.rl_steps
     return {
         "model": str(warm),
         "task": task.to_dict(),
         "data": {"train": str(out / "data" / "train.jsonl"), "eval": str(out / "data" / "test.jsonl")},
-        **section_settings("eval", every=settings["eval_every"], samples=settings["samples"],
-                           max_new_tokens=settings["max_new_tokens"]),  # fmt: skip
+        **section_settings("eval", every=settings.eval_every, samples=settings.samples,
+                           max_new_tokens=settings.max_new_tokens),  # fmt: skip
         **section_settings(
-            "trainer", max_steps=steps, learning_rate=settings["learning_rate"],
-            lr_scheduler_type=settings["lr_scheduler"],
+            "trainer", max_steps=steps, learning_rate=settings.learning_rate,
+            lr_scheduler_type=settings.lr_scheduler,
             # the demo's schedules run from step 1 (the SmolLM2 preset's 5 warmup steps never applied under
             # `constant`, which is what the demo's published figures ran)
             warmup_steps=0, per_device_train_batch_size=micro_batch, gradient_accumulation_steps=accumulation,
-            num_generations=GROUP_SIZE, max_completion_length=settings["max_new_tokens"], save_steps=max(steps, 1),
+            num_generations=GROUP_SIZE, max_completion_length=settings.max_new_tokens, save_steps=max(steps, 1),
             seed=seed, logging_steps=max(1, min(10, steps // 10)), disable_tqdm=progress is False,
         ),  # fmt: skip
     }
 
 
-def _write_summary(out: Path, profile: DemoModel, learner: str, warm: Path, settings: dict, timings: dict,
+def _write_summary(out: Path, profile: DemoModel, learner: str, warm: Path, settings: DemoSize, timings: dict,
                    before: dict, after: dict, from_scratch: bool, precision: str) -> dict[str, Any]:  # fmt: skip
     """``training.png``, ``summary.json`` and ``summary.md``; returns the summary."""
     from countdown_env.helpers.atomic import write_text
@@ -341,14 +350,14 @@ def _write_summary(out: Path, profile: DemoModel, learner: str, warm: Path, sett
     sft_history = json.loads(sft_history_file.read_text()) if sft_history_file.is_file() else None
     plot = plot_training(
         history, out / "training.png", title=f"{profile.title}: warm start, then {learner}", sft_history=sft_history,
-        sft_title=sft_title(from_scratch), headline=headline_points(before, after, settings["rl_steps"]),
+        sft_title=sft_title(from_scratch), headline=headline_points(before, after, settings.rl_steps),
     )  # fmt: skip
     summary = {
         "learner": learner,
         "model": profile.name,
         "preset": profile.preset,
         "warm_start": str(warm),
-        "settings": settings,
+        "settings": dataclasses.asdict(settings),
         "seconds": {k: round(v, 1) for k, v in timings.items()},
         "before": before["overall"],
         "after": after["overall"],
