@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
 
 from ..pipeline.compare import run_compare
-from ..pipeline.compare.settings import EVAL_SET, FULL, QUICK, CompareSettings, default_learners
+from ..pipeline.compare.settings import FULL, QUICK, CompareSettings, CompareSize, default_learners
 from ..pipeline.evaluation.protocol import EVAL_SAMPLES
 from . import add_precision_option
 
@@ -23,8 +24,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--learners", nargs="+", default=list(default_learners()), choices=list(LEARNERS), help="registered learners"
     )
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="seeds: one run per learner and seed")
-    parser.add_argument("--steps", type=int, help=f"training steps per run (default {FULL['steps']})")
-    parser.add_argument("--eval-every", type=int, help=f"eval and checkpoint period (default {FULL['eval_every']})")
     parser.add_argument("--out", default="runs/compare", help="output folder")
     parser.add_argument(
         "--set", dest="overrides", action="append", default=[], metavar="LEARNER.KEY=VALUE",
@@ -37,16 +36,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--resume", action="store_true", help="skip finished runs, continue the others")
     parser.add_argument("--overwrite", action="store_true", help="delete a previous comparison in --out first")
-    parser.add_argument("--quick", action="store_true", help="tiny sizes (tests): 2 steps, 4 eval puzzles, 16 tokens")
-    parser.add_argument("--train-size", type=int, help=f"training puzzles per seed (default {FULL['train_size']})")
-    parser.add_argument("--eval-limit", type=int, help=f"first N puzzles of {EVAL_SET} (default: all 512)")
+    parser.add_argument(
+        "--quick", action="store_true",
+        help=f"tiny sizes (tests): {QUICK.steps} steps, {QUICK.eval_limit} eval puzzles, {QUICK.max_new_tokens} tokens",
+    )  # fmt: skip
+    for item in dataclasses.fields(CompareSize):  # one flag per size, its help and default read from the field
+        default = getattr(FULL, item.name)
+        shown = "all" if default is None else default
+        parser.add_argument(f"--{item.name.replace('_', '-')}", type=int,
+                            help=f"{item.metadata['help']} (default {shown})")  # fmt: skip
     parser.add_argument(
         "--eval-samples", type=int, default=EVAL_SAMPLES,
         help="completions per eval puzzle: pass@1 and pass@N are reported, each sample's verdict kept in evals/",
     )  # fmt: skip
-    parser.add_argument("--max-new-tokens", type=int, help=f"train and eval (default {FULL['max_new_tokens']})")
-    parser.add_argument("--prompts-per-step", type=int, help=f"default {FULL['prompts_per_step']}")
-    parser.add_argument("--num-generations", type=int, help=f"group size (default {FULL['num_generations']})")
     parser.add_argument("--eval-batch-size", type=int, default=128, help="rows per HF generate call in evals")
     parser.add_argument("--keep-checkpoints", action="store_true", help="keep TRL checkpoints of finished runs")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars (shown when stderr is a terminal)")
@@ -94,7 +96,7 @@ def settings_from_args(args: argparse.Namespace) -> CompareSettings:
     staleness = getattr(args, "max_staleness", None)
     if staleness is not None and not getattr(args, "async_rollouts", False):
         raise ValueError("--max-staleness is a setting of --async: give both")
-    sizes = dict(QUICK if args.quick else FULL)
+    sizes = dataclasses.asdict(QUICK if args.quick else FULL)
     for key in sizes:
         value = getattr(args, key, None)
         if value is not None:

@@ -6,6 +6,7 @@ manifest that lists no weights is not trusted."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -115,7 +116,7 @@ def test_prompt_digests_that_differ_are_an_error(tmp_path, monkeypatch, capsys):
     from learners.pipeline.compare.settings import QUICK, CompareSettings
     from learners.pipeline.compare.summary import prompt_digest_mismatches
 
-    settings = CompareSettings(learners=["grpo", "dapo"], seeds=[0, 1], **QUICK)
+    settings = CompareSettings(learners=["grpo", "dapo"], seeds=[0, 1], **dataclasses.asdict(QUICK))
     for learner, seed, digest in [("grpo", 0, "a"), ("dapo", 0, "b"), ("grpo", 1, "c"), ("dapo", 1, "c")]:
         run = tmp_path / "runs" / f"{learner}-s{seed}"
         run.mkdir(parents=True)

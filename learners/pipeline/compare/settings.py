@@ -45,40 +45,33 @@ COMMON_TRAINER: dict[str, Any] = dict(
     gradient_checkpointing=False,
 )
 
-# Sizes: the full comparison and --quick (tests). Explicit command-line values win over both.
-FULL: dict[str, Any] = dict(
-    steps=200,
-    eval_every=50,
-    train_size=2000,
-    eval_limit=None,
-    max_new_tokens=128,
-    prompts_per_step=2,
-    num_generations=8,
-)
-QUICK: dict[str, Any] = dict(
-    steps=2,
-    eval_every=1,
-    train_size=16,
-    eval_limit=4,
-    max_new_tokens=16,
-    prompts_per_step=2,
-    num_generations=4,
-)
+@dataclasses.dataclass
+class CompareSize:
+    """The sizes of a comparison, each a ``countdown compare`` flag of the same name (``--steps``, ...):
+    :data:`FULL` by default, :data:`QUICK` with ``--quick``; a flag given wins over both."""
+
+    steps: int = dataclasses.field(metadata={"help": "training steps per run"})
+    eval_every: int = dataclasses.field(metadata={"help": "eval and checkpoint period"})
+    train_size: int = dataclasses.field(metadata={"help": "training puzzles per seed"})
+    eval_limit: int | None = dataclasses.field(metadata={"help": f"first N puzzles of {EVAL_SET}"})
+    max_new_tokens: int = dataclasses.field(metadata={"help": "completion budget, training and evals"})
+    prompts_per_step: int = dataclasses.field(metadata={"help": "prompts per training step"})
+    num_generations: int = dataclasses.field(metadata={"help": "group size (completions per prompt)"})
+
+
+FULL = CompareSize(steps=200, eval_every=50, train_size=2000, eval_limit=None, max_new_tokens=128, prompts_per_step=2,
+                   num_generations=8)  # fmt: skip
+QUICK = CompareSize(steps=2, eval_every=1, train_size=16, eval_limit=4, max_new_tokens=16, prompts_per_step=2,
+                    num_generations=4)  # fmt: skip
 
 
 @dataclasses.dataclass
-class CompareSettings:
-    """Everything that defines a comparison (recorded in ``DIR/compare.json``)."""
+class CompareSettings(CompareSize):
+    """Everything that defines a comparison (recorded in ``DIR/compare.json``): its sizes, learners and seeds, and the
+    settings below."""
 
     learners: list[str]
     seeds: list[int]
-    steps: int
-    eval_every: int
-    train_size: int
-    eval_limit: int | None
-    max_new_tokens: int
-    prompts_per_step: int
-    num_generations: int
     model: str | None = None
     overrides: list[str] = dataclasses.field(default_factory=list)
     quick: bool = False
