@@ -136,9 +136,10 @@ def paired_difference(arm: dict[int, Any], base: dict[int, Any]) -> dict[str, An
 
 
 def decision(result: dict[str, Any], better: str, worse: str, neither: str) -> str:
-    """The registered reading of a difference: by the wider interval's sign."""
-    if result["decisive"] is None:
-        return neither + " (one seed: no interval over seeds)"
+    """The registered reading of a difference: by the wider interval's sign; none with fewer than two seeds (the
+    protocol's interval over seeds does not exist, and a puzzle bootstrap alone leaves the training spread out)."""
+    if result["decisive"] is None or len(result["seeds"]) < 2:
+        return "not decided (one seed: no interval over seeds)"
     low, high = result["intervals"][result["decisive"]]
     return better if low > 0 else worse if high < 0 else neither
 

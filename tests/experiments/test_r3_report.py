@@ -59,6 +59,8 @@ def test_the_paired_difference_and_the_replication_on_hand_counts(tmp_path):
     # grpo's own gain: 0.5 - 0.25 in both seeds, no spread: the t interval collapses onto +0.25, above 0
     assert result["gains"]["grpo"]["mean"] == pytest.approx(0.25) and result["replication"] == "replicated"
     assert "interim: 2 of the 13" in report.verdict_markdown(result, "cmd")
+    one_seed = report.verdict(folders[:1], 50)  # a puzzle bootstrap alone decides nothing
+    assert one_seed["replication"] == "not decided (one seed: no interval over seeds)"
 
 
 def test_holm_steps_down():
