@@ -19,6 +19,7 @@ difference and exits 2.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import re
@@ -74,7 +75,7 @@ def check_pairing(seeds: dict[int, dict[str, Path]]) -> None:
     grpo arms ran in different precisions."""
     precisions = {}
     for seed, runs in sorted(seeds.items()):
-        digests = {learner: prompt_digest(run) for learner, run in runs.items() if prompt_digest(run) is not None}
+        digests = {learner: digest for learner, run in runs.items() if (digest := prompt_digest(run)) is not None}
         if len(set(digests.values())) > 1:
             raise ValueError(f"seed {seed}: its arms trained on different prompts or orders {digests}")
         machines = {learner: machine_of(run) for learner, run in runs.items()}
@@ -90,7 +91,9 @@ def check_pairing(seeds: dict[int, dict[str, Path]]) -> None:
         raise ValueError(f"the seeds' {BASELINE} arms ran in different precisions {precisions}: they do not pool")
 
 
+@functools.cache
 def _scores(run: Path, step: int, k: int):
+    """``(puzzles, pass@k per puzzle)`` of a run's eval at ``step``, read once per (run, step, k) of a verdict."""
     from learners.pipeline.evaluation.statistics import eval_files, puzzle_scores
 
     return puzzle_scores(eval_files(run)[step], k)
