@@ -464,6 +464,16 @@ class CountdownGRPOTrainer(GRPOTrainer):
         """Recompute ``num_items_in_batch`` (loss tokens over all processes) from the current loss mask."""
         batch["num_items_in_batch"] = self.accelerator.gather(self.loss_mask(batch).sum()).sum()
 
+    def _get_per_token_logps_and_entropies(self, model, *args, **kwargs):
+        # Under bf16 autocast a LoRA layer's cast of its input to its float32 weights' dtype is undone by autocast at
+        # once (its matmuls run in bfloat16 either way): an activation-sized copy in and out per adapted layer and
+        # pass, bit-identical values without it (tests/learners/test_precision.py; the time it saves:
+        # benchmarks/bench_bf16_update.py).
+        from peft.helpers import disable_input_dtype_casting
+
+        with disable_input_dtype_casting(model, active=self.accelerator.mixed_precision == "bf16"):
+            return super()._get_per_token_logps_and_entropies(model, *args, **kwargs)
+
     @torch.no_grad()
     def per_token_logps(self, model, batch: dict[str, Any], batch_size: int | None = None) -> torch.Tensor:
         """(B,T) log-probabilities of the completion tokens under ``model`` (no gradient)."""

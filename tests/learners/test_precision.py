@@ -178,8 +178,46 @@ def test_a_bf16_lora_run_of_two_steps_on_the_two_layer_smollm2(smollm2_truncated
     dtypes = {n: p.dtype for n, p in trainer.model.named_parameters()}
     assert {d for n, d in dtypes.items() if "lora_" in n} == {torch.float32}
     assert {d for n, d in dtypes.items() if "lora_" not in n} == {torch.bfloat16}
+    _check_adapter_casts_are_skipped_bit_identically(trainer)
     trainer.train()
     assert trainer.state.global_step == 2
     states = [state for state in trainer.optimizer.state_dict()["state"].values() if "exp_avg" in state]
     assert states and {state["exp_avg"].dtype for state in states} == {torch.float32}  # AdamW's state in float32
     assert os.path.isdir(tmp_path / "run")
+
+
+def _check_adapter_casts_are_skipped_bit_identically(trainer):
+    """The trainer's log-probabilities skip PEFT's cast of each LoRA input to float32 under bf16 autocast (autocast
+    casts it back at once), with log-probabilities and gradients equal bit for bit to TRL's own call."""
+    import torch
+    from peft.tuners.tuners_utils import BaseTunerLayer
+    from trl import GRPOTrainer
+
+    model = trainer.model
+    casting_seen = []
+    layers = [module for module in model.modules() if isinstance(module, BaseTunerLayer)]
+    hooks = [layer.register_forward_pre_hook(lambda m, a: casting_seen.append(m.cast_input_dtype_enabled))
+             for layer in layers]  # fmt: skip
+    generator = torch.Generator().manual_seed(0)
+    input_ids = torch.randint(10, 1000, (3, 12), generator=generator)
+    mask = torch.ones_like(input_ids)
+
+    def logps_and_grads(method):
+        model.zero_grad(set_to_none=True)
+        logps, _, _ = method(trainer, model, input_ids, mask, 6)
+        logps.sum().backward()
+        return logps.detach(), [p.grad.clone() for p in model.parameters() if p.requires_grad]
+
+    try:
+        ours = logps_and_grads(type(trainer)._get_per_token_logps_and_entropies)
+        assert layers and casting_seen and not any(casting_seen)
+        casting_seen.clear()
+        trls = logps_and_grads(GRPOTrainer._get_per_token_logps_and_entropies)
+        assert casting_seen and all(casting_seen)
+    finally:
+        for hook in hooks:
+            hook.remove()
+        model.zero_grad(set_to_none=True)
+    assert torch.equal(ours[0], trls[0])
+    assert len(ours[1]) == len(trls[1]) and all(torch.equal(a, b) for a, b in zip(ours[1], trls[1], strict=True))
+    assert all(layer.cast_input_dtype_enabled for layer in layers)  # restored after the call
