@@ -212,6 +212,19 @@ def learner_trainer_kwargs(settings: CompareSettings, learner: str, seed: int, o
     return kwargs
 
 
+def trainer_values(settings: CompareSettings, learner: str, keys: Sequence[str]) -> dict[str, Any]:
+    """What ``learner``'s runs were given for each of ``keys``, in the order :func:`learner_trainer_kwargs` and
+    ``make_config`` apply them: its own ``--set``, then ``all.*``, then its registry defaults, then
+    :data:`COMMON_TRAINER`, then its config class's default (:mod:`learners.core.trainer_fields`)."""
+    from ...core.registry import get_learner
+    from ...core.trainer_fields import trainer_fields
+
+    spec = get_learner(learner)
+    given = {**spec.defaults, **learner_trainer_kwargs(settings, learner, settings.seeds[0], Path("."))}
+    fields = trainer_fields(spec)
+    return {key: given[key] if key in given else fields.get(key) for key in keys}
+
+
 def run_config(
     settings: CompareSettings, learner: str, seed: int, run_dir: Path, *, model: Path, task, train_file: Path
 ):

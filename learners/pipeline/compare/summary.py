@@ -19,7 +19,7 @@ from ..machine import machine_lines
 from .engagement import engagement_markdown
 from .results import CUMULATIVE_COLUMNS
 from .runs import run_name
-from .settings import BASELINE, COMMON_TRAINER, EVAL_SET, CompareSettings
+from .settings import BASELINE, EVAL_SET, CompareSettings, trainer_values
 
 
 def _cell(mean: float, low: float, high: float, digits: int = 3) -> str:
@@ -120,8 +120,13 @@ def summary_markdown(
     :func:`~learners.pipeline.compare.engagement.engagement_rows` for these runs."""
     table = learner_table(out, settings, rows)
     k = settings.eval_samples
-    shown = ("learning_rate", "lr_scheduler_type", "temperature", "top_k", "max_grad_norm")
-    shared = {key: COMMON_TRAINER[key] for key in shown}
+    shown = ("learning_rate", "lr_scheduler_type", "temperature", "top_k", "max_grad_norm", "beta")
+    given = {learner: json.dumps(trainer_values(settings, learner, shown)) for learner in settings.learners}
+    trainer_text = (  # as the runs were given them (registry defaults and --set applied), per learner where they differ
+        next(iter(given.values()))
+        if len(set(given.values())) == 1
+        else "; ".join(f"{learner} {values}" for learner, values in given.items())
+    )
     lines = [
         "# Learner comparison on Countdown",
         "",
@@ -134,7 +139,7 @@ def summary_markdown(
         "",
         f"Training: {settings.steps} steps x {settings.prompts_per_step} prompts x {settings.num_generations} "
         f"completions, up to {settings.max_new_tokens} new tokens, {settings.train_size} training puzzles per "
-        f"seed; shared trainer settings {json.dumps(shared)}"
+        f"seed; trainer settings {trainer_text}"
         + (f"; overrides {settings.overrides}" if settings.overrides else "")
         + (
             f"; a LoRA adapter of rank {settings.lora_rank} ({settings.lora_targets}) trained, not every weight"
