@@ -36,3 +36,27 @@ def test_the_trainer_settings_line_states_what_the_runs_were_given(tmp_path):
     assert grpo["learning_rate"] == s_grpo["learning_rate"] == 2e-4
     assert (grpo["temperature"], s_grpo["temperature"]) == (0.8, 1.0)
     assert "2e-05" not in line
+
+
+def test_a_learners_trainer_settings_layer_the_preset_its_defaults_the_sizes_and_the_sets(tmp_path):
+    """One learner's trainer keywords: the ``compare`` preset's trainer section (values written here by hand), under
+    the learner's registry defaults, the comparison's sizes and seed, then ``all.*`` and ``LEARNER.*``."""
+    from learners.core.registry import get_learner
+    from learners.pipeline.compare.settings import learner_trainer_kwargs, shared_trainer_settings
+
+    assert shared_trainer_settings() == {
+        "learning_rate": 2e-5, "lr_scheduler_type": "constant", "warmup_steps": 0, "temperature": 0.8, "top_k": 0,
+        "max_grad_norm": 1.0, "logging_steps": 1, "save_strategy": "steps", "save_total_limit": 2,
+        "disable_tqdm": True, "dataloader_num_workers": 0, "report_to": "none", "gradient_checkpointing": False,
+    }  # fmt: skip
+    settings = CompareSettings(learners=["grpo", "dapo"], seeds=[3], steps=5, eval_every=5, train_size=8,
+                               eval_limit=4, max_new_tokens=16, prompts_per_step=2, num_generations=4,
+                               overrides=["all.top_k=5", "dapo.temperature=1.0"])  # fmt: skip
+    grpo = learner_trainer_kwargs(settings, "grpo", 3, tmp_path)
+    dapo = learner_trainer_kwargs(settings, "dapo", 3, tmp_path)
+    assert (grpo["learning_rate"], grpo["temperature"], grpo["top_k"]) == (2e-5, 0.8, 5)
+    assert (dapo["temperature"], dapo["top_k"]) == (1.0, 5)
+    assert (grpo["max_steps"], grpo["save_steps"], grpo["seed"], grpo["max_completion_length"]) == (5, 5, 3, 16)
+    assert grpo["per_device_train_batch_size"] == 8 and grpo["output_dir"] == str(tmp_path)
+    for key in get_learner("dapo").defaults:  # the registry's value is left to make_config, not overwritten
+        assert key not in dapo or key in ("temperature", "top_k")

@@ -8,7 +8,7 @@ r"""``countdown compare``: registered learners side by side, from one warm start
 Every run (one learner, one seed) starts from the same model folder (``--model``; default
 :func:`default_warm_start`), trains on the same prompts in the same order for a given seed (a split of the model's
 task built from the seed, disjoint from the eval set; TRL's sampler shuffles it with the seed), with the same
-group size, generation settings and learning rate (:data:`COMMON_TRAINER`), and is evaluated the same way:
+group size, generation settings and learning rate (the ``compare`` preset), and is evaluated the same way:
 ``datasets/tiny_n3.jsonl``, 4 samples per puzzle at T=0.8, at step 0, every ``--eval-every`` steps and at the
 end (the eval's sampling seed is the run's seed, and the eval does not disturb the training RNG). A learner's own
 settings are its registry defaults (``learners.core.registry``) unless ``--set LEARNER.key=value`` (or

@@ -1,5 +1,5 @@
 """What defines a comparison: :class:`CompareSettings` (recorded in ``DIR/compare.json``), the sizes (:data:`FULL`,
-:data:`QUICK`), the trainer settings every learner shares (:data:`COMMON_TRAINER`), the eval protocol, and the
+:data:`QUICK`), the trainer settings every learner shares (:func:`shared_trainer_settings`), the eval protocol, and the
 ``--set LEARNER.key=value`` overrides that turn them into one learner's config."""
 
 from __future__ import annotations
@@ -26,24 +26,17 @@ def default_learners() -> tuple[str, ...]:
 
 SETTINGS_FILE = "compare.json"
 
-# The settings every learner shares (a learner's registry defaults win over these where they overlap; --set wins
-# over both). Tiny-model calibration (2 x 8 batches, constant lr): 2e-5 lifts the warm start a little, >= 4e-5
-# degrades it; the demo's 4 x 8, linearly decayed 4e-5 is stronger (docs/warm_start.md).
-COMMON_TRAINER: dict[str, Any] = dict(
-    learning_rate=2e-5,
-    lr_scheduler_type="constant",
-    warmup_steps=0,
-    temperature=0.8,
-    top_k=0,
-    max_grad_norm=1.0,
-    logging_steps=1,
-    save_strategy="steps",
-    save_total_limit=2,
-    disable_tqdm=True,
-    dataloader_num_workers=0,
-    report_to="none",
-    gradient_checkpointing=False,
-)
+COMPARE_PRESET = "compare"
+"""The preset whose ``trainer`` section every learner of a comparison shares (``learners/pipeline/configs/``)."""
+
+
+def shared_trainer_settings() -> dict[str, Any]:
+    """The trainer settings every learner of a comparison shares: the :data:`COMPARE_PRESET` preset's trainer
+    section (a learner's registry defaults win over these where they overlap; ``--set`` wins over both)."""
+    from ..runs.config import load_config
+
+    return dict(load_config(COMPARE_PRESET)["trainer"])
+
 
 @dataclasses.dataclass
 class CompareSize:
@@ -194,7 +187,7 @@ def learner_trainer_kwargs(settings: CompareSettings, learner: str, seed: int, o
             "completions per step evenly: change --prompts-per-step"
         )
     common = dict(
-        COMMON_TRAINER,
+        shared_trainer_settings(),
         max_steps=settings.steps,
         save_steps=settings.eval_every,
         per_device_train_batch_size=rows // processes,
@@ -215,7 +208,7 @@ def learner_trainer_kwargs(settings: CompareSettings, learner: str, seed: int, o
 def trainer_values(settings: CompareSettings, learner: str, keys: Sequence[str]) -> dict[str, Any]:
     """What ``learner``'s runs were given for each of ``keys``, in the order :func:`learner_trainer_kwargs` and
     ``make_config`` apply them: its own ``--set``, then ``all.*``, then its registry defaults, then
-    :data:`COMMON_TRAINER`, then its config class's default (:mod:`learners.core.trainer_fields`)."""
+    :func:`shared_trainer_settings`, then its config class's default (:mod:`learners.core.trainer_fields`)."""
     from ...core.registry import get_learner
     from ...core.trainer_fields import trainer_fields
 
