@@ -122,10 +122,6 @@ DEMO_MODELS = {
 }  # fmt: skip
 """``--model`` of ``demo-train``."""
 
-QUICK_RECIPE = dict(sft_size=16, steps=2, batch_size=8)
-"""``--quick --from-scratch``: the fields of the warm-start recipe (:class:`~.warm_start.WarmStartRecipe`) shrunk to
-a smoke test."""
-
 DEMO_OUTPUTS = ("warm-start", "data", "eval_before.json", "eval_after.json", "training.png", "summary.json",
                 "summary.md")  # fmt: skip
 """Every entry a demo writes into ``--out`` (besides the learner's run folder, named after it)."""
@@ -249,11 +245,11 @@ def _warm_start(out: Path, profile: DemoModel, settings: DemoSize, from_scratch:
     from ..models import resolve_model
     from ..models.adapters import ADAPTERS
     from ..models.pretrained import MODELS, install
-    from .warm_start import RECIPE, SHIPPED_DIR, build_warm_start
+    from .warm_start import QUICK_RECIPE, RECIPE, SHIPPED_DIR, build_warm_start
 
     def build() -> Path:
         quick = settings.rl_steps <= QUICK.rl_steps
-        recipe = dataclasses.replace(RECIPE, **QUICK_RECIPE) if quick else RECIPE
+        recipe = QUICK_RECIPE if quick else RECIPE
         measure = dict(eval_limit=settings.eval_limit, groups=2, max_new_tokens=16) if quick else None
         return build_warm_start(  # the demo's own sub-folder: a rerun replaces it
             out / "warm-start", recipe, measure=measure, log=lambda m: print(m, file=sys.stderr), overwrite=True

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +84,9 @@ class WarmStartRecipe:
 RECIPE = WarmStartRecipe(learning_rate=2e-3)
 """The calibrated recipe (docs/warm_start.md): the 1.07 M-parameter model, 1100 steps x 64 "direct" traces,
 peak lr 2e-3 with 30 warmup steps and cosine decay to 10 %."""
+
+QUICK_RECIPE = replace(RECIPE, sft_size=16, steps=2, batch_size=8)
+""":data:`RECIPE` shrunk to a smoke test (``demo-train --quick --from-scratch``)."""
 
 MULTI_STEP_RECIPE = WarmStartRecipe(
     init=WARM_START,
