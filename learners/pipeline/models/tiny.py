@@ -206,30 +206,9 @@ def count_parameters(model) -> int:
     return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
 
 
-# GRPOConfig values for a fast, deterministic CPU run of the embedded tiny model (tests and benchmarks): one
-# generation batch of 2 prompts x 4 completions, 16 new tokens, 2 steps, no trackers, no progress bar.
-TINY_CPU_RUN: dict[str, Any] = dict(
-    use_cpu=True,
-    bf16=False,
-    gradient_checkpointing=False,
-    use_vllm=False,
-    report_to="none",
-    per_device_train_batch_size=8,
-    num_generations=4,
-    max_completion_length=16,
-    max_steps=2,
-    learning_rate=1e-3,
-    logging_steps=1,
-    save_strategy="no",
-    seed=0,
-    disable_tqdm=True,
-    dataloader_num_workers=0,
-)
-
-
 def tiny_cpu_kwargs(output_dir: str | os.PathLike[str], **overrides: Any) -> dict[str, Any]:
-    """Keyword arguments for ``GRPOConfig`` (or a learner's config) for a CPU run of the tiny model.
+    """Keyword arguments for ``GRPOConfig`` (or a learner's config) for a fast, deterministic CPU run of the tiny
+    model: the ``tiny-smoke`` preset's trainer section with ``output_dir`` set; ``overrides`` replace or add keys."""
+    from ..runs.config import load_config
 
-    :data:`TINY_CPU_RUN` with ``output_dir`` set; ``overrides`` replace or add keys.
-    """
-    return {**TINY_CPU_RUN, "output_dir": str(output_dir), **overrides}
+    return {**load_config("tiny-smoke")["trainer"], "output_dir": str(output_dir), **overrides}

@@ -76,3 +76,18 @@ def test_the_accepted_sections_are_the_run_configs_fields():
 
     fields = {f.name for f in dataclasses.fields(RunConfig)} - {"learner"}
     assert set(SECTIONS) == (fields - {"async_rollouts"}) | {"async"}
+
+
+def test_the_tiny_smoke_preset_is_the_tiny_cpu_keywords_and_loads_as_a_run(tmp_path):
+    """``tiny_cpu_kwargs`` (tests, benchmarks) reads the ``tiny-smoke`` preset that ``countdown train --config
+    tiny-smoke`` runs: values written here by hand; the preset passes every check of a run config."""
+    from learners.pipeline.models.tiny import tiny_cpu_kwargs
+
+    assert tiny_cpu_kwargs(tmp_path, seed=3) == {
+        "use_cpu": True, "bf16": False, "gradient_checkpointing": False, "use_vllm": False, "report_to": "none",
+        "per_device_train_batch_size": 8, "num_generations": 4, "max_completion_length": 16, "max_steps": 2,
+        "learning_rate": 1e-3, "logging_steps": 1, "save_strategy": "no", "seed": 3, "disable_tqdm": True,
+        "dataloader_num_workers": 0, "output_dir": str(tmp_path),
+    }  # fmt: skip
+    run = RunConfig.load("tiny-smoke")
+    assert run.model == "tiny" and run.max_steps == 2 and run.eval.every == 0
