@@ -173,10 +173,7 @@ def learner_trainer_kwargs(settings: CompareSettings, learner: str, seed: int, o
     """The keyword arguments of ``get_learner(learner).make_config``: the shared settings (minus the keys the
     learner's registry defaults set), then ``all.*`` and ``learner.*`` overrides. Under N processes each process
     holds ``prompts_per_step * num_generations / N`` rows per step (the same global batch)."""
-    import torch
-
     from ...core.registry import get_learner
-    from ..runs.config import CPU_SETTINGS
     from ..runs.processes import run_processes
 
     spec = get_learner(learner)
@@ -195,8 +192,6 @@ def learner_trainer_kwargs(settings: CompareSettings, learner: str, seed: int, o
         max_completion_length=settings.max_new_tokens,
         seed=seed,
     )
-    if not torch.cuda.is_available():
-        common.update(CPU_SETTINGS)
     kwargs = {k: v for k, v in common.items() if k not in spec.defaults}
     overrides = parse_overrides(settings.overrides, settings.learners)
     kwargs.update(overrides.get("all", {}))

@@ -30,8 +30,6 @@ from typing import Any
 from countdown_env.helpers.keys import refuse_unknown
 
 CONFIG_DIR = Path(__file__).parent.parent / "configs"
-CPU_SETTINGS = dict(use_cpu=True, fp16=False, gradient_checkpointing=False)
-"""Forced on a machine without a GPU."""
 
 
 def _yaml_loader():

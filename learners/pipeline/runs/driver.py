@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..models import resolve_model
-from .config import CPU_SETTINGS, RESOLVED_CONFIG
+from .config import RESOLVED_CONFIG
 from .record import check_resume, identity_writer, merged_record, run_record
 from .run_config import RunConfig
 from .sections import DataSection
@@ -209,8 +209,8 @@ def learner_config(learner: str, trainer_args: dict[str, Any]):
     from ...core.registry import get_learner
 
     trainer_args = dict(trainer_args)
-    if not torch.cuda.is_available():
-        trainer_args.update(CPU_SETTINGS)
+    if not torch.cuda.is_available():  # forced on a machine without a GPU, whatever the config says
+        trainer_args.update(use_cpu=True, fp16=False, gradient_checkpointing=False)
         trainer_args.setdefault("bf16", False)  # TRL's default is bf16: a CPU run computes in float32 unless asked
     trainer_args.setdefault("report_to", "none")
     # every parameter of these models takes part in each loss: DDP's search for unused ones (transformers turns it
