@@ -122,3 +122,24 @@ def test_compare_refuses_an_eval_puzzle_in_its_train_file_before_any_run(tmp_pat
     err = capsys.readouterr().err
     assert f"{train} line 2" in err and "is an eval puzzle" in err
     assert not out.exists()
+
+
+def test_a_train_file_committed_compressed_is_read_under_its_printed_name(tmp_path, capsys):
+    """R2's and R3's registered commands name ``band.jsonl``, which the repository now holds as ``band.jsonl.gz``:
+    ``--train-file X.jsonl`` reads ``X.jsonl.gz`` when only that exists (here the same refusal as above proves the
+    rows were read), and a name with neither form is still "no such file"."""
+    import gzip
+    import json
+
+    from countdown_env.cli import main
+
+    first = json.loads((ROOT / "datasets" / "tiny_n3.jsonl").read_text().splitlines()[0])
+    (tmp_path / "band.jsonl.gz").write_bytes(gzip.compress((json.dumps(first) + "\n").encode()))
+    out = tmp_path / "cmp"
+    argv = ["compare", "--quick", "--seeds", "0", "--learners", "grpo", "--train-file", str(tmp_path / "band.jsonl"),
+            "--out", str(out)]  # fmt: skip
+    assert main(argv) == 2
+    assert "line 1" in capsys.readouterr().err and not out.exists()
+    argv[argv.index("--train-file") + 1] = str(tmp_path / "missing.jsonl")
+    assert main(argv) == 2
+    assert "no such file" in capsys.readouterr().err

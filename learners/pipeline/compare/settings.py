@@ -108,8 +108,11 @@ class CompareSettings(CompareSize):
             raise ValueError(f"--lora-targets must be one of {sorted(LORA_TARGET_SETS)}, got {self.lora_targets!r}")
         if self.async_max_staleness is not None and self.async_max_staleness < 0:
             raise ValueError("--max-staleness must be >= 0")
-        if self.train_file is not None and not Path(self.train_file).is_file():
-            raise ValueError(f"--train-file {self.train_file}: no such file")
+        if self.train_file is not None:
+            from countdown_env.helpers.jsonl import records_path
+
+            if not records_path(self.train_file).is_file():  # X.jsonl committed as X.jsonl.gz reads as printed
+                raise ValueError(f"--train-file {self.train_file}: no such file")
         parse_overrides(self.overrides, self.learners)
         from ..rollouts import ROUTES
 
