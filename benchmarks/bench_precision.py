@@ -45,9 +45,9 @@ PRESETS = {
     "tiny": ("cpu-tiny-vllm", ["model=warm-start", "trainer.max_completion_length=128", "trainer.temperature=1.0",
                                "trainer.per_device_train_batch_size=8", "trainer.gradient_accumulation_steps=4"]),
 }  # fmt: skip
-ARMS = ("fp32", "bf16", "bf16-peft-casts")
-# ``bf16-peft-casts``: the bf16 step before the trainer skipped PEFT's input casts under autocast (TRL's own
-# log-probability call); its values are bit-identical to ``bf16``'s, so it isolates that cut's time.
+ARMS = ("fp32", "bf16", "bf16-trl-logps")
+# ``bf16-trl-logps``: the bf16 step with TRL's own log-probability call, before the base trainer's two cuts (the LM head
+# on the completion tokens only, no PEFT input casts under autocast); same values, so it isolates the cuts' time.
 
 
 def matmul_gflops(dtype_name: str, repeats: int = 20) -> float:
@@ -76,7 +76,7 @@ def run_arm(model: str, precision: str, steps: int, out: Path) -> dict:
             "trainer.logging_steps=1", f"trainer.max_steps={steps + 1}"]  # fmt: skip
     run = RunConfig.load(preset, sets=sets, flags={"precision": precision.split("-")[0]})
     trainer = build_trainer(run, out)
-    if precision == "bf16-peft-casts":
+    if precision == "bf16-trl-logps":
         import functools
 
         from trl import GRPOTrainer
@@ -213,11 +213,11 @@ def main() -> int:
     if {"fp32", "bf16"} <= arms.keys():
         record["ratio_bf16_to_fp32"] = arms["bf16"]["samples_per_hour"] / arms["fp32"]["samples_per_hour"]
         print(f"bf16 / fp32 samples per hour: {record['ratio_bf16_to_fp32']:.2f}x")
-    if {"bf16", "bf16-peft-casts"} <= arms.keys():
-        record["ratio_bf16_to_bf16_peft_casts"] = (
-            arms["bf16"]["samples_per_hour"] / arms["bf16-peft-casts"]["samples_per_hour"]
+    if {"bf16", "bf16-trl-logps"} <= arms.keys():
+        record["ratio_bf16_to_bf16_trl_logps"] = (
+            arms["bf16"]["samples_per_hour"] / arms["bf16-trl-logps"]["samples_per_hour"]
         )
-        print(f"bf16 / bf16 with PEFT's casts samples per hour: {record['ratio_bf16_to_bf16_peft_casts']:.2f}x")
+        print(f"bf16 / bf16 with TRL's log-probabilities: {record['ratio_bf16_to_bf16_trl_logps']:.2f}x")
     slug = re.sub(r"[^a-z0-9]+", "-", cpu["model"].lower()).strip("-")
     out = args.out or ROOT / "benchmarks" / "results" / "precision" / f"{args.model}-{slug}.json"
     from countdown_env.helpers.atomic import write_text

@@ -465,13 +465,22 @@ class CountdownGRPOTrainer(GRPOTrainer):
         batch["num_items_in_batch"] = self.accelerator.gather(self.loss_mask(batch).sum()).sum()
 
     def _get_per_token_logps_and_entropies(self, model, *args, **kwargs):
-        # Under bf16 autocast a LoRA layer's cast of its input to its float32 weights' dtype is undone by autocast at
-        # once (its matmuls run in bfloat16 either way): an activation-sized copy in and out per adapted layer and
-        # pass, bit-identical values without it (tests/learners/test_precision.py; the time it saves:
-        # benchmarks/bench_bf16_update.py).
+        """TRL's log-probabilities, with two cuts that leave their values as they were (tests/learners/
+        test_base_trainer.py, test_precision.py; their time: ``benchmarks/bench_precision.py``):
+
+        - TRL's fused LM head projects and log-softmaxes only the completion tokens where Triton runs, but every
+          position of every row elsewhere (fixed tile shapes for compilers such as Neuron's): on a CPU the prompt and
+          the padding cost the LM head's full-vocabulary work too (49 152 wide for SmolLM2; in fp32, which TRL's
+          backward uses off CUDA). Here it scores the completion tokens on a CPU as well;
+        - under bf16 autocast a LoRA layer's cast of its input to its float32 weights' dtype is undone by autocast at
+          once: an activation-sized copy in and out per adapted layer and pass, skipped.
+        """
         from peft.helpers import disable_input_dtype_casting
 
-        with disable_input_dtype_casting(model, active=self.accelerator.mixed_precision == "bf16"):
+        with (
+            _completion_tokens_only(),
+            disable_input_dtype_casting(model, active=self.accelerator.mixed_precision == "bf16"),
+        ):
             return super()._get_per_token_logps_and_entropies(model, *args, **kwargs)
 
     @torch.no_grad()
@@ -538,3 +547,21 @@ class CountdownGRPOTrainer(GRPOTrainer):
         self._metrics[mode]["countdown/homogeneous_group_frac"].append(
             rollout.homogeneous_groups().float().mean().item()
         )
+
+
+@contextlib.contextmanager
+def _completion_tokens_only():
+    """While inside, TRL's fused LM head (``trl.trainer.utils.add_fused_lm_head``) takes its compact path on a CPU:
+    the projection and log-softmax run on the loss positions only (``hidden_states[mask]``), as on a Triton device.
+    The choice is TRL's module-level ``_use_triton``; a TRL without it leaves the call as it is (a test fails then)."""
+    import trl.trainer.utils as trl_utils
+
+    original = getattr(trl_utils, "_use_triton", None)
+    if original is None:
+        yield
+        return
+    trl_utils._use_triton = lambda device: device.type == "cpu" or original(device)
+    try:
+        yield
+    finally:
+        trl_utils._use_triton = original

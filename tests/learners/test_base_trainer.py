@@ -394,3 +394,45 @@ def test_resuming_a_tied_model_reports_only_real_missing_keys(make_trainer, cpu_
     real = "model.layers.0.mlp.up_proj.weight"
     second._issue_warnings_after_load(SimpleNamespace(missing_keys=["lm_head.weight", real], unexpected_keys=[]))
     assert warnings[-1] == f"There were missing keys in the checkpoint model loaded: ['{real}']."
+
+
+def test_the_lm_head_scores_only_the_completion_tokens_on_a_cpu_with_trls_values(
+    make_trainer, cpu_grpo_kwargs, monkeypatch
+):
+    """TRL's fused LM head runs its full-vocabulary projection on every position of every row off Triton devices;
+    the base trainer's log-probabilities run it on the completion tokens only (prompt and padding cost nothing), with
+    TRL's values: log-probabilities and gradients as TRL's own call computes them."""
+    import trl.trainer.utils as trl_utils
+    from trl import GRPOTrainer
+
+    from learners.core.trainer import CountdownGRPOTrainer
+
+    trainer = make_trainer(CountdownGRPOTrainer, CountdownConfig(**cpu_grpo_kwargs))
+    model = trainer.model
+    scored_rows = []
+    chunked = trl_utils._ChunkedLogProbFunction.apply
+    monkeypatch.setattr(trl_utils._ChunkedLogProbFunction, "apply",
+                        lambda hidden, *a: scored_rows.append(hidden.shape[0]) or chunked(hidden, *a))  # fmt: skip
+    generator = torch.Generator().manual_seed(0)
+    prompt, completion = 5, 9
+    input_ids = torch.randint(10, 60, (4, prompt + completion), generator=generator)
+    mask = torch.ones_like(input_ids)
+    for row, length in enumerate((9, 3, 6, 1)):  # right-padded completions
+        mask[row, prompt + length :] = 0
+    completion_mask = mask[:, prompt:].bool()
+
+    def logps_and_grads(method):
+        model.zero_grad(set_to_none=True)
+        logps, _, _ = method(trainer, model, input_ids, mask, completion)
+        (logps * completion_mask).sum().backward()
+        return logps.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]
+
+    ours = logps_and_grads(CountdownGRPOTrainer._get_per_token_logps_and_entropies)
+    trls = logps_and_grads(GRPOTrainer._get_per_token_logps_and_entropies)
+    # ours: the completion tokens; TRL's: every position that has a next token
+    assert scored_rows == [int(completion_mask.sum()), 4 * (prompt + completion - 1)]
+    torch.testing.assert_close(ours[0][completion_mask], trls[0][completion_mask], rtol=1e-6, atol=1e-6)
+    assert len(ours[1]) == len(trls[1]) > 0
+    for a, b in zip(ours[1], trls[1], strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
+    assert trl_utils._use_triton(torch.device("cpu")) is False  # TRL's own choice is back after the call
