@@ -19,7 +19,11 @@ What ``bf16`` means for a run (:func:`trainer_settings`):
   2.9-3.8 s under autocast alone and 2.7-3.3 s with the base stored in bfloat16 (no per-step casts of frozen weights);
   a full fine-tune keeps float32 weights (the update needs them);
 - the colocated vLLM engine (and ``countdown eval``'s and ``serve``'s) loads in bfloat16: it then holds the rounded
-  policy the trainer computes with, where in float32 runs it holds the float32 policy.
+  policy the trainer computes with, where in float32 runs it holds the float32 policy;
+- the base trainer's log-probabilities skip PEFT's input casts under autocast and run TRL's fused LM head on the
+  completion tokens only (:meth:`learners.core.trainer.CountdownGRPOTrainer._get_per_token_logps_and_entropies`):
+  on a CPU the LM head's full-vocabulary work, whose backward TRL keeps in float32 off CUDA, was the largest part
+  of a bf16 update.
 """
 
 from __future__ import annotations
