@@ -26,8 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="seeds: one run per learner and seed")
     parser.add_argument("--out", default="runs/compare", help="output folder")
     parser.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="LEARNER.KEY=VALUE",
-        help="a learner's config value (YAML), e.g. grpo.learning_rate=1e-5; all.KEY=VALUE for every learner",
+        "--set", dest="overrides", action="append", default=[], metavar="[LEARNER.]trainer.KEY=VALUE",
+        help="a trainer option (YAML) of every learner's runs, e.g. trainer.learning_rate=1e-5, or of one learner's "
+        "with its name in front: grpo.trainer.beta=0.01 (train's grammar)",
     )  # fmt: skip
     parser.add_argument(
         "--model",
@@ -85,11 +86,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--vllm",
         action="store_true",
-        help="generate with a colocated vLLM engine (CPU or GPU build): --set all.use_vllm=true all.vllm_mode=colocate",
+        help="generate with a colocated vLLM engine (CPU or GPU build): --set trainer.use_vllm=true "
+        "trainer.vllm_mode=colocate",
     )
 
 
-VLLM_OVERRIDES = ("all.use_vllm=true", "all.vllm_mode=colocate")
+VLLM_OVERRIDES = ("trainer.use_vllm=true", "trainer.vllm_mode=colocate")
 
 
 def settings_from_args(args: argparse.Namespace) -> CompareSettings:

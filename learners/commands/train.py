@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from . import add_precision_option
+from . import Setting, add_precision_option
 
 HELP = "train a registered learner (GRPO presets, ...) from a YAML preset"
 USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.helpers.threads)
@@ -31,14 +31,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output-dir", help="checkpoints, final model, logs, PNG (default: runs/train)")
     parser.add_argument(
         "--model",
+        action=Setting,
+        key="model",
+        type=str,
         help="shortcut for --set model=PATH ('tiny', 'warm-start', 'warm-start-multistep' (give it 384 completion "
         "tokens), a folder or a Hub id)",
     )
-    add_precision_option(parser, "shortcut for --set precision=X (default: the config's, auto)", None)
-    parser.add_argument("--max-steps", type=int, help="shortcut for --set trainer.max_steps=N")
-    parser.add_argument("--report-to", help="shortcut for --set trainer.report_to=X (e.g. tensorboard)")
+    add_precision_option(parser, "shortcut for --set precision=X (default: the config's, auto)", setting=True)
+    parser.add_argument("--max-steps", action=Setting, key="trainer.max_steps", type=int,
+                        help="shortcut for --set trainer.max_steps=N")  # fmt: skip
+    parser.add_argument("--report-to", action=Setting, key="trainer.report_to", type=str,
+                        help="shortcut for --set trainer.report_to=X (e.g. tensorboard)")  # fmt: skip
     parser.add_argument(
         "--rollouts",
+        action=Setting,
+        key="rollouts",
+        type=str,
         choices=("dataset", "env", "tools"),
         help="shortcut for --set rollouts=X: dataset (TRL generates, env scorer), env (CountdownTokens-v0 episodes "
         "via rollout_func), tools (environment_factory with the check tool)",
@@ -54,13 +62,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--async",
         dest="async_rollouts",
-        action="store_true",
+        action=Setting,
+        key="async",
+        nargs=0,
+        const={},  # the section, kept as the config gives it (config.merge_layer)
         help="generation (the colocated vLLM engine) runs ahead of the update: the YAML's async section",
     )
     parser.add_argument(
-        "--max-staleness", type=int, help="with --async: samples at most this many policy versions old (default 1)"
+        "--max-staleness",
+        action=Setting,
+        key="async.max_staleness",
+        type=int,
+        help="with --async: samples at most this many policy versions old (default 1)",
     )
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar (TRL's; trainer.disable_tqdm)")
+    parser.add_argument("--no-progress", action=Setting, key="trainer.disable_tqdm", nargs=0, const=True,
+                        help="no progress bar (TRL's; trainer.disable_tqdm)")  # fmt: skip
     parser.add_argument(
         "--resume",
         nargs="?",
@@ -82,12 +98,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_trl_flags(parser: argparse.ArgumentParser) -> None:
-    """TRL's spellings (learners.pipeline.runs.trl_args), hidden from --help but for one line of the epilog."""
-    from ..pipeline.runs.trl_args import known_keys
+    """TRL's spellings (learners.pipeline.runs.trl_args), hidden from --help but for one line of the epilog: a
+    trainer option is a :class:`Setting` of the trainer section; the script's keys are read by ``run_config``."""
+    from ..pipeline.runs.trl_args import SCRIPT_KEYS, trainer_option_names
 
     parser.allow_abbrev = False  # hundreds of options: a prefix must not silently pick one
-    for name in sorted(known_keys()):
-        parser.add_argument(f"--{name}", dest=f"trl:{name}", nargs="*", default=None, help=argparse.SUPPRESS)
+    for name in sorted(trainer_option_names() - set(SCRIPT_KEYS)):
+        parser.add_argument(f"--{name}", dest=f"trl:{name}", action=Setting, key=f"trainer.{name}", nargs="*",
+                            help=argparse.SUPPRESS)  # fmt: skip
+    for name in SCRIPT_KEYS:
+        parser.add_argument(f"--{name}", dest=f"trl:{name}", help=argparse.SUPPRESS)
     parser.epilog = (
         "TRL's spellings work too: any GRPOConfig field (or the learner's own option) as --NAME VALUE "
         "(--learning_rate 1e-5 --report_to tensorboard --bf16 False), --output_dir, --model_name_or_path, "
@@ -116,37 +136,25 @@ def run_config(args: argparse.Namespace):
     """The command's :class:`~learners.pipeline.runs.run_config.RunConfig` and output folder, checked, nothing written.
 
     The settings in their order: the preset (or a flat TRL YAML over ``cpu-tiny``), then ``--set``, then the flags
-    (TRL's spellings, then this command's own)."""
-    from ..pipeline.runs.run_config import section_settings
-    from ..pipeline.runs.trl_args import FLAT_BASE_PRESET, flat_trl_yaml, to_settings, yaml_value
+    (TRL's script keys ``--model_name_or_path``/``--dataset_name``, then the flags that write settings as they are
+    parsed, :class:`~learners.commands.Setting`, the last given holding)."""
+    from ..pipeline.runs.config import merge_layer
+    from ..pipeline.runs.run_config import RunConfig
+    from ..pipeline.runs.trl_args import FLAT_BASE_PRESET, SCRIPT_KEYS, flat_trl_yaml, to_settings
 
+    if getattr(args, "allow_changes", False) and not getattr(args, "resume", None):
+        raise ValueError("--allow-changes is a setting of --resume: it lets a resumed run change its settings")
+    if getattr(args, "max_staleness", None) is not None and getattr(args, "async_rollouts", None) is None:
+        raise ValueError("--max-staleness is a setting of --async: give both")
     preset, yaml_settings, yaml_output_dir = args.config, {}, None
     flat = flat_trl_yaml(args.config)
     if flat is not None:  # a plain TRL GRPOConfig YAML: its keys on top of the cpu-tiny preset
         preset = FLAT_BASE_PRESET
         yaml_settings, yaml_output_dir = to_settings(flat)
-    trl_flags = {
-        key[4:]: yaml_value(value) for key, value in vars(args).items() if key.startswith("trl:") and value is not None
-    }
-    flags, flag_output_dir = to_settings(trl_flags)
+    script = {name: getattr(args, f"trl:{name}", None) for name in SCRIPT_KEYS}
+    script_settings, flag_output_dir = to_settings({key: value for key, value in script.items() if value is not None})
     output_dir = args.output_dir or flag_output_dir or yaml_output_dir or "runs/train"
-    own = {
-        "model": args.model,
-        "precision": getattr(args, "precision", None),
-        "rollouts": getattr(args, "rollouts", None),
-        **section_settings("trainer", max_steps=args.max_steps, report_to=args.report_to,
-                           disable_tqdm=True if getattr(args, "no_progress", False) else None),  # fmt: skip
-    }
-    flags.update({key: value for key, value in own.items() if value is not None})
-    if getattr(args, "allow_changes", False) and not getattr(args, "resume", None):
-        raise ValueError("--allow-changes is a setting of --resume: it lets a resumed run change its settings")
-    if getattr(args, "max_staleness", None) is not None and not getattr(args, "async_rollouts", False):
-        raise ValueError("--max-staleness is a setting of --async: give both")
-    if getattr(args, "async_rollouts", False):
-        flags["async"] = {}  # the section, kept as the config gives it (run_config.assign_all)
-        flags.update(section_settings("async", max_staleness=args.max_staleness))
+    flags = merge_layer(script_settings, getattr(args, "settings", None) or {})
     # user errors (ValueError, OSError, RuntimeError) reach countdown_env.cli.main: one line, exit status 2
-    from ..pipeline.runs.run_config import RunConfig
-
     run = RunConfig.load(preset, learner=args.learner, yaml=yaml_settings, sets=args.overrides, flags=flags)
     return run, output_dir

@@ -110,7 +110,7 @@ def test_compare_gives_every_run_the_async_section(tiny_model_dir, tmp_path):
     write_jsonl([{"numbers": [3, 4, 5], "target": 12}], tmp_path / "train-s0.jsonl")
     run = run_config(settings, "grpo", 0, tmp_path / "run", model=tiny_model_dir, task=CountdownTask(),
                      train_file=tmp_path / "train-s0.jsonl")  # fmt: skip
-    assert run.async_rollouts.max_staleness == 1 and run.learner_options()["async_max_staleness"] == 1
+    assert run.async_rollouts.max_staleness == 1 and run.learner_config().async_max_staleness == 1
     with pytest.raises(ValueError, match="--max-staleness is a setting of --async"):
         settings_from_args(parser.parse_args(["--learners", "grpo", "--max-staleness", "2"]))
 

@@ -159,12 +159,20 @@ def test_refuses_non_empty_dir(tmp_path, tiny_model_dir, capsys):
 
 
 def test_parse_overrides():
-    assert parse_overrides(["grpo.learning_rate=1e-5", "all.beta=0.01"], ["grpo"]) == {
-        "grpo": {"learning_rate": 1e-5},
-        "all": {"beta": 0.01},
-    }
-    for bad in ("learning_rate=1e-5", "nobody.beta=0", "grpo.beta"):
-        with pytest.raises(ValueError):
+    """train's grammar with a learner in front; the earlier LEARNER.key / all.key form (R1-R3's registered commands)
+    reads the same and is recorded in the new one."""
+    from learners.pipeline.compare.settings import canonical_override
+
+    expected = {"grpo": {"learning_rate": 1e-5}, "all": {"beta": 0.01}}
+    assert parse_overrides(["grpo.trainer.learning_rate=1e-5", "trainer.beta=0.01"], ["grpo"]) == expected
+    assert parse_overrides(["grpo.learning_rate=1e-5", "all.beta=0.01"], ["grpo"]) == expected
+    assert parse_overrides(["all.trainer.beta=0.01"], ["grpo"]) == {"all": {"beta": 0.01}}
+    assert [canonical_override(item) for item in ("all.beta=0.01", "grpo.beta=[1, 2]", "grpo.trainer.beta=0")] == [
+        "trainer.beta=0.01", "grpo.trainer.beta=[1, 2]", "grpo.trainer.beta=0"]  # fmt: skip
+    for bad, why in (("learning_rate=1e-5", "form"), ("nobody.beta=0", "neither"), ("grpo.beta", "form"),
+                     ("eval.limit=4", "trainer keys only"), ("grpo.lora.rank=4", "trainer keys only"),
+                     ("trainer..beta=1", "form"), ("trainer.a.b=1", "one name")):  # fmt: skip
+        with pytest.raises(ValueError, match=why):
             parse_overrides([bad], ["grpo"])
 
 

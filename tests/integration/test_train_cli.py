@@ -36,7 +36,7 @@ def _overrides(model_dir, train, eval_, steps):
 
 
 def test_overrides_and_config_lookup(tmp_path):
-    from learners.pipeline.runs.config import apply_overrides, find_config, load_config
+    from learners.pipeline.runs.config import find_config, load_config, merge_layer, parse_sets
 
     config = load_config("cpu-tiny", ["trainer.max_steps=3", "eval.every=0", "task.n_numbers=[3, 4]"])
     assert config["trainer"]["max_steps"] == 3 and config["eval"]["every"] == 0
@@ -49,9 +49,9 @@ def test_overrides_and_config_lookup(tmp_path):
     with pytest.raises(FileNotFoundError, match="cpu-tiny"):
         find_config("nope")
     with pytest.raises(ValueError, match="section.key=value"):
-        apply_overrides({}, ["novalue"])
+        parse_sets(["novalue"])
     with pytest.raises(ValueError, match="not a section"):
-        apply_overrides({"model": "tiny"}, ["model.x=1"])
+        merge_layer({"model": "tiny"}, parse_sets(["model.x=1"]))
 
 
 def test_gpu_presets_follow_seed_000():
@@ -423,10 +423,11 @@ def test_the_built_trl_args_switch_off_ddps_unused_parameter_search(learner, tmp
     """DDP warned ``find_unused_parameters=True ... did not find any unused parameters`` on every rank of every
     multi-process run (issue 44 item 10): transformers searches unless ``ddp_find_unused_parameters`` is set, and
     every parameter of these models takes part in each loss. The run's config sets it false; a value given wins."""
-    from learners.pipeline.runs.driver import learner_config
+    from learners.pipeline.runs.run_config import RunConfig
 
-    assert learner_config(learner, {"output_dir": str(tmp_path)}).ddp_find_unused_parameters is False
-    given = learner_config(learner, {"output_dir": str(tmp_path), "ddp_find_unused_parameters": True})
+    run = RunConfig(learner=learner)
+    assert run.learner_config(output_dir=str(tmp_path)).ddp_find_unused_parameters is False
+    given = run.learner_config(output_dir=str(tmp_path), ddp_find_unused_parameters=True)
     assert given.ddp_find_unused_parameters is True
 
 

@@ -27,13 +27,14 @@ def test_make_trainer_with_lora_trains_the_adapter_only(tiny_model_dir, tiny_tok
     from countdown_env import Puzzle
     from countdown_env.task import CountdownTask
     from learners.pipeline.data import prompt_dataset
-    from learners.pipeline.runs.driver import learner_config, make_trainer
+    from learners.pipeline.runs.driver import make_trainer
+    from learners.pipeline.runs.run_config import RunConfig
 
     task = CountdownTask(n_numbers=3)
     puzzles = [Puzzle([1, 2, 3], 6), Puzzle([4, 5, 6], 15)]
     args = dict(output_dir=str(tmp_path), per_device_train_batch_size=4, num_generations=2, max_completion_length=8,
                 max_steps=1, report_to="none")  # fmt: skip
-    trainer = make_trainer("grpo", learner_config("grpo", args), model=tiny_model_dir, task=task,
+    trainer = make_trainer("grpo", RunConfig().learner_config(**args), model=tiny_model_dir, task=task,
                            tokenizer=tiny_tokenizer, train_dataset=prompt_dataset(puzzles, task), train_puzzles=puzzles,
                            peft_config=lora_config(2))  # fmt: skip
     trainable = {n: p.numel() for n, p in trainer.model.named_parameters() if p.requires_grad}

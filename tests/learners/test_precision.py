@@ -74,29 +74,34 @@ def test_a_bad_precision_and_a_disagreeing_trainer_bf16_are_refused():
 
 
 def test_the_learner_config_follows_the_precision(tmp_path):
-    from learners.pipeline.runs.driver import learner_config
     from learners.pipeline.runs.run_config import RunConfig
 
-    full = RunConfig.load("cpu-tiny", flags={"precision": "bf16"})
-    options = full.learner_options()
-    assert options["bf16"] is True and "model_init_kwargs" not in options  # a full fine-tune keeps float32 weights
-    args = learner_config("grpo", {**options, "output_dir": str(tmp_path)})
-    assert args.bf16 is True and args.use_cpu is True
-    lora = RunConfig.load("cpu-tiny", sets=["lora.rank=4"], flags={"precision": "bf16"}).learner_options()
-    assert lora["model_init_kwargs"] == {"dtype": "bfloat16"}  # the frozen base in bfloat16
-    fp32 = RunConfig.load("cpu-tiny", sets=["lora.rank=4"], flags={"precision": "fp32"}).learner_options()
-    assert fp32["bf16"] is False and "model_init_kwargs" not in fp32
-    assert learner_config("grpo", {"output_dir": str(tmp_path)}).bf16 is False  # nothing asked: float32 on a CPU
+    def config(*sets, **flags):
+        return RunConfig.load("cpu-tiny", sets=list(sets), flags=flags).learner_config(output_dir=str(tmp_path))
+
+    full = config(precision="bf16")
+    assert full.bf16 is True and full.use_cpu is True
+    assert not full.model_init_kwargs  # a full fine-tune keeps float32 weights
+    lora = config("lora.rank=4", precision="bf16")
+    assert lora.model_init_kwargs == {"dtype": "bfloat16"}  # the frozen base in bfloat16
+    fp32 = config("lora.rank=4", precision="fp32")
+    assert fp32.bf16 is False and not fp32.model_init_kwargs
+    assert RunConfig().learner_config(output_dir=str(tmp_path)).bf16 is False  # the tiny model, auto: float32
 
 
-def test_a_bf16_vllm_run_corrects_the_engine_trainer_mismatch_unless_told():
+def test_a_bf16_vllm_run_corrects_the_engine_trainer_mismatch_unless_told(tmp_path):
+    from learners.core.registry import get_learner
+    from learners.core.trainer_fields import trainer_fields
     from learners.pipeline.runs.run_config import RunConfig
 
-    options = lambda *sets, **flags: RunConfig.load("cpu-tiny-vllm", sets=list(sets), flags=flags).learner_options()  # noqa: E731
-    assert options(precision="bf16")["vllm_importance_sampling_correction"] is True
-    off = "trainer.vllm_importance_sampling_correction=false"
-    assert options(off, precision="bf16")["vllm_importance_sampling_correction"] is False  # the config's word holds
-    assert "vllm_importance_sampling_correction" not in options(precision="fp32")  # TRL's default, as before
+    def correction(*sets, **flags):
+        run = RunConfig.load("cpu-tiny-vllm", sets=list(sets), flags=flags)
+        return run.learner_config(output_dir=str(tmp_path)).vllm_importance_sampling_correction
+
+    assert correction(precision="bf16") is True
+    assert correction("trainer.vllm_importance_sampling_correction=false", precision="bf16") is False  # the config's
+    trl_default = trainer_fields(get_learner("grpo"))["vllm_importance_sampling_correction"]
+    assert correction(precision="fp32") is trl_default  # TRL's default, as before
 
 
 def test_the_record_states_the_resolved_precision_and_the_cpu():

@@ -112,8 +112,11 @@ def quiet_libraries() -> None:
 
 
 def _relevant(overrides: Sequence[str], learners: Sequence[str]) -> list[str]:
-    """The ``--set`` items that apply to ``learners`` (``all.*`` and theirs), in order."""
-    return [item for item in overrides if item.split(".", 1)[0] in ("all", *learners)]
+    """The ``--set`` items that apply to ``learners`` (every learner's and theirs), in order, in the grammar a
+    comparison records now (a ``compare.json`` of the earlier grammar resumes)."""
+    from .settings import canonical_override, split_override
+
+    return [canonical_override(item) for item in overrides if split_override(item)[0] in ("all", *learners)]
 
 
 COMPARE_OUTPUTS = (SETTINGS_FILE, "results.csv", "summary.md", "engagement.csv", "curves.png", "runs", "data",

@@ -158,7 +158,7 @@ def _make_callbacks(run, comparison: Comparison, run_state: RunState, learner: s
 def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> dict:
     """Train and evaluate one (learner, seed) run in ``DIR/runs/NAME``; returns its ``DONE`` record."""
     from ..data import prompt_dataset
-    from ..runs.driver import learner_config, make_trainer, write_run_record
+    from ..runs.driver import make_trainer, write_run_record
     from ..runs.processes import run_processes
 
     settings, progress = comparison.settings, comparison.progress
@@ -179,7 +179,7 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
                      train_file=train_file)  # fmt: skip
     trainer = make_trainer(
         learner,
-        learner_config(learner, run.learner_options()),
+        run.learner_config(),
         model=comparison.model,
         task=comparison.task,
         tokenizer=comparison.tokenizer,

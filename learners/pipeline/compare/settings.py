@@ -1,6 +1,6 @@
 """What defines a comparison: :class:`CompareSettings` (recorded in ``DIR/compare.json``), the sizes (:data:`FULL`,
 :data:`QUICK`), the trainer settings every learner shares (:func:`shared_trainer_settings`), the eval protocol, and the
-``--set LEARNER.key=value`` overrides that turn them into one learner's config."""
+``--set [LEARNER.]trainer.key=value`` overrides that turn them into one learner's config."""
 
 from __future__ import annotations
 
@@ -113,6 +113,7 @@ class CompareSettings(CompareSize):
 
             if not records_path(self.train_file).is_file():  # X.jsonl committed as X.jsonl.gz reads as printed
                 raise ValueError(f"--train-file {self.train_file}: no such file")
+        self.overrides = [canonical_override(item) for item in self.overrides]
         parse_overrides(self.overrides, self.learners)
         from ..rollouts import ROUTES
 
@@ -151,24 +152,49 @@ class CompareSettings(CompareSize):
         return shlex.join(parts)
 
 
-def parse_overrides(items: Sequence[str], learners: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """``["grpo.learning_rate=1e-5", "all.beta=0.01"]`` -> ``{"grpo": {...}, "all": {...}}`` (values as YAML).
+def split_override(item: str) -> tuple[str, str, str]:
+    """``(learner or "all", trainer key, value text)`` of one ``--set`` item of a comparison.
 
-    The prefix must be ``all`` or a registered learner (a learner not in ``learners`` is ignored: its runs are
-    not part of this invocation); anything else is a ``ValueError``.
-    """
+    The grammar is ``countdown train``'s, ``trainer.KEY=VALUE`` (every learner's runs), with a learner's name in front
+    for its runs alone (``grpo.trainer.beta=0.01``); a comparison sets the trainer section only (its sizes, LoRA, eval
+    and async settings are its flags). The earlier form, ``LEARNER.KEY=VALUE`` and ``all.KEY=VALUE`` (the registered
+    commands of R1-R3), reads the same; :func:`canonical_override` writes the new one."""
     from ...core.registry import LEARNERS
+    from ..runs.config import SECTIONS
+
+    key, sep, raw = item.partition("=")
+    parts = key.split(".")
+    if not sep or "" in parts or len(parts) < 2:
+        raise ValueError(f"--set {item!r} is not of the form [LEARNER.]trainer.key=value")
+    prefix = parts.pop(0) if parts[0] == "all" or parts[0] in LEARNERS else None
+    if len(parts) == 2 and parts[0] == "trainer":
+        return prefix or "all", parts[1], raw
+    if prefix is not None and len(parts) == 1 and parts[0] not in SECTIONS:  # the earlier form
+        return prefix, parts[0], raw
+    if parts[0] == "trainer":
+        raise ValueError(f"--set {item!r}: a trainer key is one name (trainer.KEY=VALUE)")
+    if parts[0] in SECTIONS:
+        raise ValueError(f"--set {item!r}: a comparison sets trainer keys only (its other settings are its flags)")
+    raise ValueError(f"--set {item!r}: {parts[0]!r} is neither 'trainer' nor a learner ({', '.join(LEARNERS)})")
+
+
+def canonical_override(item: str) -> str:
+    """``item`` in the grammar of ``countdown train`` (``all.beta=0.01`` -> ``trainer.beta=0.01``, ``grpo.beta=0``
+    -> ``grpo.trainer.beta=0``), as a comparison records and prints it."""
+    prefix, name, raw = split_override(item)
+    return f"{'' if prefix == 'all' else prefix + '.'}trainer.{name}={raw}"
+
+
+def parse_overrides(items: Sequence[str], learners: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``["grpo.trainer.learning_rate=1e-5", "trainer.beta=0.01"]`` -> ``{"grpo": {...}, "all": {...}}`` (values as
+    YAML; :func:`split_override`). A learner not in ``learners`` is kept apart: its runs are not part of this
+    invocation."""
     from ..runs.config import parse_override_value
 
     out: dict[str, dict[str, Any]] = {}
     for item in items:
-        key, sep, raw = item.partition("=")
-        prefix, dot, name = key.partition(".")
-        if not sep or not dot or not prefix or not name:
-            raise ValueError(f"--set {item!r} is not of the form LEARNER.key=value (or all.key=value)")
-        if prefix != "all" and prefix not in LEARNERS:
-            raise ValueError(f"--set {item!r}: {prefix!r} is neither 'all' nor a learner ({', '.join(LEARNERS)})")
-        out.setdefault(prefix, {})[name] = parse_override_value(key, raw)
+        prefix, name, raw = split_override(item)
+        out.setdefault(prefix, {})[name] = parse_override_value(item.partition("=")[0], raw)
     return out
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +158,7 @@ def load_config(name_or_path: str | Path, overrides: list[str] | None = None) ->
     config = _parse_yaml_file(path)
     if not isinstance(config, dict):
         raise ValueError(f"{path}: the YAML must be a mapping of sections")
-    config = apply_overrides(config, overrides or [])
+    config = merge_layer(config, parse_sets(overrides or []))
     check_sections(config)
     return config
 
@@ -205,32 +206,57 @@ RESOLVED_CONFIG = "resolved_config.json"
 
 
 
-def apply_overrides(config: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """``["trainer.max_steps=5", "model=out/sft"]`` -> nested assignment (values parsed as YAML)."""
-    config = copy.deepcopy(config)
-    for item in overrides:
+def parse_sets(sets: Sequence[str]) -> dict[str, Any]:
+    """``["trainer.max_steps=5", "model=out/sft"]`` as one layer of settings nested as the YAML
+    (``{"trainer": {"max_steps": 5}, "model": "out/sft"}``; values parsed as YAML, :func:`parse_override_value`)."""
+    layer: dict[str, Any] = {}
+    for item in sets:
         key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"override {item!r} is not of the form section.key=value")
+        if not sep or not key or "" in key.split("."):
+            raise ValueError(f"--set {item!r} is not of the form section.key=value")
         value = parse_override_value(key, raw)
         try:
-            assign(config, key, value)
+            layer = merge_layer(layer, nested(key, value))
         except ValueError as exc:
-            raise ValueError(f"override {item!r}: {exc}") from None
-    return config
+            raise ValueError(f"--set {item!r}: {exc}") from None
+    return layer
 
 
-def assign(config: dict[str, Any], key: str, value: Any) -> None:
-    """``config["a"]["b"] = value`` for ``key = "a.b"`` (sections created as needed); one line when a part of the
-    path is not a section."""
+def nested(key: str, value: Any) -> dict[str, Any]:
+    """``nested("a.b", 1) == {"a": {"b": 1}}``."""
     *parents, leaf = key.split(".")
-    node = config
-    for part in parents:
-        child = node.setdefault(part, {})
-        if not isinstance(child, dict):
-            raise ValueError(f"{part!r} is not a section")
-        node = child
-    node[leaf] = value
+    layer: dict[str, Any] = {leaf: value}
+    for part in reversed(parents):
+        layer = {part: layer}
+    return layer
+
+
+DATA_FORMS = (("train", "eval"), ("train_size", "eval_size"))
+"""The two forms of the ``data`` section, split files or sizes of a split built now: they exclude each other."""
+
+
+def merge_layer(below: Mapping[str, Any], layer: Mapping[str, Any], where: str = "") -> dict[str, Any]:
+    """``layer`` over ``below`` (neither changed): a mapping merges into the mapping below key by key, at every
+    depth (``--set trainer.seed=1`` keeps the rest of the trainer section; an empty mapping keeps or creates its
+    section, so ``--async`` turns on ``async:`` without replacing it); any other value replaces. The ``data`` section's
+    two forms exclude each other: a layer that gives split files drops the sizes below it, and one that gives sizes
+    drops the files. One line when a layer writes keys into a value that is not a section."""
+    merged = copy.deepcopy(dict(below))
+    for key, value in layer.items():
+        path = f"{where}{key}"
+        old = merged.get(key)
+        if isinstance(value, Mapping):
+            if old is not None and not isinstance(old, Mapping):
+                raise ValueError(f"{path!r} is not a section (it holds {old!r})")
+            old = dict(old or {})
+            if path == "data":
+                for form, other in (DATA_FORMS, DATA_FORMS[::-1]):
+                    if set(value) & set(form):
+                        old = {k: v for k, v in old.items() if k not in other}
+            merged[key] = merge_layer(old, value, f"{path}.")
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
 
 
 def parse_override_value(key: str, raw: str):

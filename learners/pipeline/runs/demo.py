@@ -312,17 +312,14 @@ def _evaluate(model_dir: Path, name: str, *, out: Path, profile: DemoModel, task
 def _rl_settings(out: Path, warm: Path, task, settings: DemoSize, seed: int, micro_batch: int, accumulation: int,
                  progress) -> dict[str, Any]:  # fmt: skip
     """The RL run's settings over its preset (``RunConfig.load``'s flags): the demo's model, data, eval and batch."""
-    from .run_config import section_settings
-
     steps = settings.rl_steps
     return {
         "model": str(warm),
         "task": task.to_dict(),
         "data": {"train": str(out / "data" / "train.jsonl"), "eval": str(out / "data" / "test.jsonl")},
-        **section_settings("eval", every=settings.eval_every, samples=settings.samples,
-                           max_new_tokens=settings.max_new_tokens),  # fmt: skip
-        **section_settings(
-            "trainer", max_steps=steps, learning_rate=settings.learning_rate,
+        "eval": {"every": settings.eval_every, "samples": settings.samples, "max_new_tokens": settings.max_new_tokens},
+        "trainer": dict(
+            max_steps=steps, learning_rate=settings.learning_rate,
             lr_scheduler_type=settings.lr_scheduler,
             # the demo's schedules run from step 1 (the SmolLM2 preset's 5 warmup steps never applied under
             # `constant`, which is what the demo's published figures ran)

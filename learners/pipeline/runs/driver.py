@@ -111,11 +111,12 @@ def build_trainer(run: RunConfig, output_dir: str | Path):
     from .trainer_progress import line_progress
 
     out = Path(output_dir)
-    trainer_args = dict(run.learner_options(), output_dir=str(out))
     curriculum = _curriculum(run)  # `curriculum:` section: levels raised on train accuracy (procedural.py)
+    given = {"output_dir": str(out), "disable_tqdm": run.trainer.get("disable_tqdm")}  # None is TRL's default
     if curriculum is not None:
-        trainer_args["shuffle_dataset"] = False  # no shuffle buffer reading ahead at the old level
-    args = learner_config(run.learner, trainer_args)  # the learner's own checks (TRL's too), before anything is written
+        given["shuffle_dataset"] = False  # no shuffle buffer reading ahead at the old level
+    progress = line_progress(given, f"{run.learner} RL")  # plain lines instead of TRL's bar into a log
+    args = run.learner_config(**given)  # the learner's own checks (TRL's too), before anything is written
     processes = run_processes()  # the main process writes the init model and the data; every process reads them
     model = resolve_model(run.model)
     if model == "tiny":
@@ -135,7 +136,6 @@ def build_trainer(run: RunConfig, output_dir: str | Path):
     if not train_rows and curriculum is None:
         raise ValueError("no training puzzles")
 
-    progress = line_progress(trainer_args, f"{run.learner} RL")  # plain lines instead of TRL's bar into a log
     train_puzzles = rows_to_puzzles(train_rows)
     eval_callback = EvalCallback(eval_rows, run.eval, task, tokenizer)
     trainer = make_trainer(
@@ -171,7 +171,7 @@ def make_trainer(
     peft_config: Any = None,
 ):
     """The registered learner's trainer, as every run builds it (``train``, ``demo-train``, each run of
-    ``compare``): ``args``, its config (:func:`learner_config`), the rollout route's arguments
+    ``compare``): ``args``, its config (:meth:`RunConfig.learner_config`), the rollout route's arguments
     (:func:`learners.pipeline.rollouts.route_kwargs`), the task, ``wrap`` applied to the trainer class (compare's
     counting subclass) and ``peft_config`` (a ``peft`` config, e.g. :func:`lora_config`: TRL wraps the model and
     trains the adapter only)."""
@@ -197,26 +197,6 @@ def make_trainer(
     if problem is not None and trainer.is_world_process_zero():
         print(f"countdown: warning: {problem}", file=sys.stderr)
     return trainer
-
-
-def learner_config(learner: str, trainer_args: dict[str, Any]):
-    """The registered learner's config object from ``trainer_args`` over its defaults (the CPU settings forced on a
-    machine without a GPU, float32 unless ``bf16`` is given: :class:`RunConfig` gives it from the run's precision;
-    ``report_to`` none and ``ddp_find_unused_parameters`` false unless given): every check of
-    the learner's config class and TRL's ``GRPOConfig`` runs here, one line on a bad value."""
-    import torch
-
-    from ...core.registry import get_learner
-
-    trainer_args = dict(trainer_args)
-    if not torch.cuda.is_available():  # forced on a machine without a GPU, whatever the config says
-        trainer_args.update(use_cpu=True, fp16=False, gradient_checkpointing=False)
-        trainer_args.setdefault("bf16", False)  # TRL's default is bf16: a CPU run computes in float32 unless asked
-    trainer_args.setdefault("report_to", "none")
-    # every parameter of these models takes part in each loss: DDP's search for unused ones (transformers turns it
-    # on unless gradient checkpointing is) costs a graph walk per step and warns on every rank that it found none
-    trainer_args.setdefault("ddp_find_unused_parameters", False)
-    return get_learner(learner).make_config(**trainer_args)
 
 
 def save_final(trainer, final: Path, *, lora: bool) -> None:

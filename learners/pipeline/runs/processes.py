@@ -146,7 +146,7 @@ def run_processes(ddp_timeout: float | None = None) -> RunProcesses:
         from accelerate import PartialState
 
         timeout = timedelta(seconds=float(ddp_timeout or DEFAULT_TIMEOUT_S))
-        # the CPU settings are forced without CUDA (driver.learner_config): use_cpu -> gloo, as the trainer's
+        # the CPU settings are forced without CUDA (RunConfig.learner_config): use_cpu -> gloo, as the trainer's
         # (accelerate keeps its state in a class-wide dict that TrainingArguments clears and rebuilds: read it now)
         state = PartialState(cpu=not torch.cuda.is_available(), timeout=timeout)
         current = RunProcesses(int(state.num_processes), int(state.process_index))

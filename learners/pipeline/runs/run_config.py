@@ -1,12 +1,13 @@
 """The one settings type of a training run: :class:`RunConfig`, built by ``countdown train``, ``countdown demo-train``
 and each run of ``countdown compare``.
 
-It is filled in one order, each layer over the one before: the preset (``learners/pipeline/configs/NAME.yaml``) or a
-YAML file -> ``--set section.key=value`` -> the command's own flags (``--model``, ``--max-steps``, TRL's spellings
-such as ``--learning_rate``); and checked once, when it is built (:func:`learners.pipeline.runs.checks.validate_config`:
-every check that needs no model weights, one line per problem). The learner's own options (the ``trainer`` section)
-stay a mapping until the run builds the learner's config class from them (:func:`learners.pipeline.runs.driver.
-learner_config`), where TRL's own checks run: that class is their type.
+It is filled in one order, each layer over the one before and each nested as the YAML: the preset
+(``learners/pipeline/configs/NAME.yaml``) or a YAML file -> ``--set section.key=value`` -> the command's own flags
+(``--model``, ``--max-steps``, TRL's spellings such as ``--learning_rate``, each written into its section as it is
+parsed: :class:`learners.commands.Setting`); and checked once, when it is built
+(:func:`learners.pipeline.runs.checks.validate_config`: every check that needs no model weights, one line per
+problem; the trainer section's values against the learner's option table). The run builds the learner's config class
+from it in one call (:meth:`RunConfig.learner_config`), where TRL's own checks run.
 
 Sections (the YAML keys, :mod:`learners.pipeline.runs.config`; the typed ones declared in :mod:`.sections`):
 ``model``, ``tiny``, ``task``, ``data`` (:class:`DataSection`), ``eval`` (:class:`EvalSection`), ``trainer``,
@@ -24,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config import apply_overrides, assign, check_sections, load_config
+from .config import check_sections, load_config, merge_layer, parse_sets
 from .sections import AsyncSection, DataSection, EvalSection, LoraSection
 
 
@@ -62,13 +63,13 @@ class RunConfig:
         sets: Sequence[str] = (),
         flags: Mapping[str, Any] | None = None,
     ) -> RunConfig:
-        """The preset or YAML file ``preset``; then ``yaml`` (``{"section.key": value}`` from a second YAML: a flat
-        TRL one); then ``sets`` (``section.key=value`` strings, values read as YAML); then ``flags``
-        (``{"section.key": value}``, values as given). Checked once, at the end."""
+        """The preset or YAML file ``preset``; then ``yaml`` (a second YAML's sections: a flat TRL one's); then
+        ``sets`` (``section.key=value`` strings, values read as YAML); then ``flags`` (sections, values as given).
+        Each layer is nested as the YAML and merges into the ones below (:func:`~.config.merge_layer`); checked once,
+        at the end."""
         mapping = load_config(preset)
-        assign_all(mapping, yaml or {})
-        mapping = apply_overrides(mapping, list(sets))
-        assign_all(mapping, flags or {})
+        for layer in (yaml or {}, parse_sets(sets), flags or {}):
+            mapping = merge_layer(mapping, layer)
         check_sections(mapping)
         return cls.from_mapping(learner, mapping)
 
@@ -122,16 +123,24 @@ class RunConfig:
         mapping.update(changes)
         return RunConfig.from_mapping(self.learner, mapping)
 
-    def learner_options(self) -> dict[str, Any]:
-        """The keyword arguments of the learner's config class: the ``trainer`` section, ``async_max_staleness`` from
-        the ``async`` one, and the resolved precision's (:func:`learners.pipeline.precision.trainer_settings`; a
-        ``model_init_kwargs`` dtype given in the trainer section is kept). With vLLM in bf16, TRL's
-        importance-sampling correction is on unless the trainer section sets it (fp32 runs keep TRL's default): the
-        engine's log-probabilities of the sampled tokens differ from the trainer's by p99 0.11 (max 0.73) in bf16
+    def learner_config(self, **given: Any):
+        """The learner's config object (TRL's ``GRPOConfig`` or the learner's subclass; its own checks run here, one
+        line on a bad value): the ``trainer`` section with ``given`` over it (``output_dir``, ...),
+        ``async_max_staleness`` from the ``async`` section, and the resolved precision's settings
+        (:func:`learners.pipeline.precision.trainer_settings`; a ``model_init_kwargs`` dtype given is kept).
+
+        On a machine without a GPU the CPU settings are forced (``use_cpu``, no fp16, no gradient checkpointing).
+        ``report_to`` is none and ``ddp_find_unused_parameters`` false unless given: every parameter of these models
+        takes part in each loss, and DDP's search for unused ones costs a graph walk per step. With vLLM in bf16,
+        TRL's importance-sampling correction is on unless the trainer section sets it (fp32 runs keep TRL's default):
+        the engine's log-probabilities of the sampled tokens differ from the trainer's by p99 0.11 (max 0.73) in bf16
         against p99 1.5e-5 in fp32 (SmolLM2-135M, ``benchmarks/results/precision/``)."""
+        import torch
+
+        from ...core.registry import get_learner
         from ..precision import trainer_settings
 
-        options = dict(self.trainer)
+        options = {**self.trainer, **given}
         if self.async_rollouts is not None:
             options["async_max_staleness"] = self.async_rollouts.max_staleness
         precision = self.resolved_precision
@@ -142,7 +151,11 @@ class RunConfig:
             options.setdefault("vllm_importance_sampling_correction", True)
         if init:
             options["model_init_kwargs"] = init
-        return options
+        if not torch.cuda.is_available():  # forced on a machine without a GPU, whatever the config says
+            options.update(use_cpu=True, fp16=False, gradient_checkpointing=False)
+        options.setdefault("report_to", "none")
+        options.setdefault("ddp_find_unused_parameters", False)
+        return get_learner(self.learner).make_config(**options)
 
     @functools.cached_property
     def resolved_precision(self) -> str:
@@ -165,23 +178,3 @@ class RunConfig:
 
         steps = self.trainer.get("max_steps")
         return int(steps if steps is not None else trainer_fields(get_learner(self.learner))["max_steps"])
-
-
-def section_settings(section: str, **values: Any) -> dict[str, Any]:
-    """``{"section.key": value}`` for each keyword whose value is not ``None``: a layer of settings in the grammar of
-    ``--set`` (and of :meth:`RunConfig.load`'s ``flags``), with each key written once as a Python name."""
-    return {f"{section}.{key}": value for key, value in values.items() if value is not None}
-
-
-def assign_all(mapping: dict[str, Any], settings: Mapping[str, Any]) -> None:
-    """Each ``{"section.key": value}`` of ``settings`` into ``mapping`` (:func:`~learners.pipeline.runs.config.assign`);
-    one line naming the key when a part of its path is not a section. An empty mapping names a section: it creates
-    it where missing and keeps one that exists (``--async`` turns the ``async`` section on without replacing the
-    YAML's); any other value replaces what was there."""
-    for key, value in settings.items():
-        if value == {} and isinstance(mapping.get(key), dict):
-            continue
-        try:
-            assign(mapping, key, value)
-        except ValueError as exc:
-            raise ValueError(f"{key}: {exc}") from None

@@ -51,7 +51,8 @@ def yaml_value(values: list[str]) -> str:
 
 
 def to_settings(options: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """``({"trainer.learning_rate": 1e-5, "model": ..., "data": {...}}, output_dir or None)`` for TRL-spelled options
+    """``({"trainer": {"learning_rate": 1e-5}, "model": ..., "data": {...}}, output_dir or None)``: a layer of settings
+    nested as the YAML, for TRL-spelled options
     (values as command-line text, read as YAML, or already parsed from a YAML file); unknown keys are refused with a
     "did you mean"."""
     from countdown_env.helpers.keys import refuse_unknown
@@ -71,9 +72,10 @@ def to_settings(options: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     dataset = options.pop("dataset_name", None)
     if dataset is not None:
         settings["data"] = dataset_files(str(dataset), train_split, test_split)
-    for name, value in options.items():
-        key = f"trainer.{name}"
-        settings[key] = parse_override_value(key, value) if isinstance(value, str) else value
+    trainer = {name: parse_override_value(f"trainer.{name}", value) if isinstance(value, str) else value
+               for name, value in options.items()}  # fmt: skip
+    if trainer:
+        settings["trainer"] = trainer
     return settings, None if output_dir is None else str(output_dir)
 
 

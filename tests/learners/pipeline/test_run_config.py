@@ -19,11 +19,11 @@ def preset(name: str) -> dict:
 def test_each_layer_wins_over_the_one_before():
     base = preset("cpu-tiny")["trainer"]["learning_rate"]
     assert RunConfig.load("cpu-tiny").trainer["learning_rate"] == base
-    yaml_layer = {"trainer.learning_rate": base * 2}
+    yaml_layer = {"trainer": {"learning_rate": base * 2}}
     assert RunConfig.load("cpu-tiny", yaml=yaml_layer).trainer["learning_rate"] == base * 2
     sets = [f"trainer.learning_rate={base * 3}"]
     assert RunConfig.load("cpu-tiny", yaml=yaml_layer, sets=sets).trainer["learning_rate"] == base * 3
-    run = RunConfig.load("cpu-tiny", yaml=yaml_layer, sets=sets, flags={"trainer.learning_rate": base * 4})
+    run = RunConfig.load("cpu-tiny", yaml=yaml_layer, sets=sets, flags={"trainer": {"learning_rate": base * 4}})
     assert run.trainer["learning_rate"] == base * 4
     # a layer that does not name a key leaves the one below it: the preset's batch size survives all four
     assert run.trainer["per_device_train_batch_size"] == preset("cpu-tiny")["trainer"]["per_device_train_batch_size"]
@@ -46,14 +46,15 @@ def test_the_yaml_shape_round_trips_and_a_rebuild_is_checked_again():
     with pytest.raises(ValueError):
         run.replace(eval={"every": -1})
     with pytest.raises(ValueError, match="config section"):
-        RunConfig.load("cpu-tiny", flags={"nonsense.key": 1})
+        RunConfig.load("cpu-tiny", flags={"nonsense": {"key": 1}})
 
 
-def test_what_the_learner_config_receives():
+def test_what_the_learner_config_receives(tmp_path):
     run = RunConfig.load("cpu-tiny-vllm", sets=["async.max_staleness=2", "precision=fp32"])
-    options = run.learner_options()
-    assert options["async_max_staleness"] == 2 and options["bf16"] is False
-    assert options["learning_rate"] == preset("cpu-tiny-vllm")["trainer"]["learning_rate"]
+    config = run.learner_config(output_dir=str(tmp_path))
+    assert config.async_max_staleness == 2 and config.bf16 is False
+    assert config.learning_rate == preset("cpu-tiny-vllm")["trainer"]["learning_rate"]
+    assert config.output_dir == str(tmp_path) and config.report_to == [] and config.ddp_find_unused_parameters is False
     assert "async_max_staleness" not in run.to_mapping()["trainer"]  # one holder: the async section
 
 
@@ -61,7 +62,7 @@ def test_the_planned_steps_fall_back_to_the_learners_default():
     from learners.core.registry import get_learner
     from learners.core.trainer_fields import trainer_fields
 
-    assert RunConfig.load("cpu-tiny", flags={"trainer.max_steps": 7}).max_steps == 7
+    assert RunConfig.load("cpu-tiny", flags={"trainer": {"max_steps": 7}}).max_steps == 7
     mapping = RunConfig.load("cpu-tiny").to_mapping()
     del mapping["trainer"]["max_steps"]
     assert RunConfig.from_mapping("grpo", mapping).max_steps == trainer_fields(get_learner("grpo"))["max_steps"]
@@ -91,3 +92,63 @@ def test_the_tiny_smoke_preset_is_the_tiny_cpu_keywords_and_loads_as_a_run(tmp_p
     }  # fmt: skip
     run = RunConfig.load("tiny-smoke")
     assert run.model == "tiny" and run.max_steps == 2 and run.eval.every == 0
+
+
+def test_a_layer_merges_into_the_sections_below_it(tmp_path):
+    """--set and flags write keys into sections; they replace a section only where its two forms exclude each other
+    (data: split files or sizes), and a key written into a value that is not a section is refused by name."""
+    from learners.pipeline.runs.config import merge_layer, parse_sets
+
+    tiny = preset("cpu-tiny")
+    run = RunConfig.load("cpu-tiny", sets=["trainer.seed=5", "trainer.model_init_kwargs.dtype=float32"])
+    assert run.trainer["seed"] == 5 and run.trainer["model_init_kwargs"] == {"dtype": "float32"}
+    assert run.trainer["learning_rate"] == tiny["trainer"]["learning_rate"]  # the rest of the section stays
+    train = tmp_path / "train.jsonl"
+    train.write_text('{"numbers": [3, 4, 5], "target": 12}\n')
+    files = RunConfig.load("cpu-tiny", sets=[f"data.train={train}"]).data
+    assert (files.train, files.train_size, files.eval_size) == (str(train), None, 0)  # the sizes dropped
+    sizes = merge_layer({"data": {"train": "a.jsonl", "eval": "b.jsonl"}}, {"data": {"train_size": 9}})
+    assert sizes == {"data": {"train_size": 9}}
+    kept = RunConfig.load("cpu-tiny", sets=["data.eval_size=7"]).data
+    assert (kept.train_size, kept.eval_size) == (tiny["data"]["train_size"], 7)
+    assert parse_sets(["a.b=1", "a.c=[2, 3]"]) == {"a": {"b": 1, "c": [2, 3]}}
+    with pytest.raises(ValueError, match="'model' is not a section"):
+        RunConfig.load("cpu-tiny", sets=["model.x=1"])
+    with pytest.raises(ValueError, match="not of the form"):
+        parse_sets(["trainer..seed=1"])
+    below = {"trainer": {"seed": 1}}
+    merge_layer(below, {"trainer": {"seed": 2}})
+    assert below == {"trainer": {"seed": 1}}  # neither layer is changed
+
+
+@pytest.mark.slow
+def test_a_run_into_a_log_prints_lines_instead_of_trls_bar(tmp_path, tiny_model_dir):
+    """Where stderr is not a terminal (pytest captures it) the run prints progress lines, and TRL's bar is off in the
+    config the trainer was built with (it was switched off in a copy after the config was built, so a log held both)."""
+    from learners.pipeline.runs.driver import build_trainer
+
+    sets = [f"model={tiny_model_dir}", "data.train_size=8", "data.eval_size=0", "eval.every=0"]
+    trainer = build_trainer(RunConfig.load("cpu-tiny", sets=sets), tmp_path / "run")
+    assert trainer.args.disable_tqdm is True
+    assert "LineProgressCallback" in {type(callback).__name__ for callback in trainer.callback_handler.callbacks}
+
+
+def test_the_train_flags_write_their_sections_as_they_are_parsed():
+    """One hop from the command line into the config's flags layer: TRL's spellings read as YAML, this command's own
+    flags typed, the last one given holding, TRL's script keys below them all."""
+    import argparse
+
+    from learners.commands import train
+
+    parser = argparse.ArgumentParser()
+    train.add_arguments(parser)
+    args = parser.parse_args(["--learning_rate", "3e-4", "--bf16", "--report_to", "a", "b", "--max_steps", "3",
+                              "--max-steps", "5", "--no-progress", "--async", "--max-staleness", "2",
+                              "--model_name_or_path", "from-trl", "--model", "mine"])  # fmt: skip
+    assert args.settings == {
+        "trainer": {"learning_rate": 3e-4, "bf16": True, "report_to": ["a", "b"], "max_steps": 5, "disable_tqdm": True},
+        "async": {"max_staleness": 2},
+        "model": "mine",
+    }
+    assert getattr(args, "trl:model_name_or_path") == "from-trl"
+    assert not hasattr(parser.parse_args([]), "settings")  # nothing given: nothing written over the preset
