@@ -137,7 +137,7 @@ def main() -> None:
     if settings.is_file():
         from learners.pipeline.compare.settings import CompareSettings
 
-        command = CompareSettings(**json.loads(settings.read_text())).command()
+        command = CompareSettings(**CompareSettings.upgraded(json.loads(settings.read_text()))).command()
     text = markdown(result, command)
     write_text(folder / "verdict.md", text)
     write_text(folder / "verdict.json", json.dumps(result, indent=2) + "\n")

@@ -39,13 +39,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overwrite", action="store_true", help="delete a previous comparison in --out first")
     parser.add_argument(
         "--quick", action="store_true",
-        help=f"tiny sizes (tests): {QUICK.steps} steps, {QUICK.eval_limit} eval puzzles, {QUICK.max_new_tokens} tokens",
+        help=f"tiny sizes (tests): {QUICK.max_steps} steps, {QUICK.eval_limit} eval puzzles, "
+        f"{QUICK.max_new_tokens} tokens",
     )  # fmt: skip
     for item in dataclasses.fields(CompareSize):  # one flag per size, its help and default read from the field
         default = getattr(FULL, item.name)
         shown = "all" if default is None else default
         parser.add_argument(f"--{item.name.replace('_', '-')}", type=int,
                             help=f"{item.metadata['help']} (default {shown})")  # fmt: skip
+        if "was" in item.metadata:  # the earlier spelling, as committed commands wrote it
+            parser.add_argument(f"--{item.metadata['was']}", dest=item.name, type=int, help=argparse.SUPPRESS)
     parser.add_argument(
         "--eval-samples", type=int, default=EVAL_SAMPLES,
         help="completions per eval puzzle: pass@1 and pass@N are reported, each sample's verdict kept in evals/",

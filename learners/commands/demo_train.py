@@ -46,6 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(f"--{item.name.replace('_', '-')}", type=kinds[str(item.type)], default=None,
                             choices=item.metadata.get("choices"),
                             help=f"{item.metadata['help']} (default {defaults})")  # fmt: skip
+        if "was" in item.metadata:  # the earlier spelling, as committed commands wrote it
+            parser.add_argument(f"--{item.metadata['was'].replace('_', '-')}", dest=item.name,
+                                type=kinds[str(item.type)], default=None, help=argparse.SUPPRESS)  # fmt: skip
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:

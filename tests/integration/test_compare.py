@@ -235,7 +235,7 @@ def test_paired_bootstrap_hand_example(tmp_path):
         _fake_run(tmp_path, "dr_grpo", 1, [0, 0, 0, 4]),
     ]
     settings = CompareSettings(
-        learners=["grpo", "dr_grpo"], seeds=[0, 1], steps=2, eval_every=1, train_size=4, eval_limit=4,
+        learners=["grpo", "dr_grpo"], seeds=[0, 1], max_steps=2, eval_every=1, train_size=4, eval_limit=4,
         max_new_tokens=16, prompts_per_step=2, num_generations=4,
     )  # fmt: skip
     table = {e["learner"]: e for e in learner_table(tmp_path, settings, rows)}
@@ -364,7 +364,7 @@ def test_eval_samples_names_the_pass_at_k_column_and_is_recorded(tmp_path, tiny_
     path = write_text(tmp_path / "r.csv", compare.rows_to_csv([row], 16))
     assert csv_columns(16)[4] == "pass@16" and read_rows(path)[0]["pass@16"] == 0.75
     with pytest.raises(ValueError, match="--eval-samples must be >= 1"):
-        CompareSettings(learners=["grpo"], seeds=[0], steps=1, eval_every=1, train_size=1, eval_limit=1,
+        CompareSettings(learners=["grpo"], seeds=[0], max_steps=1, eval_every=1, train_size=1, eval_limit=1,
                         max_new_tokens=1, prompts_per_step=1, num_generations=2, eval_samples=0)  # fmt: skip
     from countdown_env.helpers.jsonl import write_jsonl
     from countdown_env.task import CountdownTask
@@ -373,3 +373,25 @@ def test_eval_samples_names_the_pass_at_k_column_and_is_recorded(tmp_path, tiny_
     config = run_config(settings, "grpo", 0, tmp_path / "run", model=tiny_model_dir, task=CountdownTask(),
                         train_file=tmp_path / "train-s0.jsonl")  # fmt: skip
     assert config.eval.samples == 16
+
+
+def test_a_comparison_recorded_in_the_earlier_names_resumes(tmp_path):
+    """compare.json of R1-R3 holds ``steps`` (now ``max_steps``) and ``--set`` in the LEARNER.key / all.key form:
+    the same settings written today resume it, a changed one is still refused."""
+    import json
+
+    from learners.pipeline.compare import prepare_dir
+
+    settings = CompareSettings(learners=["grpo"], seeds=[0], max_steps=3, eval_every=3, train_size=4, eval_limit=2,
+                               max_new_tokens=8, prompts_per_step=2, num_generations=2,
+                               overrides=["all.beta=0.01", "grpo.temperature=1.0"])  # fmt: skip
+    assert settings.overrides == ["trainer.beta=0.01", "grpo.trainer.temperature=1.0"]
+    recorded = settings.to_dict()
+    recorded["steps"] = recorded.pop("max_steps")
+    recorded["overrides"] = ["all.beta=0.01", "grpo.temperature=1.0"]
+    (tmp_path / "compare.json").write_text(json.dumps(recorded))
+    prepare_dir(tmp_path, settings, resume=True, overwrite=False)
+    longer = CompareSettings(**{**settings.to_dict(), "max_steps": 4})
+    with pytest.raises(ValueError, match="max_steps"):
+        prepare_dir(tmp_path, longer, resume=True, overwrite=False)
+    assert "--max-steps 3" in settings.command() and "--set grpo.trainer.temperature=1.0" in settings.command()

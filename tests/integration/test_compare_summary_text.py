@@ -1,5 +1,5 @@
 """``summary.md``'s prose names the comparison's own settings (a missing ``f`` prefix once printed the literal
-``{settings.steps}`` in every summary): built from settings alone, no run trained."""
+``{settings.max_steps}`` in every summary): built from settings alone, no run trained."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from learners.pipeline.compare.summary import summary_markdown
 
 
 def test_every_placeholder_of_the_summary_is_filled(tmp_path):
-    settings = CompareSettings(learners=["grpo"], seeds=[0], steps=37, eval_every=37, train_size=50, eval_limit=8,
+    settings = CompareSettings(learners=["grpo"], seeds=[0], max_steps=37, eval_every=37, train_size=50, eval_limit=8,
                                max_new_tokens=64, prompts_per_step=2, num_generations=4)  # fmt: skip
     info = dict(model="warm-start", task={"name": "tiny"}, eval_puzzles=8)
     text = summary_markdown(tmp_path, settings, [], {}, info, [])
@@ -25,7 +25,7 @@ def test_the_trainer_settings_line_states_what_the_runs_were_given(tmp_path):
     the other."""
     import json
 
-    settings = CompareSettings(learners=["grpo", "s_grpo"], seeds=[0], steps=3, eval_every=3, train_size=8,
+    settings = CompareSettings(learners=["grpo", "s_grpo"], seeds=[0], max_steps=3, eval_every=3, train_size=8,
                                eval_limit=4, max_new_tokens=16, prompts_per_step=2, num_generations=4,
                                overrides=["all.learning_rate=2e-4", "s_grpo.temperature=1.0"])  # fmt: skip
     info = dict(model="warm-start", task={"name": "tiny"}, eval_puzzles=4)
@@ -49,7 +49,7 @@ def test_a_learners_trainer_settings_layer_the_preset_its_defaults_the_sizes_and
         "max_grad_norm": 1.0, "logging_steps": 1, "save_strategy": "steps", "save_total_limit": 2,
         "disable_tqdm": True, "dataloader_num_workers": 0, "report_to": "none", "gradient_checkpointing": False,
     }  # fmt: skip
-    settings = CompareSettings(learners=["grpo", "dapo"], seeds=[3], steps=5, eval_every=5, train_size=8,
+    settings = CompareSettings(learners=["grpo", "dapo"], seeds=[3], max_steps=5, eval_every=5, train_size=8,
                                eval_limit=4, max_new_tokens=16, prompts_per_step=2, num_generations=4,
                                overrides=["all.top_k=5", "dapo.temperature=1.0"])  # fmt: skip
     grpo = learner_trainer_kwargs(settings, "grpo", 3, tmp_path)

@@ -174,7 +174,7 @@ def test_demo_pipeline_quick(tmp_path):
     assert "pass@1" in text and "training.png" in text and "RL gain in pass@1" in text
     assert summary["gain"]["pass@1"] == pytest.approx(summary["after"]["pass@1"] - summary["before"]["pass@1"])
     history = json.loads((out / "grpo" / "log_history.json").read_text())
-    expected_evals = list(range(0, settings["rl_steps"] + 1, settings["eval_every"]))
+    expected_evals = list(range(0, settings["max_steps"] + 1, settings["eval_every"]))
     assert [e["step"] for e in history if "eval_pass@1" in e] == expected_evals
     train_rows = [json.loads(line) for line in (out / "data" / "train.jsonl").read_text().splitlines()]
     from countdown_env.splits.eval_sets import load_eval_set
@@ -185,7 +185,8 @@ def test_demo_pipeline_quick(tmp_path):
 
 @pytest.mark.parametrize(
     ("argv", "message"),
-    [(["--lr-scheduler", "step"], "invalid choice"), (["--rl-steps", "0"], "--rl-steps must be > 0")],
+    [(["--lr-scheduler", "step"], "invalid choice"), (["--max-steps", "0"], "--max-steps must be > 0"),
+     (["--rl-steps", "0"], "--max-steps must be > 0")],  # the earlier spelling reads the same  # fmt: skip
 )
 def test_demo_train_refuses_bad_settings_before_any_work(argv, message, tmp_path, capsys):
     from countdown_env.cli import main

@@ -48,7 +48,7 @@ def test_lora_rank_must_be_positive():
     with pytest.raises(ValueError, match="rank"):
         lora_config(0)
     with pytest.raises(ValueError, match="--lora-rank"):
-        CompareSettings(learners=["grpo"], seeds=[0], steps=1, eval_every=1, train_size=4, eval_limit=1,
+        CompareSettings(learners=["grpo"], seeds=[0], max_steps=1, eval_every=1, train_size=4, eval_limit=1,
                         max_new_tokens=4, prompts_per_step=1, num_generations=2, lora_rank=0)  # fmt: skip
 
 

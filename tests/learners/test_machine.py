@@ -42,7 +42,7 @@ def _report(pass1: float) -> dict:
 
 
 def _summary(**extra) -> dict:
-    settings = {"rl_steps": 2, "prompts_per_step": 2, "learning_rate": 2e-5, "lr_scheduler": "linear",
+    settings = {"max_steps": 2, "prompts_per_step": 2, "learning_rate": 2e-5, "lr_scheduler": "linear",
                 "max_new_tokens": 96}  # fmt: skip
     gain = {"pass@1": 0.25, "pass@1_ci95": [-0.5, 0.75], "cis_overlap": True}
     return {"learner": "grpo", "model": "tiny", "preset": "cpu-tiny", "warm_start": "warm-start", "settings": settings,

@@ -141,7 +141,7 @@ def prepare_dir(out: Path, settings: CompareSettings, *, resume: bool, overwrite
                 f"--resume: {out} has no {SETTINGS_FILE}, so it holds no comparison to continue; give a new --out"
             )
         if settings_path.is_file():
-            old = json.loads(settings_path.read_text())
+            old = CompareSettings.upgraded(json.loads(settings_path.read_text()))
             new = settings.to_dict()
             changed = list(config_changes({k: old.get(k) for k in new}, new, ignore=CompareSettings.RESUMABLE))
             if "overrides" in changed and _relevant(old.get("overrides", []), settings.learners) == _relevant(

@@ -167,7 +167,7 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
     # the main process picks the checkpoint and prepares the folder; every process starts from what it read
     checkpoint, skipped, run_state = processes.decide(lambda: _prepare_run_dir(run_dir, resume, settings.eval_samples))
     comparison.rows[(learner, seed)] = run_state.rows
-    progress.start(learner, seed, settings.steps, checkpoint_step(checkpoint) if checkpoint else 0)
+    progress.start(learner, seed, settings.max_steps, checkpoint_step(checkpoint) if checkpoint else 0)
     for message in skipped:
         progress.line(f"warning: {message}")
     if checkpoint is not None:
@@ -192,9 +192,9 @@ def train_one(learner: str, seed: int, comparison: Comparison, resume: bool) -> 
     if processes.is_main:
         write_run_record(run_dir, _run_record(run, learner, train_file, comparison))
     _attach(trainer, run, comparison, run_state, learner, seed, run_dir)
-    final_step, log_history = _train_to_end(trainer, checkpoint, settings.steps, run_state)
-    if final_step != settings.steps:
-        raise RuntimeError(f"training stopped at step {final_step} of {settings.steps}")
+    final_step, log_history = _train_to_end(trainer, checkpoint, settings.max_steps, run_state)
+    if final_step != settings.max_steps:
+        raise RuntimeError(f"training stopped at step {final_step} of {settings.max_steps}")
     # the main process writes the run's last files; every process returns the DONE record
     return processes.decide(lambda: _finish(run_dir, learner, seed, final_step, log_history, run_state, run, settings))
 

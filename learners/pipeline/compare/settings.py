@@ -40,10 +40,11 @@ def shared_trainer_settings() -> dict[str, Any]:
 
 @dataclasses.dataclass
 class CompareSize:
-    """The sizes of a comparison, each a ``countdown compare`` flag of the same name (``--steps``, ...):
-    :data:`FULL` by default, :data:`QUICK` with ``--quick``; a flag given wins over both."""
+    """The sizes of a comparison, each a ``countdown compare`` flag of the same name (``--max-steps``, ...):
+    :data:`FULL` by default, :data:`QUICK` with ``--quick``; a flag given wins over both. ``was`` names a field's
+    earlier flag, still read (the registered commands of R1-R3 wrote ``--steps``)."""
 
-    steps: int = dataclasses.field(metadata={"help": "training steps per run"})
+    max_steps: int = dataclasses.field(metadata={"help": "optimiser steps per run", "was": "steps"})
     eval_every: int = dataclasses.field(metadata={"help": "eval and checkpoint period"})
     train_size: int = dataclasses.field(metadata={"help": "training puzzles per seed"})
     eval_limit: int | None = dataclasses.field(metadata={"help": f"first N puzzles of {EVAL_SET}"})
@@ -52,9 +53,9 @@ class CompareSize:
     num_generations: int = dataclasses.field(metadata={"help": "group size (completions per prompt)"})
 
 
-FULL = CompareSize(steps=200, eval_every=50, train_size=2000, eval_limit=None, max_new_tokens=128, prompts_per_step=2,
-                   num_generations=8)  # fmt: skip
-QUICK = CompareSize(steps=2, eval_every=1, train_size=16, eval_limit=4, max_new_tokens=16, prompts_per_step=2,
+FULL = CompareSize(max_steps=200, eval_every=50, train_size=2000, eval_limit=None, max_new_tokens=128,
+                   prompts_per_step=2, num_generations=8)  # fmt: skip
+QUICK = CompareSize(max_steps=2, eval_every=1, train_size=16, eval_limit=4, max_new_tokens=16, prompts_per_step=2,
                     num_generations=4)  # fmt: skip
 
 
@@ -92,7 +93,7 @@ class CompareSettings(CompareSize):
             raise ValueError("learners and seeds must not repeat")
         if any(seed < 0 for seed in self.seeds):
             raise ValueError(f"--seeds must be >= 0 (numpy seeds), got {min(self.seeds)}")
-        for name in ("steps", "eval_every", "train_size", "max_new_tokens", "prompts_per_step", "eval_batch_size",
+        for name in ("max_steps", "eval_every", "train_size", "max_new_tokens", "prompts_per_step", "eval_batch_size",
                      "eval_samples"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
@@ -123,10 +124,21 @@ class CompareSettings(CompareSize):
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    @staticmethod
+    def upgraded(recorded: dict[str, Any]) -> dict[str, Any]:
+        """A ``compare.json`` in today's names: a field's earlier name (``steps``, before ``max_steps``) read as its
+        new one, so that a comparison recorded before the rename resumes."""
+        recorded = dict(recorded)
+        for item in dataclasses.fields(CompareSize):
+            was = item.metadata.get("was")
+            if was in recorded and item.name not in recorded:
+                recorded[item.name] = recorded.pop(was)
+        return recorded
+
     def command(self) -> str:
         """The full command line that reproduces this comparison (every size explicit)."""
         parts = ["countdown", "compare", "--learners", *self.learners, "--seeds", *map(str, self.seeds)]
-        parts += ["--steps", str(self.steps), "--eval-every", str(self.eval_every)]
+        parts += ["--max-steps", str(self.max_steps), "--eval-every", str(self.eval_every)]
         parts += ["--train-size", str(self.train_size), "--max-new-tokens", str(self.max_new_tokens)]
         parts += ["--prompts-per-step", str(self.prompts_per_step), "--num-generations", str(self.num_generations)]
         if self.eval_limit is not None:
@@ -214,7 +226,7 @@ def learner_trainer_kwargs(settings: CompareSettings, learner: str, seed: int, o
         )
     common = dict(
         shared_trainer_settings(),
-        max_steps=settings.steps,
+        max_steps=settings.max_steps,
         save_steps=settings.eval_every,
         per_device_train_batch_size=rows // processes,
         num_generations=settings.num_generations,

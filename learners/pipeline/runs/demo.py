@@ -51,10 +51,10 @@ LR_SCHEDULERS = ("constant", "linear", "cosine")
 @dataclass(frozen=True)
 class DemoSize:
     """The sizes of one demo (the real one or ``--quick``, per model); each field is a ``demo-train`` flag of the same
-    name (``--rl-steps``), checked when the sizes are built."""
+    name (``--max-steps``; ``was`` names a field's earlier flag, still read), checked when the sizes are built."""
 
     train_size: int = field(metadata={"help": "training puzzles, a split of the warm start's task"})
-    rl_steps: int = field(metadata={"help": "RL optimiser steps"})
+    max_steps: int = field(metadata={"help": "RL optimiser steps", "was": "rl_steps"})
     eval_every: int = field(metadata={"help": "evaluate the curve's puzzles every N RL steps"})
     eval_limit: int = field(metadata={"help": "tiny_n3 puzzles of the evals before and after RL"})
     curve_eval_limit: int = field(metadata={"help": "tiny_n3 puzzles of the evals during RL (the curve)"})
@@ -81,12 +81,12 @@ class DemoSize:
         return dataclasses.replace(self, **changes)
 
 
-DEFAULTS = DemoSize(train_size=4000, rl_steps=500, eval_every=250, eval_limit=512, curve_eval_limit=128, samples=4,
+DEFAULTS = DemoSize(train_size=4000, max_steps=500, eval_every=250, eval_limit=512, curve_eval_limit=128, samples=4,
                     max_new_tokens=192, learning_rate=4e-5, lr_scheduler="linear", prompts_per_step=4)  # fmt: skip
-QUICK = DemoSize(train_size=16, rl_steps=2, eval_every=1, eval_limit=4, curve_eval_limit=4, samples=2,
+QUICK = DemoSize(train_size=16, max_steps=2, eval_every=1, eval_limit=4, curve_eval_limit=4, samples=2,
                  max_new_tokens=96,  # the warm start's answers need ~80 tokens
                  learning_rate=2e-5, lr_scheduler="linear", prompts_per_step=2)  # fmt: skip
-SMOLLM2_DEFAULTS = DemoSize(train_size=2000, rl_steps=24, eval_every=12, eval_limit=128, curve_eval_limit=32,
+SMOLLM2_DEFAULTS = DemoSize(train_size=2000, max_steps=24, eval_every=12, eval_limit=128, curve_eval_limit=32,
                             samples=4, max_new_tokens=128, learning_rate=2e-4, lr_scheduler="constant",
                             prompts_per_step=4)  # fmt: skip
 SMOLLM2_QUICK = QUICK.replace(max_new_tokens=32, learning_rate=2e-4, lr_scheduler="constant")
@@ -248,7 +248,7 @@ def _warm_start(out: Path, profile: DemoModel, settings: DemoSize, from_scratch:
     from .warm_start import QUICK_RECIPE, RECIPE, SHIPPED_DIR, build_warm_start
 
     def build() -> Path:
-        quick = settings.rl_steps <= QUICK.rl_steps
+        quick = settings.max_steps <= QUICK.max_steps
         recipe = QUICK_RECIPE if quick else RECIPE
         measure = dict(eval_limit=settings.eval_limit, groups=2, max_new_tokens=16) if quick else None
         return build_warm_start(  # the demo's own sub-folder: a rerun replaces it
@@ -312,7 +312,7 @@ def _evaluate(model_dir: Path, name: str, *, out: Path, profile: DemoModel, task
 def _rl_settings(out: Path, warm: Path, task, settings: DemoSize, seed: int, micro_batch: int, accumulation: int,
                  progress) -> dict[str, Any]:  # fmt: skip
     """The RL run's settings over its preset (``RunConfig.load``'s flags): the demo's model, data, eval and batch."""
-    steps = settings.rl_steps
+    steps = settings.max_steps
     return {
         "model": str(warm),
         "task": task.to_dict(),
@@ -344,7 +344,7 @@ def _write_summary(out: Path, profile: DemoModel, learner: str, warm: Path, sett
     sft_history = json.loads(sft_history_file.read_text()) if sft_history_file.is_file() else None
     plot = plot_training(
         history, out / "training.png", title=f"{profile.title}: warm start, then {learner}", sft_history=sft_history,
-        sft_title=sft_title(from_scratch), headline=headline_points(before, after, settings.rl_steps),
+        sft_title=sft_title(from_scratch), headline=headline_points(before, after, settings.max_steps),
     )  # fmt: skip
     summary = {
         "learner": learner,
@@ -416,7 +416,7 @@ def markdown_summary(summary: dict[str, Any], before: dict[str, Any], after: dic
         f"RL gain in pass@1: {gain['pass@1']:+.3f} [{low:+.3f}, {high:+.3f}] (paired bootstrap over puzzles); the "
         f"two 95 % CIs {'overlap' if gain['cis_overlap'] else 'do not overlap'}.",
         "",
-        f"{summary['learner']}: {s['rl_steps']} steps x {s['prompts_per_step']} prompts x {GROUP_SIZE} completions, "
+        f"{summary['learner']}: {s['max_steps']} steps x {s['prompts_per_step']} prompts x {GROUP_SIZE} completions, "
         f"lr {s['learning_rate']} ({s['lr_scheduler']} schedule; {summary['preset']} preset), {s['max_new_tokens']} "
         f"new tokens; warm start: {summary['warm_start']}.",
         "",
