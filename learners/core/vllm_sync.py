@@ -21,9 +21,10 @@ float32 in a float32 run (vLLM's ``"auto"`` would load a float32 checkpoint in b
 from a rounded policy), bfloat16 in a bf16 run.
 
 :func:`use_layerwise_sync` replaces the ``sync_weights`` of one trainer's ``VLLMGeneration`` with that call; the
-parameters still come from TRL's ``_iter_named_params`` (which merges PEFT adapters and gathers sharded
-parameters), and the prefix cache is reset as TRL does. It is installed only where it is needed: colocate mode
-on a vLLM CPU platform. On a GPU TRL's stock path runs unchanged.
+parameters come from :func:`merged_named_params` (TRL's naming, with a PEFT adapter merged out of place: TRL's
+in-place merge and unmerge moved a bfloat16 base at every sync), and the prefix cache is reset as TRL does. It is
+installed only where it is needed: colocate mode on a vLLM CPU platform. On a GPU TRL's stock path runs unchanged
+(there a bf16 LoRA run's base still moves at each sync: TRL's behaviour, not changed here).
 """
 
 from __future__ import annotations
@@ -143,9 +144,46 @@ def vllm_runs_on_cpu() -> bool:
 def layerwise_sync_weights(generation) -> None:
     """Copy the policy's weights into ``generation.llm`` (a TRL ``VLLMGeneration``) with vLLM's layer-wise reload."""
     runner = generation.llm.llm_engine.model_executor.driver_worker.model_runner
-    runner.reload_weights(weights_iterator=generation._iter_named_params(), is_checkpoint_format=True)
+    runner.reload_weights(weights_iterator=merged_named_params(generation), is_checkpoint_format=True)
     repack_kept_weights(runner.get_model())
     generation.llm.reset_prefix_cache()
+
+
+def merged_named_params(generation):
+    """The policy's parameters under the names vLLM expects, a PEFT adapter merged *out of place*.
+
+    TRL's ``_iter_named_params`` merges the adapter into the frozen base in place and takes it out again
+    (``merge_adapter()`` ... ``unmerge_adapter()``). With the base in bfloat16 (a bf16 LoRA run,
+    :mod:`learners.pipeline.precision`) that is not the identity: PEFT adds and subtracts the delta rounded to
+    bfloat16, so every sync moved the "frozen" base by a rounding of the adapter's delta (on a SmolLM2-shaped layer
+    with the adapter moving each step, 28 % of the base's entries had changed after 24 syncs). Here each wrapped
+    weight is sent as ``W + delta`` computed in float32 and rounded once to ``W``'s dtype, and nothing of the model is
+    written. Without PEFT it is TRL's own iterator. Only for a single-process or DDP model (whole parameters): the path
+    that installs it, colocate mode on a CPU engine, has no FSDP or ZeRO-3 sharding."""
+    from accelerate.utils import is_peft_model
+    from peft.tuners.lora import LoraLayer
+
+    model = generation.model
+    if not is_peft_model(model):
+        yield from generation._iter_named_params()
+        return
+    layers = {
+        f"{name}.base_layer.weight": module
+        for name, module in model.named_modules()
+        if isinstance(module, LoraLayer) and not module.merged
+    }
+    for name, param in model.named_parameters():
+        vllm_name = name.removeprefix("base_model.model.").replace(".base_layer", "")
+        if model.prefix in vllm_name or "original_module" in vllm_name:  # adapter tensors; a saved module's original
+            continue
+        data = param.data
+        layer = layers.get(name)
+        if layer is not None:
+            adapters = [adapter for adapter in layer.active_adapters if adapter in layer.lora_A]
+            if adapters:
+                delta = sum(layer.get_delta_weight(adapter).float() for adapter in adapters)
+                data = (data.float() + delta).to(data.dtype)
+        yield generation._fix_param_name_to_vllm(vllm_name, extra_prefixes=["modules_to_save.default."]), data
 
 
 def repack_kept_weights(model) -> int:

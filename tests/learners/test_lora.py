@@ -159,3 +159,40 @@ def test_train_lora_section_bad_values_fail_in_one_line(tiny_model_dir, tmp_path
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and needle in err[0], err
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_the_engine_sync_leaves_a_bf16_base_untouched_and_rounds_the_merge_once(tiny_model_dir):
+    """A bf16 LoRA run holds its frozen base in bfloat16. TRL's sync merged the adapter into it in place and took it
+    out again: PEFT adds and subtracts the delta rounded to bfloat16, so every sync moved the base. The project's CPU
+    sync (learners.core.vllm_sync.merged_named_params) sends W + delta computed in float32 and rounded once, under
+    vLLM's names, and writes nothing into the model."""
+    import torch
+    from peft import get_peft_model
+    from transformers import AutoModelForCausalLM
+    from trl.generation.vllm_generation import VLLMGeneration
+
+    from learners.core.vllm_sync import merged_named_params
+    from learners.pipeline.runs.lora import LORA_ALL_LINEAR
+
+    base = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.bfloat16)
+    plain_names = {name for name, _ in base.named_parameters()}
+    model = get_peft_model(base, lora_config(4, tuple(LORA_ALL_LINEAR)))
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "lora_" in name:  # a trained adapter: neither factor zero
+                param.copy_(torch.randn(param.shape, generator=generator) * 0.05)
+    before = {name: param.detach().clone() for name, param in model.named_parameters()}
+    generation = VLLMGeneration.__new__(VLLMGeneration)  # only the model and TRL's name fixing are used
+    generation.model = model
+    for _ in range(3):
+        sent = dict(merged_named_params(generation))
+    assert all(torch.equal(param, before[name]) for name, param in model.named_parameters())  # bit for bit
+    assert set(sent) == plain_names
+    layer = model.base_model.model.model.layers[0].self_attn.q_proj
+    weight = layer.base_layer.weight.float()
+    delta = (layer.lora_B["default"].weight.float() @ layer.lora_A["default"].weight.float()) * layer.scaling["default"]
+    expected = (weight + delta).to(torch.bfloat16)
+    assert torch.equal(sent["model.layers.0.self_attn.q_proj.weight"], expected)
+    assert not torch.equal(expected, layer.base_layer.weight)  # the adapter does change what the engine samples from
