@@ -157,9 +157,9 @@ def merged_named_params(generation):
     :mod:`learners.pipeline.precision`) that is not the identity: PEFT adds and subtracts the delta rounded to
     bfloat16, so every sync moved the "frozen" base by a rounding of the adapter's delta (on a SmolLM2-shaped layer
     with the adapter moving each step, 28 % of the base's entries had changed after 24 syncs). Here each wrapped
-    weight is sent as ``W + delta`` computed in float32 and rounded once to ``W``'s dtype, and nothing of the model is
-    written. Without PEFT it is TRL's own iterator. Only for a single-process or DDP model (whole parameters): the path
-    that installs it, colocate mode on a CPU engine, has no FSDP or ZeRO-3 sharding."""
+    weight is sent as ``W + delta`` in float32, rounded only by the engine's loader into the engine's own dtype, and
+    nothing of the model is written. Without PEFT it is TRL's own iterator. Only for a single-process or DDP model
+    (whole parameters): the path that installs it, colocate mode on a CPU engine, has no FSDP or ZeRO-3 sharding."""
     from accelerate.utils import is_peft_model
     from peft.tuners.lora import LoraLayer
 
@@ -182,7 +182,7 @@ def merged_named_params(generation):
             adapters = [adapter for adapter in layer.active_adapters if adapter in layer.lora_A]
             if adapters:
                 delta = sum(layer.get_delta_weight(adapter).float() for adapter in adapters)
-                data = (data.float() + delta).to(data.dtype)
+                data = data.float() + delta
         yield generation._fix_param_name_to_vllm(vllm_name, extra_prefixes=["modules_to_save.default."]), data
 
 

@@ -165,8 +165,8 @@ def test_train_lora_section_bad_values_fail_in_one_line(tiny_model_dir, tmp_path
 def test_the_engine_sync_leaves_a_bf16_base_untouched_and_rounds_the_merge_once(tiny_model_dir):
     """A bf16 LoRA run holds its frozen base in bfloat16. TRL's sync merged the adapter into it in place and took it
     out again: PEFT adds and subtracts the delta rounded to bfloat16, so every sync moved the base. The project's CPU
-    sync (learners.core.vllm_sync.merged_named_params) sends W + delta computed in float32 and rounded once, under
-    vLLM's names, and writes nothing into the model."""
+    sync (learners.core.vllm_sync.merged_named_params) sends W + delta in float32 (the engine's loader rounds it once
+    into its own dtype), under vLLM's names, and writes nothing into the model."""
     import torch
     from peft import get_peft_model
     from transformers import AutoModelForCausalLM
@@ -193,6 +193,5 @@ def test_the_engine_sync_leaves_a_bf16_base_untouched_and_rounds_the_merge_once(
     layer = model.base_model.model.model.layers[0].self_attn.q_proj
     weight = layer.base_layer.weight.float()
     delta = (layer.lora_B["default"].weight.float() @ layer.lora_A["default"].weight.float()) * layer.scaling["default"]
-    expected = (weight + delta).to(torch.bfloat16)
-    assert torch.equal(sent["model.layers.0.self_attn.q_proj.weight"], expected)
-    assert not torch.equal(expected, layer.base_layer.weight)  # the adapter does change what the engine samples from
+    assert torch.equal(sent["model.layers.0.self_attn.q_proj.weight"], weight + delta)
+    assert not torch.equal((weight + delta).to(torch.bfloat16), layer.base_layer.weight)  # the adapter shows in bf16
