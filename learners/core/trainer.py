@@ -156,11 +156,10 @@ class CountdownGRPOTrainer(GRPOTrainer):
         if getattr(args, "use_vllm", False):
             load_trl_vllm()  # this module imported TRL's trainer without vLLM
             if not torch.cuda.is_available():
-                from .vllm_sync import colocated_engine_dtype, cpu_engine_defaults, engine_dtype_for
+                from .vllm_sync import CPU_ENGINE_DTYPE, colocated_engine_dtype, cpu_engine_defaults
 
                 cpu_engine_defaults()
-                # the engine holds the policy in the run's compute precision (vLLM's "auto" is bfloat16 always)
-                engine_dtype = colocated_engine_dtype(engine_dtype_for(bf16=args.bf16))
+                engine_dtype = colocated_engine_dtype(CPU_ENGINE_DTYPE)  # also in a bf16 run: see there
         with engine_dtype:
             super().__init__(model, reward_funcs, args, *trainer_args, **trainer_kwargs)
         # checkpoints are built beside their place, get a manifest written last, are renamed whole into place and

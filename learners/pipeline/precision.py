@@ -18,8 +18,9 @@ What ``bf16`` means for a run (:func:`trainer_settings`):
   (one core, 4 x 200 tokens, LoRA r16 on every linear layer) forward + backward took 5.1-6.2 s in float32,
   2.9-3.8 s under autocast alone and 2.7-3.3 s with the base stored in bfloat16 (no per-step casts of frozen weights);
   a full fine-tune keeps float32 weights (the update needs them);
-- the colocated vLLM engine (and ``countdown eval``'s and ``serve``'s) loads in bfloat16: it then holds the rounded
-  policy the trainer computes with, where in float32 runs it holds the float32 policy;
+- ``countdown eval``'s and ``serve``'s vLLM engines load in bfloat16; a trainer's colocated engine on the CPU stays
+  float32 (:data:`learners.core.vllm_sync.CPU_ENGINE_DTYPE`: a bfloat16 engine rounded away the policy's
+  updates and the SmolLM2 demo collapsed);
 - the base trainer's log-probabilities skip PEFT's input casts under autocast and run TRL's fused LM head on the
   completion tokens only (:meth:`learners.core.trainer.CountdownGRPOTrainer._get_per_token_logps_and_entropies`):
   on a CPU the LM head's full-vocabulary work, whose backward TRL keeps in float32 off CUDA, was the largest part
@@ -109,8 +110,8 @@ def trainer_settings(precision: str, *, lora: bool) -> dict[str, Any]:
 
 
 def engine_dtype(precision: str) -> str:
-    """The dtype a vLLM engine loads in for a resolved ``precision`` (the base trainer's colocated engine uses the same
-    mapping: :func:`learners.core.vllm_sync.engine_dtype_for`)."""
+    """The dtype an eval's or ``serve``'s vLLM engine loads in for a resolved ``precision``
+    (:func:`learners.core.vllm_sync.engine_dtype_for`; a trainer's colocated CPU engine stays float32)."""
     from ..core.vllm_sync import engine_dtype_for
 
     return engine_dtype_for(bf16=precision == "bf16")

@@ -154,6 +154,24 @@ def test_lora_with_the_colocated_engine_syncs_the_merged_adapter(smollm2_truncat
     assert_synced_and_moved(trainer, ids, initial)  # the adapter (merged) moved the policy, and vLLM with it
 
 
+def test_a_bf16_lora_run_keeps_a_float32_engine_and_its_frozen_base(smollm2_truncated_dir, colocated_trainer, tmp_path):
+    """A bf16 LoRA run: the trainer computes in bfloat16 on a bfloat16 base, its colocated engine holds float32 (a
+    bfloat16 engine rounded the adapter's updates away and the SmolLM2 demo collapsed), and two steps with their syncs
+    leave the frozen base bit for bit as loaded (TRL's in-place merge and unmerge moved it at every sync)."""
+    import torch
+
+    from learners.pipeline.runs.lora import lora_config
+
+    trainer = colocated_trainer(smollm2_truncated_dir, tmp_path / "run", peft_config=lora_config(4), learning_rate=1e-2,
+                                bf16=True, model_init_kwargs={"dtype": "bfloat16"})  # fmt: skip
+    frozen = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if not p.requires_grad}
+    assert frozen and {p.dtype for p in frozen.values()} == {torch.bfloat16}
+    trainer.train()
+    assert trainer.vllm_generation.llm.llm_engine.model_config.dtype == torch.float32
+    assert len(sampling_metric(trainer.state.log_history, "mean")) == 2  # both steps sampled from the synced engine
+    assert all(torch.equal(p, frozen[n]) for n, p in trainer.model.named_parameters() if not p.requires_grad)
+
+
 def test_cpu_engine_defaults_give_a_port_of_its_own_and_time(monkeypatch):
     """TRL's colocate mode takes the first free port of a fixed list, so two colocated runs started on one machine
     meanwhile could both take 29500 (EADDRINUSE): the CPU defaults give each process a free ephemeral port, and keep
