@@ -235,28 +235,34 @@ DATA_FORMS = (("train", "eval"), ("train_size", "eval_size"))
 """The two forms of the ``data`` section, split files or sizes of a split built now: they exclude each other."""
 
 
-def merge_layer(below: Mapping[str, Any], layer: Mapping[str, Any], where: str = "") -> dict[str, Any]:
+def merge_layer(below: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
     """``layer`` over ``below`` (neither changed): a mapping merges into the mapping below key by key, at every
     depth (``--set trainer.seed=1`` keeps the rest of the trainer section; an empty mapping keeps or creates its
     section, so ``--async`` turns on ``async:`` without replacing it); any other value replaces. The ``data`` section's
     two forms exclude each other: a layer that gives split files drops the sizes below it, and one that gives sizes
     drops the files. One line when a layer writes keys into a value that is not a section."""
     merged = copy.deepcopy(dict(below))
+    _merge_into(merged, copy.deepcopy(layer), "")
+    return merged
+
+
+def _merge_into(target: dict[str, Any], layer: Mapping[str, Any], where: str) -> None:
+    """:func:`merge_layer` in place, on copies it owns."""
     for key, value in layer.items():
         path = f"{where}{key}"
-        old = merged.get(key)
-        if isinstance(value, Mapping):
-            if old is not None and not isinstance(old, Mapping):
-                raise ValueError(f"{path!r} is not a section (it holds {old!r})")
-            old = dict(old or {})
-            if path == "data":
-                for form, other in (DATA_FORMS, DATA_FORMS[::-1]):
-                    if set(value) & set(form):
-                        old = {k: v for k, v in old.items() if k not in other}
-            merged[key] = merge_layer(old, value, f"{path}.")
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
+        old = target.get(key)
+        if not isinstance(value, Mapping):
+            target[key] = value
+            continue
+        if old is not None and not isinstance(old, Mapping):
+            raise ValueError(f"{path!r} is not a section (it holds {old!r})")
+        section = target[key] = dict(old or {})
+        if path == "data":
+            for form, other in (DATA_FORMS, DATA_FORMS[::-1]):
+                if set(value) & set(form):
+                    for name in other:
+                        section.pop(name, None)
+        _merge_into(section, value, f"{path}.")
 
 
 def parse_override_value(key: str, raw: str):
