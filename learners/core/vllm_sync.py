@@ -43,8 +43,9 @@ delta is small against the spacing of bfloat16 numbers near ``W``, the rounding 
 engine samples from a policy that drifts away from the one trained. ``demo-train --model smollm2-135m --precision bf16``
 collapsed that way twice (the engine-trainer mean |delta log p| per token grew 0.003 -> 0.03-0.04 within 20 steps;
 completions ran to the 128-token cap, format 0.24-0.38 after 24 steps); the same run with the engine in float32 kept
-~0.005-0.012 and format 1.0 (``benchmarks/results/demo_smollm2/bf16/``). The trainer still computes in bfloat16; an
-eval's or ``serve``'s engine, which samples a fixed model, loads in the run's precision (:func:`engine_dtype_for`)."""
+0.004-0.012 and a training format of 0.95-1.0 (``benchmarks/results/demo_smollm2/bf16/``). The trainer still
+computes in bfloat16; an eval's or ``serve``'s engine, which samples a fixed model, loads in the run's precision
+(:func:`engine_dtype_for`)."""
 
 
 def engine_dtype_for(*, bf16: bool) -> str:
