@@ -21,6 +21,14 @@ def add_precision_option(parser, what: str, default: str | None = "auto", *, set
     )
 
 
+def add_earlier_spelling(parser, field, kind) -> None:
+    """A size field's earlier flag (its ``was`` metadata, e.g. ``--steps`` for ``max_steps``), hidden from ``--help``
+    and writing the same destination: the commands committed records ran keep running."""
+    if "was" in field.metadata:
+        parser.add_argument(f"--{field.metadata['was'].replace('_', '-')}", dest=field.name, type=kind,
+                            help=argparse.SUPPRESS)  # fmt: skip
+
+
 class Setting(argparse.Action):
     """A flag that writes its value into the run config's flags layer as it is parsed: ``args.settings``, nested as
     the YAML (``--learning_rate 1e-5`` -> ``{"trainer": {"learning_rate": 1e-5}}``), at ``key`` (``section.name``;

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..pipeline.compare import run_compare
 from ..pipeline.compare.settings import FULL, QUICK, CompareSettings, CompareSize, default_learners
 from ..pipeline.evaluation.protocol import EVAL_SAMPLES
-from . import add_precision_option
+from . import add_earlier_spelling, add_precision_option
 
 HELP = "run learners side by side from one warm start: CSV, summary, curves"
 USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.helpers.threads)
@@ -47,8 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         shown = "all" if default is None else default
         parser.add_argument(f"--{item.name.replace('_', '-')}", type=int,
                             help=f"{item.metadata['help']} (default {shown})")  # fmt: skip
-        if "was" in item.metadata:  # the earlier spelling, as committed commands wrote it
-            parser.add_argument(f"--{item.metadata['was']}", dest=item.name, type=int, help=argparse.SUPPRESS)
+        add_earlier_spelling(parser, item, int)
     parser.add_argument(
         "--eval-samples", type=int, default=EVAL_SAMPLES,
         help="completions per eval puzzle: pass@1 and pass@N are reported, each sample's verdict kept in evals/",

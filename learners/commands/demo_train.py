@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..pipeline.runs.demo import DEMO_MODELS, LEARNER, DemoSize, run_demo
-from . import add_precision_option
+from . import add_earlier_spelling, add_precision_option
 
 HELP = "the main job on CPU: RL from a shipped warm start (tiny model or SmolLM2-135M), eval before/after"
 USES_TORCH = True  # the `countdown` command adds --threads (countdown_env.helpers.threads)
@@ -46,9 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(f"--{item.name.replace('_', '-')}", type=kinds[str(item.type)], default=None,
                             choices=item.metadata.get("choices"),
                             help=f"{item.metadata['help']} (default {defaults})")  # fmt: skip
-        if "was" in item.metadata:  # the earlier spelling, as committed commands wrote it
-            parser.add_argument(f"--{item.metadata['was'].replace('_', '-')}", dest=item.name,
-                                type=kinds[str(item.type)], default=None, help=argparse.SUPPRESS)  # fmt: skip
+        add_earlier_spelling(parser, item, kinds[str(item.type)])
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
