@@ -152,15 +152,15 @@ class CountdownGRPOTrainer(GRPOTrainer):
             problem = async_problem(type(self), args, trainer_kwargs)
             if problem is not None:
                 raise ValueError(problem)
-        engine_dtype = contextlib.nullcontext()
+        engine_settings = contextlib.nullcontext()
         if getattr(args, "use_vllm", False):
             load_trl_vllm()  # this module imported TRL's trainer without vLLM
             if not torch.cuda.is_available():
-                from .vllm_sync import CPU_ENGINE_DTYPE, colocated_engine_dtype, cpu_engine_defaults
+                from .vllm_sync import CPU_ENGINE_DTYPE, colocated_engine_settings, cpu_engine_defaults
 
                 cpu_engine_defaults()
-                engine_dtype = colocated_engine_dtype(CPU_ENGINE_DTYPE)  # also in a bf16 run: see there
-        with engine_dtype:
+                engine_settings = colocated_engine_settings(CPU_ENGINE_DTYPE)  # also in a bf16 run: see there
+        with engine_settings:
             super().__init__(model, reward_funcs, args, *trainer_args, **trainer_kwargs)
         # checkpoints are built beside their place, get a manifest written last, are renamed whole into place and
         # rotated after that (learners/core/checkpoints.py)

@@ -16,9 +16,10 @@ from new hidden states through the initial output matrix (measured on the tiny m
 the trainer after perturbing the embedding, 1.4e-6 once re-packed). :func:`layerwise_sync_weights` therefore
 re-packs every such layer after the reload.
 
-:func:`colocated_engine_dtype` makes the colocated engine on the CPU load the policy in float32
+:func:`colocated_engine_settings` makes the colocated engine on the CPU load the policy in float32
 (:data:`CPU_ENGINE_DTYPE`), in bf16 runs too: vLLM's ``"auto"`` would load it in bfloat16, so that the engine
-samples from a rounded policy.
+samples from a rounded policy; and it lets the engine decode :data:`COLOCATED_MAX_NUM_SEQS` sequences at once, not
+TRL's one generation's rows, so that an eval through it runs at full batches.
 
 :func:`use_layerwise_sync` replaces the ``sync_weights`` of one trainer's ``VLLMGeneration`` with that call; the
 parameters come from :func:`merged_named_params` (TRL's naming, with a PEFT adapter merged out of place: TRL's
@@ -30,7 +31,6 @@ installed only where it is needed: colocate mode on a vLLM CPU platform. On a GP
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import types
 from collections.abc import Mapping, MutableMapping
@@ -122,20 +122,37 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+COLOCATED_MAX_NUM_SEQS = 128
+"""The fewest sequences a trainer's colocated engine on the CPU decodes at once. TRL caps it at one generation's rows
+(``per_device_train_batch_size x steps_per_generation``: 32 in R2 and R3), which a training batch never exceeds but an
+eval through the same engine does (256 puzzles x 16 samples in R3). A CPU decode step is matmul-bound, and wider
+batches use the matrix units better: SmolLM2-135M's warm start, 32 puzzles x 8 samples of up to 128 tokens, one thread,
+vLLM 0.31's CPU build, ``max_num_seqs`` 32 -> 128: float32 100 -> 147 tokens/s, bfloat16 197 -> 360 (256 gave
+float32 174). 128 is what the default 1 GiB KV cache holds in float32 at such lengths (23 296 tokens / ~180 a
+sequence); past it vLLM preempts and recomputes. A training generation is scheduled as before (it fits either cap)."""
+
+
 @contextlib.contextmanager
-def colocated_engine_dtype(dtype: str):
-    """While a trainer is built, TRL's colocated ``vllm.LLM`` gets ``dtype``. TRL passes none, and vLLM's ``"auto"``
-    downcasts a float32 checkpoint to bfloat16, so on the CPU (where the policy trains in float32) the engine would
-    sample from a rounded copy of the policy: on SmolLM2-135M (2 of its layers) its log-probabilities of the sampled
-    tokens differed from the trainer's by up to 0.18 per token (max) with the sync working, against < 0.02 in
-    float32. (The tiny model's errors in bfloat16 stay under that tolerance, which is why its tests never showed it.)"""
+def colocated_engine_settings(dtype: str):
+    """While a trainer is built, TRL's colocated ``vllm.LLM`` gets ``dtype`` and at least
+    :data:`COLOCATED_MAX_NUM_SEQS` sequences. TRL passes no dtype, and vLLM's ``"auto"`` downcasts a float32
+    checkpoint to bfloat16, so on the CPU (where the policy trains in float32) the engine would sample from a rounded
+    copy of the policy: on SmolLM2-135M (2 of its layers) its log-probabilities of the sampled tokens differed from the
+    trainer's by up to 0.18 per token (max) with the sync working, against < 0.02 in float32. (The tiny model's errors
+    in bfloat16 stay under that tolerance, which is why its tests never showed it.)"""
     import trl.generation.vllm_generation as trl_generation
 
     original = getattr(trl_generation, "LLM", None)
     if original is None:  # vLLM not installed: TRL refuses use_vllm itself, in its own words
         yield
         return
-    trl_generation.LLM = functools.partial(original, dtype=dtype)
+
+    def build(*args: Any, **kwargs: Any):
+        kwargs.setdefault("dtype", dtype)
+        kwargs["max_num_seqs"] = max(kwargs.get("max_num_seqs") or 0, COLOCATED_MAX_NUM_SEQS)
+        return original(*args, **kwargs)
+
+    trl_generation.LLM = build
     try:
         yield
     finally:

@@ -246,6 +246,7 @@ def test_rollout_routes_with_colocated_vllm(route, tiny_model_dir, tmp_path):
 def _sync_run(tiny_model_dir, tmp_path, sync: str):
     """Five GRPO steps at lr 1e-3 with colocated vLLM; ``sync`` is "full" (the project's), "reload" (vLLM's
     layer-wise reload without re-packing the tied head) or "none" (TRL's sync switched off)."""
+    import torch
     from transformers import AutoModelForCausalLM
 
     from countdown_env import Puzzle
@@ -281,6 +282,10 @@ def _sync_run(tiny_model_dir, tmp_path, sync: str):
         generation.sync_weights = reload_only
     else:
         assert generation.sync_weights.__func__ is vllm_sync.layerwise_sync_weights
+        # TRL caps the engine at one generation's rows; an eval through it decodes 128 sequences at once
+        trl_cap = args.per_device_train_batch_size * args.steps_per_generation
+        assert generation.llm.llm_engine.vllm_config.scheduler_config.max_num_seqs == max(trl_cap, 128)
+        assert generation.llm.llm_engine.vllm_config.model_config.dtype == torch.float32
     trainer.train()
     assert trainer.release_generation_engine()  # its KV cache (1 GiB) would outlive the test
     history = trainer.state.log_history
