@@ -147,6 +147,29 @@ def test_resume_continues_from_checkpoint(quick_dir, tiny_model_dir, tmp_path, c
     assert not list(run.glob("checkpoint-*"))  # removed once done (no --keep-checkpoints this time)
 
 
+@pytest.mark.slow
+def test_a_later_process_takes_the_seeds_step0_eval_from_its_saved_file(quick_dir, tiny_model_dir, tmp_path, capsys):
+    """A run first started by a later process (a ``--resume`` in another session) reads its seed's step-0 eval from
+    the file the first process saved instead of evaluating again: a value planted in that file comes back."""
+    out = tmp_path / "out"
+    shutil.copytree(quick_dir, out)
+    saved = out / "step0-evals" / "seed-0.json"
+    report = json.loads(saved.read_text())
+    grpo_step0 = (out / "runs" / "grpo-s0" / "evals" / "step-0.jsonl").read_text().splitlines()
+    assert report["puzzles"] == [json.loads(line) for line in grpo_step0]  # what the first run evaluated
+    report["overall"]["pass@1"] = 0.123457  # no eval of these puzzles gives it (its denominator is 4 x puzzles)
+    report["puzzles"][0]["correct"] = [not c for c in report["puzzles"][0]["correct"]]
+    write_text(saved, json.dumps(report))
+    shutil.rmtree(out / "runs" / "ps_ppo-s0")  # as if this run had not started before the first process ended
+    capsys.readouterr()
+    assert main(quick_args(tiny_model_dir, out, "--learners", "grpo", "ps_ppo", "--resume")) == 0
+    ps_ppo = rows_by_run(read_rows(out / "results.csv"))[("ps_ppo", 0)]
+    assert [r["step"] for r in ps_ppo] == [0, 1, 2]
+    assert ps_ppo[0]["pass@1"] == pytest.approx(0.123457)
+    evals = (out / "runs" / "ps_ppo-s0" / "evals" / "step-0.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in evals] == report["puzzles"]
+
+
 def test_refuses_non_empty_dir(tmp_path, tiny_model_dir, capsys):
     out = tmp_path / "out"
     out.mkdir()

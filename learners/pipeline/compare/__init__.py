@@ -81,7 +81,15 @@ from .curves import plot_curves
 from .engagement import engagement_csv, engagement_rows
 from .results import CSV_COLUMNS, CUMULATIVE_COLUMNS, read_rows, rows_to_csv
 from .run_progress import Progress
-from .runs import Comparison, default_warm_start, has_shipped_warm_start, run_name, train_one
+from .runs import (
+    STEP0_DIR,
+    Comparison,
+    default_warm_start,
+    has_shipped_warm_start,
+    run_name,
+    saved_step0_reports,
+    train_one,
+)
 from .settings import EVAL_SET, SETTINGS_FILE, CompareSettings, parse_overrides
 from .summary import learner_table, prompt_digest_mismatches, summary_markdown
 
@@ -120,7 +128,7 @@ def _relevant(overrides: Sequence[str], learners: Sequence[str]) -> list[str]:
 
 
 COMPARE_OUTPUTS = (SETTINGS_FILE, "results.csv", "summary.md", "engagement.csv", "curves.png", "runs", "data",
-                   "init-model")  # fmt: skip
+                   "init-model", STEP0_DIR)  # fmt: skip
 """Every entry a comparison writes into ``DIR``: ``--overwrite`` removes these and refuses a folder with anything
 else."""
 
@@ -251,7 +259,8 @@ def _run_compare(settings: CompareSettings, out: Path, *, resume: bool, overwrit
     progress = Progress(len(runs), bars=progress_bars, quiet=not processes.is_main)
     comparison = Comparison(settings=settings, out=out, model=model, task=task, tokenizer=load_tokenizer(model),
                             eval_rows=eval_rows, train_puzzles=_train_rows(settings, out, task, processes),
-                            progress=progress, on_row=rewrite_results, rows=all_rows)  # fmt: skip
+                            progress=progress, on_row=rewrite_results, rows=all_rows,
+                            initial_evals=processes.decide(lambda: saved_step0_reports(out)))  # fmt: skip
     failures: dict[tuple[str, int], str] = {}
     skipped = 0
     quiet_libraries()

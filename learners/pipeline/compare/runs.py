@@ -27,6 +27,11 @@ from .settings import CompareSettings, run_config
 
 STATE_FILE = "compare_state.json"
 
+STEP0_DIR = "step0-evals"
+"""``DIR/step0-evals/seed-N.json``: seed N's step-0 eval report, written by the first run of the seed that evaluates
+it and read back by every later process of the comparison (a ``--resume`` in another session), so that a seed's step
+0 is computed once however many processes its runs take (a 256 x 16 eval of SmolLM2 is ~40 minutes of a core)."""
+
 # The shipped warm start; a checkout without it (a stripped wheel) falls back in default_warm_start().
 SHIPPED_WARM_START = SHIPPED_DIR
 
@@ -66,7 +71,8 @@ def run_name(learner: str, seed: int) -> str:
 class Comparison:
     """What every run of one comparison shares: its folder, the model every run starts from, the task and tokenizer,
     the eval rows, the training puzzles of a seed, the progress display, every run's eval rows (``rows``, for
-    ``results.csv``, rewritten through ``on_row`` after each eval) and the step-0 eval of each seed."""
+    ``results.csv``, rewritten through ``on_row`` after each eval) and the step-0 eval of each seed (those of earlier
+    processes from :func:`saved_step0_reports`)."""
 
     settings: CompareSettings
     out: Path
@@ -96,6 +102,24 @@ class RunState:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunState:
         return cls(Tally(**data["tally"]), list(data["rows"]), set(data["evaluated"]))
+
+
+def step0_report_path(out: Path, seed: int) -> Path:
+    return Path(out) / STEP0_DIR / f"seed-{seed}.json"
+
+
+def saved_step0_reports(out: Path) -> dict[int, dict]:
+    """The step-0 eval reports that earlier processes of the comparison in ``out`` saved, by seed. A file that does
+    not read as a report is left out (its seed's step 0 is evaluated again and the file rewritten)."""
+    reports = {}
+    for path in sorted((Path(out) / STEP0_DIR).glob("seed-*.json")):
+        try:
+            seed, report = int(path.stem.removeprefix("seed-")), json.loads(path.read_text())
+        except (ValueError, OSError):
+            continue
+        if isinstance(report, dict) and "overall" in report and "puzzles" in report:
+            reports[seed] = report
+    return reports
 
 
 def _make_callbacks(run, comparison: Comparison, run_state: RunState, learner: str, seed: int, run_dir: Path):
@@ -130,6 +154,9 @@ def _make_callbacks(run, comparison: Comparison, run_state: RunState, learner: s
         }
         lines = "".join(json.dumps(p, separators=(",", ":")) + "\n" for p in report["puzzles"])
         write_text(run_dir / "evals" / f"step-{step}.jsonl", lines)
+        shared = step0_report_path(comparison.out, seed)
+        if step == 0 and not shared.is_file():
+            write_text(shared, json.dumps(report, separators=(",", ":")) + "\n")
         run_state.rows.append(row)
         write_text(run_dir / "rows.csv", rows_to_csv(run_state.rows, comparison.settings.eval_samples))
         progress.eval(row)
@@ -149,7 +176,8 @@ def _make_callbacks(run, comparison: Comparison, run_state: RunState, learner: s
                 self.started = None
             progress.step()
 
-    # every run of a seed starts from the same model and samples its eval alike: step 0 is evaluated once per seed
+    # every run of a seed starts from the same model and samples its eval alike: step 0 is evaluated once per seed,
+    # across processes too (STEP0_DIR)
     evals = EvalCallback(comparison.eval_rows, run.eval, comparison.task, comparison.tokenizer, consume=consume,
                          done=run_state.evaluated, shared_step0=comparison.initial_evals, step0_key=seed)  # fmt: skip
     return [StepTimer(), evals]
