@@ -1,7 +1,26 @@
-"""What several benchmarks share: the shapes of the reference models they build with random weights (no Hub). The
-record of the CPU a figure was measured on is ``learners.pipeline.machine.cpu_record``."""
+"""What several benchmarks share: the shapes of the reference models they build with random weights (no Hub), and
+where a benchmark's JSON record goes. The record of the CPU a figure was measured on is
+``learners.pipeline.machine.cpu_record``."""
 
 from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def write_record(record: dict, folder: str, cpu_model: str, out: Path | None = None, prefix: str = "") -> Path:
+    """Write ``record`` as JSON (atomically) to ``out``, or to ``benchmarks/results/FOLDER/PREFIX<cpu>.json`` named
+    after the CPU's model name, and print where."""
+    from countdown_env.helpers.atomic import write_text
+
+    slug = re.sub(r"[^a-z0-9]+", "-", cpu_model.lower()).strip("-")
+    path = out or ROOT / "benchmarks" / "results" / folder / f"{prefix}{slug}.json"
+    write_text(path, json.dumps(record, indent=2) + "\n")
+    print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    return path
 
 # Qwen3-0.6B's architecture (config values of the released model); benchmarks build it with random weights,
 # since the cost of a forward/backward does not depend on the weights.

@@ -18,15 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def run_arm(cap: int, dtype: str, puzzles: int, samples: int) -> dict:
@@ -71,7 +69,7 @@ def main() -> int:
         args.arm_json.write_text(json.dumps(run_arm(int(args.arm[0]), args.arm[1], args.puzzles, args.samples)))
         os._exit(0)  # the engine's threads would hold the interpreter's exit
 
-    from countdown_env.helpers.atomic import write_text
+    from benchmarks._common import write_record
     from learners.pipeline.machine import cpu_flag_list, cpu_record
 
     cpu = cpu_record()
@@ -99,10 +97,7 @@ def main() -> int:
                f"{' '.join(args.dtypes)} --puzzles {args.puzzles} --samples {args.samples} --threads {args.threads}")
     record = {"cpu": cpu["model"], "cpu_flags": cpu_flag_list(), "threads": args.threads, "puzzles": args.puzzles,
               "samples": args.samples, "arms": arms, "command": command}  # fmt: skip
-    slug = re.sub(r"[^a-z0-9]+", "-", cpu["model"].lower()).strip("-")
-    out = args.out or ROOT / "benchmarks" / "results" / "eval_batch" / f"{slug}.json"
-    write_text(out, json.dumps(record, indent=2) + "\n")
-    print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
+    write_record(record, "eval_batch", cpu["model"], args.out)
     return 0
 
 

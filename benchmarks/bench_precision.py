@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import resource
 import subprocess
 import sys
@@ -218,12 +217,9 @@ def main() -> int:
             arms["bf16"]["samples_per_hour"] / arms["bf16-trl-logps"]["samples_per_hour"]
         )
         print(f"bf16 / bf16 with TRL's log-probabilities: {record['ratio_bf16_to_bf16_trl_logps']:.2f}x")
-    slug = re.sub(r"[^a-z0-9]+", "-", cpu["model"].lower()).strip("-")
-    out = args.out or ROOT / "benchmarks" / "results" / "precision" / f"{args.model}-{slug}.json"
-    from countdown_env.helpers.atomic import write_text
+    from benchmarks._common import write_record
 
-    write_text(out, json.dumps(record, indent=2) + "\n")
-    print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
+    write_record(record, "precision", cpu["model"], args.out, prefix=f"{args.model}-")
     return 0
 
 
