@@ -156,10 +156,10 @@ class CountdownGRPOTrainer(GRPOTrainer):
         if getattr(args, "use_vllm", False):
             load_trl_vllm()  # this module imported TRL's trainer without vLLM
             if not torch.cuda.is_available():
-                from .vllm_sync import CPU_ENGINE_DTYPE, colocated_engine_settings, cpu_engine_defaults
+                from .vllm_sync import colocated_engine_settings, cpu_engine_defaults
 
                 cpu_engine_defaults()
-                engine_settings = colocated_engine_settings(CPU_ENGINE_DTYPE)  # also in a bf16 run: see there
+                engine_settings = colocated_engine_settings()  # float32 in a bf16 run too: see there
         with engine_settings:
             super().__init__(model, reward_funcs, args, *trainer_args, **trainer_kwargs)
         # checkpoints are built beside their place, get a manifest written last, are renamed whole into place and

@@ -45,12 +45,7 @@ collapsed that way twice (the engine-trainer mean |delta log p| per token grew 0
 completions ran to the 128-token cap, format 0.24-0.38 after 24 steps); the same run with the engine in float32 kept
 0.004-0.012 and a training format of 0.95-1.0 (``benchmarks/results/demo_smollm2/bf16/``). The trainer still
 computes in bfloat16; an eval's or ``serve``'s engine, which samples a fixed model, loads in the run's precision
-(:func:`engine_dtype_for`)."""
-
-
-def engine_dtype_for(*, bf16: bool) -> str:
-    """The dtype a vLLM engine that samples a fixed model (an eval's, ``serve``'s) loads in: the run's precision."""
-    return "bfloat16" if bf16 else "float32"
+(:func:`learners.pipeline.precision.engine_dtype`)."""
 
 
 CPU_STEP_TIMEOUT_S = "3600"
@@ -133,13 +128,13 @@ sequence); past it vLLM preempts and recomputes. A training generation is schedu
 
 
 @contextlib.contextmanager
-def colocated_engine_settings(dtype: str):
-    """While a trainer is built, TRL's colocated ``vllm.LLM`` gets ``dtype`` and at least
+def colocated_engine_settings():
+    """While a trainer is built, TRL's colocated ``vllm.LLM`` on the CPU gets :data:`CPU_ENGINE_DTYPE` and at least
     :data:`COLOCATED_MAX_NUM_SEQS` sequences. TRL passes no dtype, and vLLM's ``"auto"`` downcasts a float32
-    checkpoint to bfloat16, so on the CPU (where the policy trains in float32) the engine would sample from a rounded
-    copy of the policy: on SmolLM2-135M (2 of its layers) its log-probabilities of the sampled tokens differed from the
-    trainer's by up to 0.18 per token (max) with the sync working, against < 0.02 in float32. (The tiny model's errors
-    in bfloat16 stay under that tolerance, which is why its tests never showed it.)"""
+    checkpoint to bfloat16, so the engine would sample from a rounded copy of the policy: on SmolLM2-135M (2 of its
+    layers) its log-probabilities of the sampled tokens differed from a float32 trainer's by up to 0.18 per token (max)
+    with the sync working, against < 0.02 in float32. (The tiny model's errors in bfloat16 stay under that tolerance,
+    which is why its tests never showed it.)"""
     import trl.generation.vllm_generation as trl_generation
 
     original = getattr(trl_generation, "LLM", None)
@@ -148,7 +143,7 @@ def colocated_engine_settings(dtype: str):
         return
 
     def build(*args: Any, **kwargs: Any):
-        kwargs.setdefault("dtype", dtype)
+        kwargs.setdefault("dtype", CPU_ENGINE_DTYPE)
         kwargs["max_num_seqs"] = max(kwargs.get("max_num_seqs") or 0, COLOCATED_MAX_NUM_SEQS)
         return original(*args, **kwargs)
 

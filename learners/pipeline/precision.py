@@ -110,8 +110,6 @@ def trainer_settings(precision: str, *, lora: bool) -> dict[str, Any]:
 
 
 def engine_dtype(precision: str) -> str:
-    """The dtype an eval's or ``serve``'s vLLM engine loads in for a resolved ``precision``
-    (:func:`learners.core.vllm_sync.engine_dtype_for`; a trainer's colocated CPU engine stays float32)."""
-    from ..core.vllm_sync import engine_dtype_for
-
-    return engine_dtype_for(bf16=precision == "bf16")
+    """The dtype an eval's or ``serve``'s vLLM engine loads in for a resolved ``precision`` (a trainer's colocated
+    CPU engine stays float32: :data:`learners.core.vllm_sync.CPU_ENGINE_DTYPE`)."""
+    return "bfloat16" if precision == "bf16" else "float32"
