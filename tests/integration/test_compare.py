@@ -170,6 +170,22 @@ def test_a_later_process_takes_the_seeds_step0_eval_from_its_saved_file(quick_di
     assert [json.loads(line) for line in evals] == report["puzzles"]
 
 
+@pytest.mark.slow
+def test_a_damaged_step0_file_is_evaluated_again_and_rewritten(quick_dir, tiny_model_dir, tmp_path):
+    """A saved step-0 report that does not read (a truncated file) is not trusted: the seed's next run evaluates step
+    0 itself, which gives what the first run's eval gave (same model, eval seed and puzzles), and the file is
+    written anew."""
+    out = tmp_path / "out"
+    shutil.copytree(quick_dir, out)
+    saved = out / "step0-evals" / "seed-0.json"
+    saved.write_text(saved.read_text()[:100])
+    shutil.rmtree(out / "runs" / "ps_ppo-s0")
+    assert main(quick_args(tiny_model_dir, out, "--learners", "grpo", "ps_ppo", "--resume")) == 0
+    first = (out / "runs" / "grpo-s0" / "evals" / "step-0.jsonl").read_text()
+    assert (out / "runs" / "ps_ppo-s0" / "evals" / "step-0.jsonl").read_text() == first
+    assert json.loads(saved.read_text())["puzzles"] == [json.loads(line) for line in first.splitlines()]
+
+
 def test_refuses_non_empty_dir(tmp_path, tiny_model_dir, capsys):
     out = tmp_path / "out"
     out.mkdir()

@@ -257,10 +257,11 @@ def _run_compare(settings: CompareSettings, out: Path, *, resume: bool, overwrit
             write_text(out / "results.csv", rows_to_csv(ordered, settings.eval_samples))
 
     progress = Progress(len(runs), bars=progress_bars, quiet=not processes.is_main)
+    saved = processes.decide(lambda: saved_step0_reports(out))
     comparison = Comparison(settings=settings, out=out, model=model, task=task, tokenizer=load_tokenizer(model),
                             eval_rows=eval_rows, train_puzzles=_train_rows(settings, out, task, processes),
-                            progress=progress, on_row=rewrite_results, rows=all_rows,
-                            initial_evals=processes.decide(lambda: saved_step0_reports(out)))  # fmt: skip
+                            progress=progress, on_row=rewrite_results, rows=all_rows, initial_evals=saved,
+                            saved_step0=set(saved))  # fmt: skip
     failures: dict[tuple[str, int], str] = {}
     skipped = 0
     quiet_libraries()

@@ -85,6 +85,7 @@ class Comparison:
     on_row: Callable[[], None]
     rows: dict[tuple[str, int], list[dict]] = dataclasses.field(default_factory=dict)
     initial_evals: dict[int, dict] = dataclasses.field(default_factory=dict)
+    saved_step0: set[int] = dataclasses.field(default_factory=set)  # seeds whose step-0 report is in STEP0_DIR
 
 
 @dataclasses.dataclass
@@ -154,9 +155,9 @@ def _make_callbacks(run, comparison: Comparison, run_state: RunState, learner: s
         }
         lines = "".join(json.dumps(p, separators=(",", ":")) + "\n" for p in report["puzzles"])
         write_text(run_dir / "evals" / f"step-{step}.jsonl", lines)
-        shared = step0_report_path(comparison.out, seed)
-        if step == 0 and not shared.is_file():
-            write_text(shared, json.dumps(report, separators=(",", ":")) + "\n")
+        if step == 0 and seed not in comparison.saved_step0:
+            write_text(step0_report_path(comparison.out, seed), json.dumps(report, separators=(",", ":")) + "\n")
+            comparison.saved_step0.add(seed)
         run_state.rows.append(row)
         write_text(run_dir / "rows.csv", rows_to_csv(run_state.rows, comparison.settings.eval_samples))
         progress.eval(row)
