@@ -256,7 +256,7 @@ def _merge_into(target: dict[str, Any], layer: Mapping[str, Any], where: str) ->
             continue
         if old is not None and not isinstance(old, Mapping):
             raise ValueError(f"{path!r} is not a section (it holds {old!r})")
-        section = target[key] = dict(old or {})
+        section = target[key] = old if isinstance(old, dict) else dict(old or {})  # target's own copy already
         if path == "data":
             for form, other in (DATA_FORMS, DATA_FORMS[::-1]):
                 if set(value) & set(form):
