@@ -5,10 +5,16 @@ through that engine; :data:`learners.core.vllm_sync.COLOCATED_MAX_NUM_SEQS` lift
 dtype) is its own process with a fresh engine on the SmolLM2-135M warm start (``countdown models install
 smollm2-135m`` first), which evaluates the first ``--puzzles`` puzzles of tiny_n3 x ``--samples`` samples at T = 0.8,
 128 new tokens, through :func:`learners.pipeline.evaluation.evaluate.evaluate`; tokens/s is generated tokens over the
-eval's wall seconds. Ratios are to the first cap of the same dtype, in the same run.
+eval's wall seconds. Ratios are to the first cap of the same dtype, and to the float32 arm of the same cap, in the
+same run.
+
+The ``bfloat16-lora`` arm (:data:`LORA_ARM`) holds the same policy another way: the installed base in bfloat16 with
+the shipped adapter applied *unmerged* by vLLM's LoRA path, as a bf16 LoRA run's colocated engine would have to hold
+it so that the adapter's small updates are not rounded into a bfloat16 base (``learners/core/vllm_sync.py``).
 
     python benchmarks/bench_eval_batch.py                                  # 32 128 256, float32 and bfloat16
     python benchmarks/bench_eval_batch.py --caps 32 128 --dtypes float32 --threads 1
+    python benchmarks/bench_eval_batch.py --caps 128 --dtypes float32 bfloat16 bfloat16-lora --puzzles 16
 
 Times are wall clock: run it on a quiet machine. It writes ``benchmarks/results/eval_batch/CPU.json`` (or ``--out``).
 """
@@ -16,6 +22,7 @@ Times are wall clock: run it on a quiet machine. It writes ``benchmarks/results/
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -25,6 +32,27 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+DTYPES = ("float32", "bfloat16")
+LORA_ARM = "bfloat16-lora"
+"""An arm whose engine holds the SmolLM2 base in bfloat16 and the shipped warm start as a vLLM LoRA adapter."""
+
+
+def lora_engine(cap: int):
+    """A bfloat16 engine on the installed SmolLM2 base whose every ``generate`` applies the shipped warm start's
+    adapter through vLLM's LoRA path (``enable_lora``; the request carries the adapter's folder)."""
+    from vllm.lora.request import LoRARequest
+
+    from learners.pipeline.models import resolve_model
+    from learners.pipeline.models.adapters import ADAPTER_CONFIG, SMOLLM2_WARM_START
+    from learners.sampling.vllm_engine import build_llm
+
+    rank = json.loads((SMOLLM2_WARM_START.folder / ADAPTER_CONFIG).read_text())["r"]
+    base = resolve_model(SMOLLM2_WARM_START.base)
+    llm = build_llm(str(base), dtype="bfloat16", max_num_seqs=cap, enable_lora=True, max_lora_rank=rank, max_loras=1)
+    adapter = LoRARequest("warm-start", 1, str(SMOLLM2_WARM_START.folder))
+    llm.generate = functools.partial(llm.generate, lora_request=adapter)
+    return llm
 
 
 def run_arm(cap: int, dtype: str, puzzles: int, samples: int) -> dict:
@@ -40,7 +68,8 @@ def run_arm(cap: int, dtype: str, puzzles: int, samples: int) -> dict:
     model = resolve_model("smollm2-135m-warm-start")
     tokenizer = load_tokenizer(model)
     rows = load_eval_set(EVAL_SET, as_dataset=False)[:puzzles]
-    sampler = VLLMSampler(build_llm(str(model), dtype=dtype, max_num_seqs=cap), tokenizer=tokenizer)
+    llm = lora_engine(cap) if dtype == LORA_ARM else build_llm(str(model), dtype=dtype, max_num_seqs=cap)
+    sampler = VLLMSampler(llm, tokenizer=tokenizer)
     start = time.perf_counter()
     report = evaluate(sampler, tokenizer, rows, task=model_task(model), samples=samples, temperature=0.8,
                       max_new_tokens=128, seed=0)  # fmt: skip
@@ -54,7 +83,7 @@ def run_arm(cap: int, dtype: str, puzzles: int, samples: int) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--caps", type=int, nargs="+", default=[32, 128, 256])
-    parser.add_argument("--dtypes", nargs="+", choices=["float32", "bfloat16"], default=["float32", "bfloat16"])
+    parser.add_argument("--dtypes", nargs="+", choices=[*DTYPES, LORA_ARM], default=list(DTYPES))
     parser.add_argument("--puzzles", type=int, default=32)
     parser.add_argument("--samples", type=int, default=8)
     parser.add_argument("--threads", type=int, default=1)
@@ -89,8 +118,12 @@ def main() -> int:
                 arm = json.loads(child.read_text())
             base = next(a for a in [*arms, arm] if a["dtype"] == dtype)
             arm["ratio_to_first_cap"] = arm["tokens_per_second"] / base["tokens_per_second"]
-            arms.append(arm)
             ratio = f"{arm['ratio_to_first_cap']:.2f}x cap {base['cap']}"
+            float32 = next((a for a in arms if a["dtype"] == "float32" and a["cap"] == cap), None)
+            if float32 is not None:
+                arm["ratio_to_float32"] = arm["tokens_per_second"] / float32["tokens_per_second"]
+                ratio += f", {arm['ratio_to_float32']:.2f}x float32"
+            arms.append(arm)
             print(f"{dtype} max_num_seqs {cap}: {arm['tokens_per_second']:.0f} tokens/s ({arm['seconds']:.0f} s, "
                   f"{ratio}); pass@1 {arm['pass@1']:.3f}", flush=True)  # fmt: skip
     command = (f"python benchmarks/bench_eval_batch.py --caps {' '.join(map(str, args.caps))} --dtypes "

@@ -43,9 +43,11 @@ delta is small against the spacing of bfloat16 numbers near ``W``, the rounding 
 engine samples from a policy that drifts away from the one trained. ``demo-train --model smollm2-135m --precision bf16``
 collapsed that way twice (the engine-trainer mean |delta log p| per token grew 0.003 -> 0.03-0.04 within 20 steps;
 completions ran to the 128-token cap, format 0.24-0.38 after 24 steps); the same run with the engine in float32 kept
-0.004-0.012 and a training format of 0.95-1.0 (``benchmarks/results/demo_smollm2/bf16/``). The trainer still
-computes in bfloat16; an eval's or ``serve``'s engine, which samples a fixed model, loads in the run's precision
-(:func:`learners.pipeline.precision.engine_dtype`)."""
+0.004-0.012 and a training format of 0.95-1.0 (``benchmarks/results/demo_smollm2/bf16/``). Keeping the adapter apart
+from a bfloat16 base instead (vLLM's ``enable_lora``) is slower than float32 on vLLM 0.31's CPU build: 0.30x its
+tokens/s, its CPU kernels gathering the adapter's matrices for every token (``benchmarks/results/eval_batch/``). The
+trainer still computes in bfloat16; an eval's or ``serve``'s engine, which samples a fixed model, loads in the run's
+precision (:func:`learners.pipeline.precision.engine_dtype`)."""
 
 
 CPU_STEP_TIMEOUT_S = "3600"
