@@ -16,3 +16,25 @@ def load_script(relative: str, name: str | None = None) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def recomputed_page(page: Path, script: str, out: Path) -> tuple[list[str], list[str]]:
+    """A committed results page whose third line is the command that wrote it (``python SCRIPT ... --out PAGE``, in
+    backticks): ``(written again, committed)``, the lines that command writes into ``out`` when run from the repository
+    root and the page's own, both without that third line (their ``--out`` differs)."""
+    import os
+    import shlex
+
+    lines = page.read_text(encoding="utf-8").splitlines()
+    argv = shlex.split(lines[2].strip("`"))
+    assert argv[:2] == ["python", script], lines[2]
+    argv = argv[2:]
+    argv[argv.index("--out") + 1] = str(out)
+    here = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        assert load_script(script).main(argv) == 0
+    finally:
+        os.chdir(here)
+    again = out.read_text(encoding="utf-8").splitlines()
+    return again[:2] + again[3:], lines[:2] + lines[3:]

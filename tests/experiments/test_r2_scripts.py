@@ -222,19 +222,10 @@ def test_replay_finds_the_first_step_sampled_differently_and_the_float_gaps_befo
 
 
 @pytest.mark.parametrize("path", sorted((FOLDER / "amended").glob("*step*.md")), ids=lambda path: path.name)
-def test_every_committed_verdict_comes_back_from_its_command(path, tmp_path, monkeypatch, capsys):
+def test_every_committed_verdict_comes_back_from_its_command(path, tmp_path):
     """Each committed verdict (registered or interim) is recomputed by the command printed in it, from the committed
     per-puzzle evals: the same text but for the command's ``--out``."""
-    import shlex
+    from tests.scripts import recomputed_page
 
-    report = _load("report")
-    lines = path.read_text(encoding="utf-8").splitlines()
-    argv = shlex.split(lines[2].strip("`"))
-    assert argv[:3] == ["python", "experiments/r2_smollm2/report.py", "verdict"], lines[2]
-    argv = argv[2:]
-    out = tmp_path / path.name
-    argv[argv.index("--out") + 1] = str(out)
-    monkeypatch.chdir(FOLDER.parents[1])
-    assert report.main(argv) == 0
-    again = out.read_text(encoding="utf-8").splitlines()
-    assert again[:2] + again[3:] == lines[:2] + lines[3:]
+    again, committed = recomputed_page(path, "experiments/r2_smollm2/report.py", tmp_path / path.name)
+    assert again == committed
