@@ -110,9 +110,10 @@ def _wider(intervals: dict[str, tuple[float, float]]) -> str | None:
     return max(finite, key=lambda k: finite[k][1] - finite[k][0]) if finite else None
 
 
-def paired_difference(arm: dict[int, Any], base: dict[int, Any]) -> dict[str, Any]:
+def paired_difference(arm: dict[int, Any], base: dict[int, Any], *, joint: bool = False) -> dict[str, Any]:
     """Arm minus baseline over the shared seeds: the per-seed differences of mean scores, the t interval over seeds,
-    the paired puzzle bootstrap (10 000 resamples), the wider of the two, the t test's p-value and the MDE."""
+    the paired puzzle bootstrap (10 000 resamples; ``joint``: one draw of puzzles per resample for every seed), the
+    wider of the two, the t test's p-value and the MDE."""
     import numpy as np
 
     from learners.pipeline.evaluation.statistics import (
@@ -124,7 +125,7 @@ def paired_difference(arm: dict[int, Any], base: dict[int, Any]) -> dict[str, An
     shared = sorted(set(arm) & set(base))
     per_seed = {s: float(np.mean(arm[s]) - np.mean(base[s])) for s in shared}
     mean, t_low, t_high, _ = paired_seed_diff(arm, base)
-    _, b_low, b_high, _ = paired_bootstrap_diff(arm, base, resamples=10_000)
+    _, b_low, b_high, _ = paired_bootstrap_diff(arm, base, resamples=10_000, joint=joint)
     intervals = {"t over seeds": (t_low, t_high), "paired puzzle bootstrap": (b_low, b_high)}
     p_value, values = math.nan, np.asarray(list(per_seed.values()))
     if len(shared) >= 2 and values.std() > 0:
@@ -160,10 +161,12 @@ def holm(p_values: dict[str, float], alpha: float = 0.05) -> dict[str, bool]:
 
 def own_gain(runs: dict[int, Path], step: int) -> dict[str, Any]:
     """One arm's gain over its seeds' step-0 evals (each seed's arms share that eval), as :func:`paired_difference`
-    with the step-0 scores as the baseline."""
+    with the step-0 scores as the baseline and the joint puzzle bootstrap PROTOCOL.md registers for it: the seeds'
+    step-0 evals can be one draw (seeds 1 and 2 drew byte-identical ones: the CPU engine's eval does not depend on the
+    training seed), and resampling puzzles per seed would average that shared draw's noise away as if independent."""
     ends = {s: _scores(run, step, 1)[1] for s, run in runs.items() if _evaluated(run, step) and _evaluated(run, 0)}
     starts = {s: _scores(runs[s], 0, 1)[1] for s in ends}
-    return paired_difference(ends, starts)
+    return paired_difference(ends, starts, joint=True)
 
 
 def row_at(run: Path, step: int) -> dict[str, Any]:

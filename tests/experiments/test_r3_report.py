@@ -63,6 +63,18 @@ def test_the_paired_difference_and_the_replication_on_hand_counts(tmp_path):
     assert one_seed["replication"] == "not decided (one seed: no interval over seeds)"
 
 
+
+def test_an_arms_own_gain_resamples_puzzles_jointly_across_seeds(tmp_path):
+    """PROTOCOL.md registers the joint puzzle bootstrap for the own gains: two seeds that drew the very same evals
+    carry no more information than one, so their gain's bootstrap interval is the one seed's (resampling each seed's
+    puzzles apart would narrow it by about sqrt(2))."""
+    report = _report()
+    end = [8, 12, 4, 16]  # per-puzzle gains over the shared start of 4/16: 0.25, 0.5, 0, 0.75
+    folders = [_seed(tmp_path, seed, end, end) for seed in (0, 1)]
+    two = report.verdict(folders, 50)["gains"]["grpo"]["intervals"]["paired puzzle bootstrap"]
+    one = report.verdict(folders[:1], 50)["gains"]["grpo"]["intervals"]["paired puzzle bootstrap"]
+    assert two == pytest.approx(one) and two[1] - two[0] > 0.3
+
 def test_holm_steps_down():
     report = _report()
     assert report.holm({"a": 0.01, "b": 0.04, "c": 0.5}) == {"a": True, "b": False, "c": False}  # 0.04 > 0.05/2
