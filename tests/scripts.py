@@ -18,17 +18,18 @@ def load_script(relative: str, name: str | None = None) -> ModuleType:
     return module
 
 
-def recomputed_page(page: Path, script: str, out: Path) -> tuple[list[str], list[str]]:
-    """A committed results page whose third line is the command that wrote it (``python SCRIPT ... --out PAGE``, in
-    backticks): ``(written again, committed)``, the lines that command writes into ``out`` when run from the repository
-    root and the page's own, both without that third line (their ``--out`` differs)."""
+def recomputed_page(page: Path, command: tuple[str, ...], out: Path) -> tuple[list[str], list[str]]:
+    """A committed results page whose third line is the command that wrote it (``python SCRIPT ARGS... --out PAGE``, in
+    backticks, starting with ``command``: the script and e.g. its subcommand): ``(written again, committed)``, the
+    lines that command writes into ``out`` when run from the repository root and the page's own, both without that
+    third line (their ``--out`` differs)."""
     import os
     import shlex
 
     lines = page.read_text(encoding="utf-8").splitlines()
     argv = shlex.split(lines[2].strip("`"))
-    assert argv[:2] == ["python", script], lines[2]
-    argv = argv[2:]
+    assert argv[: 1 + len(command)] == ["python", *command], lines[2]
+    script, argv = command[0], argv[2:]
     argv[argv.index("--out") + 1] = str(out)
     here = os.getcwd()
     os.chdir(ROOT)

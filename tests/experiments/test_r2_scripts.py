@@ -227,5 +227,5 @@ def test_every_committed_verdict_comes_back_from_its_command(path, tmp_path):
     per-puzzle evals: the same text but for the command's ``--out``."""
     from tests.scripts import recomputed_page
 
-    again, committed = recomputed_page(path, "experiments/r2_smollm2/report.py", tmp_path / path.name)
+    again, committed = recomputed_page(path, ("experiments/r2_smollm2/report.py", "verdict"), tmp_path / path.name)
     assert again == committed

@@ -63,7 +63,6 @@ def test_the_paired_difference_and_the_replication_on_hand_counts(tmp_path):
     assert one_seed["replication"] == "not decided (one seed: no interval over seeds)"
 
 
-
 def test_an_arms_own_gain_resamples_puzzles_jointly_across_seeds(tmp_path):
     """PROTOCOL.md registers the joint puzzle bootstrap for the own gains: two seeds that drew the very same evals
     carry no more information than one, so their gain's bootstrap interval is the one seed's (resampling each seed's
@@ -74,6 +73,7 @@ def test_an_arms_own_gain_resamples_puzzles_jointly_across_seeds(tmp_path):
     two = report.verdict(folders, 50)["gains"]["grpo"]["intervals"]["paired puzzle bootstrap"]
     one = report.verdict(folders[:1], 50)["gains"]["grpo"]["intervals"]["paired puzzle bootstrap"]
     assert two == pytest.approx(one) and two[1] - two[0] > 0.3
+
 
 def test_holm_steps_down():
     report = _report()
@@ -132,5 +132,5 @@ def test_every_committed_verdict_comes_back_from_its_command(path, tmp_path):
     per-puzzle evals and run records: the same text but for the command's ``--out``."""
     from tests.scripts import recomputed_page
 
-    again, committed = recomputed_page(path, "experiments/r3_smollm2/report.py", tmp_path / path.name)
+    again, committed = recomputed_page(path, ("experiments/r3_smollm2/report.py", "verdict"), tmp_path / path.name)
     assert again == committed
