@@ -10,6 +10,12 @@ gain over its seed's step 0 — grpo's is the registered replication of R2 —, 
     python experiments/r3_smollm2/report.py verdict experiments/r3_smollm2/seed-* \
         --out experiments/r3_smollm2/verdict.md
 
+``pilot`` applies PROTOCOL.md's pilot rule to seeds 0 and 1 (every arm finished): the seed count from their pooled
+spread of d, between 8 and 13::
+
+    python experiments/r3_smollm2/report.py pilot experiments/r3_smollm2/seed-0 experiments/r3_smollm2/seed-1 \
+        --out experiments/r3_smollm2/pilot.md
+
 Pairing is checked before any figure: the arms of a seed must have run on the same machine kind (CPU model and
 flags), the same library versions and the same precision (each run's ``resolved_config.json``), every seed's grpo
 in one precision, and each seed's arms on the same puzzles in the same order; otherwise the command names the
@@ -31,6 +37,10 @@ BASELINE = "grpo"
 ARMS = ("contrastive", "s_grpo", "t_spmo")
 REGISTERED_STEP = 50
 REGISTERED_SEEDS = 13
+PILOT_SEEDS = [0, 1]
+FEWEST_SEEDS = 8
+PLANNED_SD = 0.033
+TARGET_MDE = 0.04
 MACHINE_FIELDS = ("cpu", "versions", "precision")
 RUN_NAME = re.compile(r"^(?P<learner>[a-z0-9_]+)-s(?P<seed>\d+)$")
 
@@ -266,28 +276,74 @@ def verdict_markdown(result: dict[str, Any], command: str) -> str:
     for name, gain in result["gains"].items():
         lines.append(f"| {name} | {gain['mean']:+.4f} | {_interval(gain, 't over seeds')} | "
                      f"{_interval(gain, 'paired puzzle bootstrap')} | {len(gain['seeds'])} |")  # fmt: skip
-    lines += ["", "| run | pass@1 | format | mean length (tokens) | s/step |",
-              "| --- | --- | --- | --- | --- |"]
+    lines += ["", "| run | pass@1 | format | mean length (tokens) | s/step |", "| --- | --- | --- | --- | --- |"]
     for label, row in result["per_run"].items():
         lines.append(f"| {label} | {row['pass@1']:.4f} | {row['format_rate']:.3f} | "
                      f"{row['mean_completion_tokens']:.1f} | {row['seconds_per_step']:.0f} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
+def pilot(folders: list[Path]) -> dict[str, Any]:
+    """PROTOCOL.md's pilot rule on seeds 0 and 1 (every arm and grpo at the registered step): σ_d = the larger of
+    0.033 and the pooled SD of d over the three arms (each arm's two-seed variance, averaged: 3 degrees of freedom);
+    the seed count is the smallest from 8 to 13 whose MDE at σ_d is at most 0.04, else 13 with its MDE stated."""
+    result = verdict(folders)
+    if (
+        result["seeds"] != PILOT_SEEDS
+        or sorted(result["arms"]) != sorted(ARMS)
+        or any(entry["pass@1"]["seeds"] != PILOT_SEEDS for entry in result["arms"].values())
+    ):
+        raise ValueError(f"the pilot needs every arm and grpo of seeds {PILOT_SEEDS} evaluated at step "
+                         f"{REGISTERED_STEP}, and only those seeds")  # fmt: skip
+    from learners.pipeline.evaluation.statistics import mde_at
+
+    per_arm = {arm: entry["pass@1"]["per_seed"] for arm, entry in result["arms"].items()}
+    variances = {arm: (d[0] - d[1]) ** 2 / 2 for arm, d in per_arm.items()}  # the n - 1 = 1 sample variance
+    pooled = math.sqrt(sum(variances.values()) / len(variances))
+    sd = max(PLANNED_SD, pooled)
+    mdes = {n: mde_at(sd, n) for n in range(FEWEST_SEEDS, REGISTERED_SEEDS + 1)}
+    seeds = min((n for n, mde in mdes.items() if mde <= TARGET_MDE), default=REGISTERED_SEEDS)
+    return {"per_arm": per_arm, "sd": {arm: math.sqrt(v) for arm, v in variances.items()}, "pooled_sd": pooled,
+            "planning_sd": sd, "mdes": mdes, "seeds": seeds}  # fmt: skip
+
+
+def pilot_markdown(result: dict[str, Any], command: str) -> str:
+    """``result`` of :func:`pilot` as a markdown page."""
+    lines = ["# R3 pilot: the seed count from seeds 0 and 1 (PROTOCOL.md, \"Seeds and power\")", "", f"`{command}`", "",
+             "| arm | d(seed 0) | d(seed 1) | SD of d |", "| --- | --- | --- | --- |"]  # fmt: skip
+    for arm, d in result["per_arm"].items():
+        lines.append(f"| {arm} | {d[0]:+.4f} | {d[1]:+.4f} | {result['sd'][arm]:.4f} |")
+    lines += ["", f"Pooled SD of d over the three arms (3 degrees of freedom): {result['pooled_sd']:.4f}; the rule "
+              f"plans with the larger of it and {PLANNED_SD}: **σ_d = {result['planning_sd']:.4f}**.", "",
+              "| seeds | MDE at σ_d |", "| --- | --- |"]  # fmt: skip
+    lines += [f"| {n} | {mde:.4f} |" for n, mde in result["mdes"].items()]
+    chosen = result["seeds"]
+    met = result["mdes"][chosen] <= TARGET_MDE
+    lines += ["", f"**Seeds: {chosen}** (0-{chosen - 1}): " + (f"the fewest with MDE ≤ {TARGET_MDE}." if met else
+              f"no count up to {REGISTERED_SEEDS} reaches MDE ≤ {TARGET_MDE}; the MDE at {chosen} seeds is "
+              f"{result['mdes'][chosen]:.4f}.")]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    decide = sub.add_parser("verdict")
+    decide = sub.add_parser("verdict", help="the registered statistic (interim before all seeds)")
     decide.add_argument("folders", nargs="+", type=Path)
     decide.add_argument("--step", type=int, default=REGISTERED_STEP)
     decide.add_argument("--out", type=Path, help="write the verdict as markdown here (and print it)")
+    plan = sub.add_parser("pilot", help="the seed count from seeds 0 and 1 (PROTOCOL.md's pilot rule)")
+    plan.add_argument("folders", nargs="+", type=Path)
+    plan.add_argument("--out", type=Path, help="write the page as markdown here (and print it)")
     args = parser.parse_args(argv)
+    command = "python experiments/r3_smollm2/report.py " + " ".join(argv if argv is not None else sys.argv[1:])
     try:
-        result = verdict(args.folders, args.step)
+        if args.command == "pilot":
+            text = pilot_markdown(pilot(args.folders), command)
+        else:
+            text = verdict_markdown(verdict(args.folders, args.step), command)
     except ValueError as error:
         parser.exit(2, f"report.py: error: {error}\n")
-    command = "python experiments/r3_smollm2/report.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = verdict_markdown(result, command)
     if args.out is not None:
         from countdown_env.helpers.atomic import write_text
 

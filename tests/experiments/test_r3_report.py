@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,46 @@ def test_every_committed_verdict_comes_back_from_its_command(path, tmp_path):
 
     again, committed = recomputed_page(path, ("experiments/r3_smollm2/report.py", "verdict"), tmp_path / path.name)
     assert again == committed
+
+
+def _pilot_seeds(root: Path, counts: dict[int, dict[str, list[int]]]) -> list[Path]:
+    """Seeds 0 and 1 with every arm: ``counts[seed][arm]`` correct of 16 per puzzle at step 50."""
+    for seed, arms in counts.items():
+        for learner, end in arms.items():
+            _run(root, learner, seed, {0: [4] * 4, 50: end})
+    return [root / f"seed-{seed}" for seed in counts]
+
+
+def test_the_pilot_rule_plans_the_seed_count_from_the_pooled_spread(tmp_path):
+    """d per arm and seed worked out by hand; the pooled SD averages the three two-seed variances; the MDE is
+    (t_0.975,n-1 + t_0.80,n-1) σ / √n with scipy's quantiles."""
+    from scipy.stats import t
+
+    report = _report()
+    grpo = [8, 8, 8, 8]  # pass@1 0.5 in both seeds
+    # d = (sum of counts - 32) / 64: seed 0 / seed 1
+    wide = {
+        0: {"grpo": grpo, "contrastive": [12, 8, 8, 8], "s_grpo": [8, 8, 8, 8], "t_spmo": [4, 8, 8, 8]},
+        1: {"grpo": grpo, "contrastive": [8, 8, 8, 8], "s_grpo": [14, 8, 8, 8], "t_spmo": [8, 8, 8, 8]},
+    }
+    result = report.pilot(_pilot_seeds(tmp_path / "wide", wide))
+    d = {"contrastive": (4 / 64, 0.0), "s_grpo": (0.0, 6 / 64), "t_spmo": (-4 / 64, 0.0)}
+    assert result["per_arm"] == {arm: {0: pytest.approx(a), 1: pytest.approx(b)} for arm, (a, b) in d.items()}
+    pooled = math.sqrt(sum((a - b) ** 2 / 2 for a, b in d.values()) / 3)
+    assert result["pooled_sd"] == pytest.approx(pooled) and pooled > 0.047  # wider than planned: 13 seeds
+    assert result["seeds"] == 13
+    assert result["mdes"][13] == pytest.approx((t.ppf(0.975, 12) + t.ppf(0.8, 12)) * pooled / math.sqrt(13))
+    assert result["mdes"][13] > 0.04 and "no count up to 13" in report.pilot_markdown(result, "cmd")
+
+    same = {seed: {"grpo": grpo, "contrastive": grpo, "s_grpo": grpo, "t_spmo": [9, 8, 8, 8]} for seed in (0, 1)}
+    narrow = report.pilot(_pilot_seeds(tmp_path / "narrow", same))
+    assert narrow["pooled_sd"] == 0.0 and narrow["planning_sd"] == 0.033  # the floor of the rule
+    assert narrow["seeds"] == 8  # (2.365 + 0.896) x 0.033 / √8 = 0.038; 7 seeds (not allowed) would give 0.042
+
+
+def test_the_pilot_refuses_anything_but_seeds_0_and_1_with_every_arm(tmp_path, capsys):
+    report = _report()
+    folders = [_seed(tmp_path, 0, [8] * 4, [8] * 4), _seed(tmp_path, 1, [8] * 4, [8] * 4)]  # t_spmo only
+    with pytest.raises(SystemExit) as exit_info:
+        report.main(["pilot", *map(str, folders)])
+    assert exit_info.value.code == 2 and "every arm and grpo of seeds [0, 1]" in capsys.readouterr().err

@@ -7,7 +7,12 @@ import numpy as np
 import pytest
 from scipy.stats import t
 
-from learners.pipeline.evaluation.statistics import equivalence_power, minimum_detectable_effect, paired_bootstrap_diff
+from learners.pipeline.evaluation.statistics import (
+    equivalence_power,
+    mde_at,
+    minimum_detectable_effect,
+    paired_bootstrap_diff,
+)
 
 
 def test_a_joint_bootstrap_of_identical_seeds_is_the_one_seed_bootstrap_and_wider_than_independent_draws():
@@ -49,3 +54,12 @@ def test_the_minimum_detectable_effect_is_t_quantiles_times_the_standard_error()
     assert minimum_detectable_effect(gains) == pytest.approx((4.302653 + 1.060660) * se, rel=1e-5)
     assert minimum_detectable_effect(gains) == pytest.approx(0.115, abs=0.001)
     assert np.isnan(minimum_detectable_effect([0.1]))
+
+
+def test_the_planned_mde_matches_r3s_registered_figures():
+    # PROTOCOL.md of R3: sigma_d 0.047 needs 13 seeds (MDE 0.040; 12 give 0.042), 0.033 needs 8 (t_7: 2.365, 0.896)
+    assert mde_at(0.047, 13) == pytest.approx((2.178813 + 0.872609) * 0.047 / np.sqrt(13), rel=1e-5)
+    assert round(mde_at(0.047, 13), 3) == 0.040 and round(mde_at(0.047, 12), 3) == 0.042
+    assert mde_at(0.033, 8) <= 0.04 < mde_at(0.033, 7)
+    with pytest.raises(ValueError, match="n >= 2"):
+        mde_at(0.03, 1)

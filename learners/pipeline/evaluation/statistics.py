@@ -12,7 +12,8 @@ r"""The project's one statistics module: pass@k, bootstrap and Student t interva
 - :func:`paired_seed_diff`: the same difference as the mean of per-seed paired differences with a Student t
   interval over seeds (training variance included: the headline figure when there are several seeds).
 - :func:`minimum_detectable_effect`: the true difference a two-sided 5 % t test over the seeds detects with 80 %
-  power, (t_0.975 + t_0.80) x SE over seeds, the seeds' spread taken as known.
+  power, (t_0.975 + t_0.80) x SE over seeds, the seeds' spread taken as known; :func:`mde_at` the same at a given
+  SD and seed count (planning a seed count, as R3's pilot rule does).
 - :func:`equivalence_power`: the probability that the Student t 95 % interval over n seeds lies within ±margin when
   the true difference is 0 and the seeds' SD is the realised one (the power of an equivalence rule such as E4's
   "within ±0.03"): exact, integrating the normal mean over the chi-square law of the sample SD.
@@ -72,13 +73,20 @@ def mean_ci(values: Sequence[float]) -> tuple[float, float, float]:
 def minimum_detectable_effect(per_seed: Sequence[float]) -> float:
     """(t_0.975 + t_0.80) x SE over seeds: the true difference a two-sided 5 % t test over these seeds detects with
     80 % power (the spread of the per-seed differences taken as known); NaN with fewer than 2 seeds."""
-    from scipy.stats import t
-
     n = len(per_seed)
     if n < 2:
         return math.nan
-    se = float(np.std(np.asarray(per_seed, dtype=np.float64), ddof=1)) / math.sqrt(n)
-    return float((t.ppf(0.975, n - 1) + t.ppf(0.80, n - 1)) * se)
+    return mde_at(float(np.std(np.asarray(per_seed, dtype=np.float64), ddof=1)), n)
+
+
+def mde_at(sd: float, n: int) -> float:
+    """(t_0.975,n-1 + t_0.80,n-1) sd / √n: the MDE of a two-sided 5 % t test at 80 % power over ``n`` seeds whose
+    per-seed differences have standard deviation ``sd`` (a planned one, or :func:`minimum_detectable_effect`'s)."""
+    from scipy.stats import t
+
+    if n < 2:
+        raise ValueError(f"an MDE over seeds needs n >= 2, got {n}")
+    return float((t.ppf(0.975, n - 1) + t.ppf(0.80, n - 1)) * sd / math.sqrt(n))
 
 
 def equivalence_power(margin: float, sd: float, n: int) -> float:
