@@ -127,13 +127,16 @@ def assert_refused(report, folders, capsys, message):
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("path", sorted(FOLDER.glob("verdict*.md")), ids=lambda path: path.name)
+@pytest.mark.parametrize(
+    "path", sorted([*FOLDER.glob("verdict*.md"), *FOLDER.glob("pilot*.md")]), ids=lambda path: path.name
+)
 def test_every_committed_verdict_comes_back_from_its_command(path, tmp_path):
-    """Each committed R3 verdict page (interim or final) is recomputed by the command printed in it, from the committed
-    per-puzzle evals and run records: the same text but for the command's ``--out``."""
+    """Each committed R3 verdict page (interim or final) and pilot page is recomputed by the command printed in it,
+    from the committed per-puzzle evals and run records: the same text but for the command's ``--out``."""
     from tests.scripts import recomputed_page
 
-    again, committed = recomputed_page(path, ("experiments/r3_smollm2/report.py", "verdict"), tmp_path / path.name)
+    subcommand = path.name.split("-")[0].removesuffix(".md")  # verdict-*.md, pilot.md
+    again, committed = recomputed_page(path, ("experiments/r3_smollm2/report.py", subcommand), tmp_path / path.name)
     assert again == committed
 
 
