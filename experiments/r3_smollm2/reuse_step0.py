@@ -25,7 +25,6 @@ draw is only known on the same machine kind and libraries.
 from __future__ import annotations
 
 import argparse
-import copy
 import gzip
 import json
 import sys
@@ -75,7 +74,7 @@ def seed_folder_files(seed: int, report: dict[str, Any], settings: dict[str, Any
     if settings.get("seeds") != [SOURCE_SEED]:
         raise ValueError(f"the source settings are for seeds {settings.get('seeds')}, not seed {SOURCE_SEED}")
     reused = {**report, "reused_from": f"seed {SOURCE_SEED}'s step-0 eval ({AMENDMENT})"}
-    seed_settings = {**copy.deepcopy(settings), "seeds": [seed]}
+    seed_settings = {**settings, "seeds": [seed]}
     return {
         f"step0-evals/seed-{seed}.json": json.dumps(reused, separators=(",", ":")) + "\n",
         "compare.json": json.dumps(seed_settings, indent=2) + "\n",

@@ -5,7 +5,6 @@ step 0 comes back without an eval; the refusals keep the reuse to seed 1's machi
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -13,19 +12,14 @@ from pathlib import Path
 import pytest
 
 from countdown_env.cli import main
+from countdown_env.helpers.jsonl import read_jsonl
+from tests.scripts import load_script
 
 FOLDER = Path(__file__).resolve().parents[2] / "experiments" / "r3_smollm2"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("r3_reuse_step0", FOLDER / "reuse_step0.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _jsonl_gz(path: Path) -> list[dict]:
-    return [json.loads(line) for line in gzip.decompress(path.read_bytes()).decode().splitlines()]
+    return load_script("experiments/r3_smollm2/reuse_step0.py")
 
 
 def test_the_committed_source_is_the_step0_draw_every_run_from_seed_1_on_evaluated_or_read():
@@ -35,10 +29,10 @@ def test_the_committed_source_is_the_step0_draw_every_run_from_seed_1_on_evaluat
     runs = sorted(FOLDER.glob("seed-[12]/runs/*/evals/step-0.jsonl.gz"))
     assert any("seed-1" in str(run) for run in runs)
     for run in runs:
-        assert _jsonl_gz(run) == puzzles, run
+        assert read_jsonl(run) == puzzles, run
     seed0 = FOLDER / "seed-0" / "runs" / "grpo-s0" / "evals" / "step-0.jsonl.gz"
-    assert _jsonl_gz(seed0) != puzzles
-    assert [(p["numbers"], p["target"]) for p in _jsonl_gz(seed0)] == [(p["numbers"], p["target"]) for p in puzzles]
+    assert read_jsonl(seed0) != puzzles
+    assert [(p["numbers"], p["target"]) for p in read_jsonl(seed0)] == [(p["numbers"], p["target"]) for p in puzzles]
 
 
 def test_the_prepared_files_keep_the_report_and_change_only_the_seeds():
