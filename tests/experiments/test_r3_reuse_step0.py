@@ -1,6 +1,7 @@
-"""R3 amendment 3 (experiments/r3_smollm2/reuse_step0.py): seeds 3-12 read seed 1's saved step-0 eval. The committed
-source is the draw seed 1's runs evaluated; a prepared folder is accepted by ``compare --resume`` and its planted
-step 0 comes back without an eval; the refusals keep the reuse to seed 1's machine kind and to a fresh folder."""
+"""R3 amendments 3 and 4 (experiments/r3_smollm2/reuse_step0.py): seeds 1-12 read seed 1's saved step-0 eval. The
+committed source is the draw seed 1's runs evaluated; a prepared folder is accepted by ``compare --resume`` and its
+planted step 0 comes back without an eval; the refusals keep the reuse to seed 1's library versions and to a fresh
+folder, and another machine kind is named in the reused report."""
 
 from __future__ import annotations
 
@@ -43,28 +44,41 @@ def test_the_prepared_files_keep_the_report_and_change_only_the_seeds():
     assert json.loads(files["compare.json"]) == {"seeds": [7], "x": 2}
     reused = json.loads(files["step0-evals/seed-7.json"])
     assert {k: v for k, v in reused.items() if k != "reused_from"} == report
-    assert "amendment 3" in reused["reused_from"]
+    assert "amendments 3 and 4" in reused["reused_from"] and "another machine kind" not in reused["reused_from"]
     assert settings == {"seeds": [1], "x": 2}  # the source is not changed
-    for seed in (0, 1, 2, 13):
-        with pytest.raises(ValueError, match="seeds 3-12"):
+    elsewhere = json.loads(script.seed_folder_files(7, report, settings, "Xeon (amx_bf16)")["step0-evals/seed-7.json"])
+    assert elsewhere["reused_from"].endswith("sampled on another machine kind: Xeon (amx_bf16))")
+    for seed in (1, 2, 12):  # seeds 1 and 2 restart lost arms with their own draw (amendment 4)
+        assert json.loads(script.seed_folder_files(seed, report, settings)["compare.json"])["seeds"] == [seed]
+    for seed in (0, 13):
+        with pytest.raises(ValueError, match="seeds 1-12"):
             script.seed_folder_files(seed, report, settings)
     with pytest.raises(ValueError, match="not seed 1"):
         script.seed_folder_files(3, report, {"seeds": [2]})
 
 
-def test_another_machine_kind_or_a_used_folder_is_refused(tmp_path, capsys):
+def test_other_versions_or_a_used_folder_are_refused_and_another_cpu_is_named(tmp_path, capsys):
     script = _script()
     there = script.source_machine()
-    other = {"cpu": {**there["cpu"], "flags": [f for f in there["cpu"]["flags"] if f != "amx_bf16"]},
-             "versions": {**there["versions"], "vllm": "0.0.1"}}  # fmt: skip
-    differences = script.machine_differences(other, there)
-    assert [d.split(":")[0] for d in differences] == ["cpu.flags", "versions.vllm"]
+    other_cpu = {"cpu": {"model": "AMD EPYC", "flags": [f for f in there["cpu"]["flags"] if f != "amx_bf16"]},
+                 "versions": there["versions"]}  # fmt: skip
+    other_vllm = {**other_cpu, "versions": {**there["versions"], "vllm": "0.0.1"}}
+    differences = script.machine_differences(other_vllm, there)
+    assert [d.split(":")[0] for d in differences] == ["cpu.flags", "cpu.model", "versions.vllm"]
     with pytest.raises(ValueError, match="versions.vllm"):
-        script.prepare(3, tmp_path / "seed-3", here=other)
+        script.prepare(3, tmp_path / "seed-3", here=other_vllm)
     assert not (tmp_path / "seed-3").exists()
-    script.prepare(3, tmp_path / "seed-3", here=there)
+
+    script.prepare(3, tmp_path / "seed-3", here=other_cpu)
+    reused = json.loads((tmp_path / "seed-3" / "step0-evals" / "seed-3.json").read_text())
+    assert f"another machine kind: {there['cpu']['model']} (" in reused["reused_from"]
+    assert all(flag in reused["reused_from"] for flag in there["cpu"]["flags"])
+    script.prepare(4, tmp_path / "seed-4", here=there)
+    reused = json.loads((tmp_path / "seed-4" / "step0-evals" / "seed-4.json").read_text())
+    assert "another machine kind" not in reused["reused_from"]
+
     written = (tmp_path / "seed-3" / "compare.json").read_text()
-    assert script.main(["--seed", "3", "--out", str(tmp_path / "seed-3")]) == 2
+    assert script.main(["--seed", "3", "--arm", "grpo", "--out", str(tmp_path / "seed-3")]) == 2
     assert "already exists" in capsys.readouterr().err
     assert (tmp_path / "seed-3" / "compare.json").read_text() == written
 
