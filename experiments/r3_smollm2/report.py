@@ -16,6 +16,12 @@ spread of d, between 8 and 13::
     python experiments/r3_smollm2/report.py pilot experiments/r3_smollm2/seed-0 experiments/r3_smollm2/seed-1 \
         --out experiments/r3_smollm2/pilot.md
 
+``arm`` prints one finished arm's run checks for its seed's README: the protocol's collapse check (training format
+over the last ten steps), KL to the start, training reward and entropy over the first and last ten steps, each
+mechanism's logged engagement (``tspmo/``, ``s_grpo/``, ``contrastive/`` keys) and the seconds per step::
+
+    python experiments/r3_smollm2/report.py arm experiments/r3_smollm2/seed-3/runs/grpo-s3
+
 Pairing is checked before any figure: the arms of a seed must have run on the same machine kind (CPU model and
 flags), the same library versions and the same precision (each run's ``resolved_config.json``), every seed's grpo
 in one precision, and each seed's arms on the same puzzles in the same order; otherwise the command names the
@@ -29,6 +35,7 @@ import functools
 import json
 import math
 import re
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -196,6 +203,51 @@ def seconds_per_step(run: Path) -> float:
     return float(record["wall_seconds"]) / max(int(record["steps"]), 1)
 
 
+MECHANISM_PREFIXES = ("tspmo/", "s_grpo/", "contrastive/")
+WINDOW = 10
+
+
+def arm_checks(run: Path) -> dict[str, Any]:
+    """One finished arm's run checks (module docstring): per logged quantity the mean over the first and the last
+    ``WINDOW`` steps of its ``log_history.json``, KL's maximum and step, and the seconds per step."""
+    steps = [row for row in json.loads((run / "log_history.json").read_text()) if "step_time" in row]
+    if len(steps) < 2 * WINDOW:
+        raise ValueError(f"{run}: {len(steps)} logged steps, fewer than two windows of {WINDOW}")
+
+    def mean(key: str, rows: list[dict[str, Any]]) -> float:
+        values = [float(row[key]) for row in rows if key in row]
+        return sum(values) / len(values) if values else math.nan
+
+    keys = ["countdown/format_rate", "kl", "reward", "entropy", "frac_reward_zero_std"]
+    keys += sorted({k for row in steps for k in row if k.startswith(MECHANISM_PREFIXES)})
+    peak = max(steps, key=lambda row: float(row.get("kl", -math.inf)))
+    times = sorted(float(row["step_time"]) for row in steps)
+    return {
+        "run": run.name,
+        "steps": len(steps),
+        "windows": {key: (mean(key, steps[:WINDOW]), mean(key, steps[-WINDOW:])) for key in keys},
+        "kl_max": (float(peak.get("kl", math.nan)), int(peak["step"])),
+        "step_seconds": {
+            "median": statistics.median(times),
+            "min": times[0],
+            "max": times[-1],
+            "per_step": seconds_per_step(run),
+        },  # fmt: skip
+    }
+
+
+def arm_markdown(result: dict[str, Any]) -> str:
+    lines = [f"{result['run']}: {result['steps']} steps", "", f"| logged (mean) | steps 1-{WINDOW} | last {WINDOW} |",
+             "| --- | --- | --- |"]  # fmt: skip
+    lines += [f"| {key} | {first:.4g} | {last:.4g} |" for key, (first, last) in result["windows"].items()]
+    kl, at = result["kl_max"]
+    times = result["step_seconds"]
+    lines += ["", f"KL to the start: max {kl:.3g} at step {at}.",
+              f"Seconds a step: median {times['median']:.0f} (min {times['min']:.0f}, max {times['max']:.0f}); "
+              f"training wall time / steps {times['per_step']:.0f}."]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
 def verdict(folders: list[Path], step: int = REGISTERED_STEP) -> dict[str, Any]:
     """The registered statistic and the secondaries (module docstring) over the seeds in ``folders``."""
     seeds = seed_runs(folders)
@@ -335,10 +387,15 @@ def main(argv: list[str] | None = None) -> int:
     plan = sub.add_parser("pilot", help="the seed count from seeds 0 and 1 (PROTOCOL.md's pilot rule)")
     plan.add_argument("folders", nargs="+", type=Path)
     plan.add_argument("--out", type=Path, help="write the page as markdown here (and print it)")
+    checks = sub.add_parser("arm", help="one finished arm's run checks (for its seed's README)")
+    checks.add_argument("run", type=Path, help="the arm's run folder (seed-N/runs/ARM-sN)")
     args = parser.parse_args(argv)
     command = "python experiments/r3_smollm2/report.py " + " ".join(argv if argv is not None else sys.argv[1:])
     try:
-        if args.command == "pilot":
+        if args.command == "arm":
+            text = arm_markdown(arm_checks(args.run))
+            args.out = None
+        elif args.command == "pilot":
             text = pilot_markdown(pilot(args.folders), command)
         else:
             text = verdict_markdown(verdict(args.folders, args.step), command)

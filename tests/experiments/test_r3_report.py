@@ -181,3 +181,26 @@ def test_the_pilot_refuses_anything_but_seeds_0_and_1_with_every_arm(tmp_path, c
     with pytest.raises(SystemExit) as exit_info:
         report.main(["pilot", *map(str, folders)])
     assert exit_info.value.code == 2 and "every arm and grpo of seeds [0, 1]" in capsys.readouterr().err
+
+
+def test_an_arms_run_checks_average_the_first_and_last_ten_logged_steps(tmp_path, capsys):
+    report = _report()
+    run = tmp_path / "t_spmo-s3"
+    run.mkdir()
+    steps = [{"step": i, "step_time": 60 + i, "kl": 0.01 * i if i != 7 else 0.9, "countdown/format_rate": 1.0,
+              "tspmo/loss_token_share": 0.5 if i <= 10 else 0.25} for i in range(1, 26)]  # fmt: skip
+    (run / "log_history.json").write_text(json.dumps([*steps, {"step": 25, "train_runtime": 1.0}]))
+    (run / "DONE").write_text(json.dumps({"wall_seconds": 2000, "steps": 25}))
+    checks = report.arm_checks(run)
+    assert checks["steps"] == 25
+    assert checks["windows"]["tspmo/loss_token_share"] == (0.5, 0.25)
+    first = (sum(0.01 * i for i in range(1, 11) if i != 7) + 0.9) / 10
+    assert checks["windows"]["kl"] == (pytest.approx(first), pytest.approx(sum(0.01 * i for i in range(16, 26)) / 10))
+    assert checks["kl_max"] == (0.9, 7)
+    assert checks["step_seconds"]["median"] == 73 and checks["step_seconds"]["per_step"] == 80
+    assert math.isnan(checks["windows"]["reward"][0])  # not logged: no figure, not a zero
+    assert report.main(["arm", str(run)]) == 0 and "max 0.9 at step 7" in capsys.readouterr().out
+    (run / "log_history.json").write_text(json.dumps(steps[:19]))
+    with pytest.raises(SystemExit) as exit_:
+        report.main(["arm", str(run)])
+    assert exit_.value.code == 2 and "19 logged steps" in capsys.readouterr().err
