@@ -10,8 +10,9 @@ gain over its seed's step 0 — grpo's is the registered replication of R2 —, 
     python experiments/r3_smollm2/report.py verdict experiments/r3_smollm2/seed-* \
         --out experiments/r3_smollm2/verdict.md
 
-``pilot`` applies PROTOCOL.md's pilot rule to seeds 0 and 1 (every arm finished): the seed count from their pooled
-spread of d, between 8 and 13::
+``pilot`` applies PROTOCOL.md's pilot rule to seeds 0 and 1 (every arm finished; by amendment 4 (e) seed 0 and the
+first other seed with every arm, if that is not seed 1): the seed count from their pooled spread of d, between 8 and
+13::
 
     python experiments/r3_smollm2/report.py pilot experiments/r3_smollm2/seed-0 experiments/r3_smollm2/seed-1 \
         --out experiments/r3_smollm2/pilot.md
@@ -44,7 +45,7 @@ BASELINE = "grpo"
 ARMS = ("contrastive", "s_grpo", "t_spmo")
 REGISTERED_STEP = 50
 REGISTERED_SEEDS = 13
-PILOT_SEEDS = [0, 1]
+FIRST_SEED = 0  # the pilot: seed 0 and seed 1, or by amendment 4 (e) the first other seed with every arm
 FEWEST_SEEDS = 8
 PLANNED_SD = 0.033
 TARGET_MDE = 0.04
@@ -336,35 +337,42 @@ def verdict_markdown(result: dict[str, Any], command: str) -> str:
 
 
 def pilot(folders: list[Path]) -> dict[str, Any]:
-    """PROTOCOL.md's pilot rule on seeds 0 and 1 (every arm and grpo at the registered step): σ_d = the larger of
-    0.033 and the pooled SD of d over the three arms (each arm's two-seed variance, averaged: 3 degrees of freedom);
-    the seed count is the smallest from 8 to 13 whose MDE at σ_d is at most 0.04, else 13 with its MDE stated."""
+    """PROTOCOL.md's pilot rule on seeds 0 and 1, or by amendment 4 (e) seed 0 and the first other seed to have
+    every arm (every arm and grpo at the registered step): σ_d = the larger of 0.033 and the pooled SD of d over the
+    three arms (each arm's two-seed variance, averaged: 3 degrees of freedom); the seed count is the smallest from 8
+    to 13 whose MDE at σ_d is at most 0.04, else 13 with its MDE stated."""
     result = verdict(folders)
+    pair = result["seeds"]
     if (
-        result["seeds"] != PILOT_SEEDS
+        len(pair) != 2
+        or pair[0] != FIRST_SEED
         or sorted(result["arms"]) != sorted(ARMS)
-        or any(entry["pass@1"]["seeds"] != PILOT_SEEDS for entry in result["arms"].values())
+        or any(entry["pass@1"]["seeds"] != pair for entry in result["arms"].values())
     ):
-        raise ValueError(f"the pilot needs every arm and grpo of seeds {PILOT_SEEDS} evaluated at step "
-                         f"{REGISTERED_STEP}, and only those seeds")  # fmt: skip
+        raise ValueError(f"the pilot needs every arm and grpo of seed {FIRST_SEED} and one other seed evaluated at "
+                         f"step {REGISTERED_STEP}, and only those seeds")  # fmt: skip
     from learners.pipeline.evaluation.statistics import mde_at
 
     per_arm = {arm: entry["pass@1"]["per_seed"] for arm, entry in result["arms"].items()}
-    variances = {arm: (d[0] - d[1]) ** 2 / 2 for arm, d in per_arm.items()}  # the n - 1 = 1 sample variance
+    variances = {arm: (d[pair[0]] - d[pair[1]]) ** 2 / 2 for arm, d in per_arm.items()}  # n - 1 = 1 sample variance
     pooled = math.sqrt(sum(variances.values()) / len(variances))
     sd = max(PLANNED_SD, pooled)
     mdes = {n: mde_at(sd, n) for n in range(FEWEST_SEEDS, REGISTERED_SEEDS + 1)}
     seeds = min((n for n, mde in mdes.items() if mde <= TARGET_MDE), default=REGISTERED_SEEDS)
-    return {"per_arm": per_arm, "sd": {arm: math.sqrt(v) for arm, v in variances.items()}, "pooled_sd": pooled,
-            "planning_sd": sd, "mdes": mdes, "seeds": seeds}  # fmt: skip
+    return {"pilot_seeds": pair, "per_arm": per_arm, "sd": {arm: math.sqrt(v) for arm, v in variances.items()},
+            "pooled_sd": pooled, "planning_sd": sd, "mdes": mdes, "seeds": seeds}  # fmt: skip
 
 
 def pilot_markdown(result: dict[str, Any], command: str) -> str:
     """``result`` of :func:`pilot` as a markdown page."""
-    lines = ["# R3 pilot: the seed count from seeds 0 and 1 (PROTOCOL.md, \"Seeds and power\")", "", f"`{command}`", "",
-             "| arm | d(seed 0) | d(seed 1) | SD of d |", "| --- | --- | --- | --- |"]  # fmt: skip
+    first, other = result["pilot_seeds"]
+    lines = [f"# R3 pilot: the seed count from seeds {first} and {other} (PROTOCOL.md, \"Seeds and power\")", "",
+             f"`{command}`", ""]  # fmt: skip
+    if other != 1:
+        lines += [f"Seed {other}, not seed 1: by amendment 4 (e) the first other seed with every arm.", ""]
+    lines += [f"| arm | d(seed {first}) | d(seed {other}) | SD of d |", "| --- | --- | --- | --- |"]
     for arm, d in result["per_arm"].items():
-        lines.append(f"| {arm} | {d[0]:+.4f} | {d[1]:+.4f} | {result['sd'][arm]:.4f} |")
+        lines.append(f"| {arm} | {d[first]:+.4f} | {d[other]:+.4f} | {result['sd'][arm]:.4f} |")
     lines += ["", f"Pooled SD of d over the three arms (3 degrees of freedom): {result['pooled_sd']:.4f}; the rule "
               f"plans with the larger of it and {PLANNED_SD}: **σ_d = {result['planning_sd']:.4f}**.", "",
               "| seeds | MDE at σ_d |", "| --- | --- |"]  # fmt: skip
@@ -384,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     decide.add_argument("folders", nargs="+", type=Path)
     decide.add_argument("--step", type=int, default=REGISTERED_STEP)
     decide.add_argument("--out", type=Path, help="write the verdict as markdown here (and print it)")
-    plan = sub.add_parser("pilot", help="the seed count from seeds 0 and 1 (PROTOCOL.md's pilot rule)")
+    plan = sub.add_parser("pilot", help="the seed count from seed 0 and one other (PROTOCOL.md's pilot rule)")
     plan.add_argument("folders", nargs="+", type=Path)
     plan.add_argument("--out", type=Path, help="write the page as markdown here (and print it)")
     checks = sub.add_parser("arm", help="one finished arm's run checks (for its seed's README)")

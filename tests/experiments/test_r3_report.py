@@ -174,13 +174,24 @@ def test_the_pilot_rule_plans_the_seed_count_from_the_pooled_spread(tmp_path):
     assert narrow["pooled_sd"] == 0.0 and narrow["planning_sd"] == 0.033  # the floor of the rule
     assert narrow["seeds"] == 8  # (2.365 + 0.896) x 0.033 / √8 = 0.038; 7 seeds (not allowed) would give 0.042
 
+    # amendment 4 (e): seed 0 and the first other seed with every arm, here seed 3; the same figures as seeds 0 and 1
+    moved = report.pilot(_pilot_seeds(tmp_path / "seed3", {0: wide[0], 3: wide[1]}))
+    assert moved["per_arm"] == {arm: {0: pytest.approx(a), 3: pytest.approx(b)} for arm, (a, b) in d.items()}
+    assert moved["pooled_sd"] == pytest.approx(pooled) and moved["seeds"] == 13
+    page = report.pilot_markdown(moved, "cmd")
+    assert "seeds 0 and 3" in page and "amendment 4 (e)" in page and "| d(seed 3) |" in page
 
-def test_the_pilot_refuses_anything_but_seeds_0_and_1_with_every_arm(tmp_path, capsys):
+
+def test_the_pilot_refuses_anything_but_seed_0_and_one_other_with_every_arm(tmp_path, capsys):
     report = _report()
     folders = [_seed(tmp_path, 0, [8] * 4, [8] * 4), _seed(tmp_path, 1, [8] * 4, [8] * 4)]  # t_spmo only
-    with pytest.raises(SystemExit) as exit_info:
-        report.main(["pilot", *map(str, folders)])
-    assert exit_info.value.code == 2 and "every arm and grpo of seeds [0, 1]" in capsys.readouterr().err
+    every = {arm: [8] * 4 for arm in ("grpo", "contrastive", "s_grpo", "t_spmo")}
+    without_0 = _pilot_seeds(tmp_path / "no0", {1: every, 2: every})
+    three = _pilot_seeds(tmp_path / "three", {0: every, 1: every, 2: every})
+    for attempt in (folders, without_0, three):
+        with pytest.raises(SystemExit) as exit_info:
+            report.main(["pilot", *map(str, attempt)])
+        assert exit_info.value.code == 2 and "every arm and grpo of seed 0 and one other" in capsys.readouterr().err
 
 
 def test_an_arms_run_checks_average_the_first_and_last_ten_logged_steps(tmp_path, capsys):
