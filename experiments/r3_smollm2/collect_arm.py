@@ -11,10 +11,11 @@ comparison's settings; since amendment 4 each arm runs in its own folder, so its
 collected so far, in the registered order) and ``data_digests.json`` (the sha256 of the training split, which is not
 committed: ``tests/experiments/test_committed_results.py`` regenerates it).
 
-It refuses, in one line and exit status 2: a folder whose settings name other than one seed, or no finished arm; an
-arm already committed (nothing is written over); settings or a training split that differ from those already
-committed for the seed in anything but the settings ``--resume`` may change; a file that names this machine's home
-or cache folder by its absolute path (run records name it ``$COUNTDOWN_CACHE``).
+The run records name their folder by its absolute path (``output_dir``); the copies name the cache folder
+``$COUNTDOWN_CACHE`` instead, as every committed record does. It refuses, in one line and exit status 2: a folder
+whose settings name other than one seed, or no finished arm; an arm already committed (nothing is written over);
+settings or a training split that differ from those already committed for the seed in anything but the settings
+``--resume`` may change; a file that still names this machine's home folder.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -53,19 +53,22 @@ def merged_settings(committed: dict[str, Any] | None, new: dict[str, Any], arm: 
     return {**committed, "learners": [a for a in ARMS if a in committed["learners"] or a == arm]}
 
 
-def check_no_machine_paths(files: list[Path], forbidden: list[str]) -> None:
-    """Refuse a file that names one of the ``forbidden`` absolute folders (this machine's home and cache)."""
-    for path in files:
-        text = path.read_bytes()
-        for folder in forbidden:
-            if folder.encode() in text:
-                raise ValueError(f"{path} names {folder}: committed files must not carry this machine's paths")
+def portable(path: Path, cache: str, forbidden: list[str]) -> bytes:
+    """``path``'s bytes with the absolute ``cache`` folder written ``$COUNTDOWN_CACHE``; refused when they still name
+    one of the ``forbidden`` folders (this machine's home)."""
+    data = path.read_bytes().replace(cache.encode(), b"$COUNTDOWN_CACHE")
+    for folder in forbidden:
+        if folder.encode() in data:
+            raise ValueError(f"{path} names {folder}: committed files must not carry this machine's paths")
+    return data
 
 
-def collect(folder: Path, dest_root: Path = FOLDER, forbidden: list[str] | None = None) -> list[Path]:
+def collect(folder: Path, dest_root: Path = FOLDER, cache: str | None = None, forbidden: list[str] | None = None
+            ) -> list[Path]:  # fmt: skip
     """Copy every finished, uncommitted arm of ``folder`` under ``dest_root/seed-N/runs`` (refusals as in the module
-    docstring; ``forbidden``: the absolute folders no committed file may name, this machine's home and cache when
-    not given); returns the committed run folders."""
+    docstring; ``cache``: the folder written ``$COUNTDOWN_CACHE``, this machine's cache when not given;
+    ``forbidden``: the folders no committed file may name, this machine's home when not given); returns the committed
+    run folders."""
     from countdown_env.helpers.atomic import atomic_dir, write_text
     from countdown_env.helpers.cache import cache_root
     from countdown_env.helpers.jsonl import read_jsonl, write_jsonl
@@ -77,8 +80,8 @@ def collect(folder: Path, dest_root: Path = FOLDER, forbidden: list[str] | None 
     arms = finished_arms(folder, seed)
     if not arms:
         raise ValueError(f"{folder}: no finished arm (no runs/ARM-s{seed}/DONE)")
-    if forbidden is None:
-        forbidden = [str(Path.home()), str(cache_root().resolve())]
+    cache = str(cache_root().resolve()) if cache is None else cache
+    forbidden = [str(Path.home())] if forbidden is None else forbidden
     seed_dir = dest_root / f"seed-{seed}"
     split = folder / "data" / f"train-s{seed}.jsonl"
     digests = {f"train-s{seed}.jsonl": hashlib.sha256(split.read_bytes()).hexdigest()}
@@ -94,11 +97,13 @@ def collect(folder: Path, dest_root: Path = FOLDER, forbidden: list[str] | None 
             print(f"{dest.relative_to(dest_root.parent)}: already committed, left as it is")
             continue
         records = [run / "final_eval.jsonl", *sorted((run / "evals").glob("step-*.jsonl"))]
-        check_no_machine_paths([run / name for name in RUN_FILES] + records, forbidden)
+        copies = {name: portable(run / name, cache, forbidden) for name in RUN_FILES}
+        for record in records:
+            portable(record, cache, forbidden)
         committed_settings = merged_settings(committed_settings, settings, arm)
         with atomic_dir(dest) as tmp:
-            for name in RUN_FILES:
-                shutil.copyfile(run / name, tmp / name)
+            for name, data in copies.items():
+                (tmp / name).write_bytes(data)
             for record in records:
                 target = tmp / record.relative_to(run).with_name(record.name + ".gz")
                 target.parent.mkdir(parents=True, exist_ok=True)

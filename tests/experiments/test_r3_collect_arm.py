@@ -27,7 +27,7 @@ def _arm_folder(root: Path, arm: str, seed: int = 3, *, split: bytes = b'{"numbe
     settings = {"max_steps": max_steps, "learners": [arm], "seeds": [seed], "eval_batch_size": 128}
     (folder / "compare.json").write_text(json.dumps(settings))
     for name, text in {"DONE": "{}", "log_history.json": log, "rows.csv": "step,pass@1\n0,0.2\n",
-                       "resolved_config.json": '{"output_dir": "$COUNTDOWN_CACHE/r3"}'}.items():  # fmt: skip
+                       "resolved_config.json": '{"output_dir": "/cache/r3/seed-3/runs"}'}.items():  # fmt: skip
         (run / name).write_text(text)
     for step in (0, 50):
         (run / "evals" / f"step-{step}.jsonl").write_text(json.dumps({"step": step, "correct": [True, False]}) + "\n")
@@ -39,18 +39,19 @@ def test_an_arm_is_committed_compressed_with_the_seeds_settings_and_split_digest
     script = _script()
     folder = _arm_folder(tmp_path / "cache", "t_spmo")
     dest = tmp_path / "r3"
-    assert script.collect(folder, dest, forbidden=["/nowhere"]) == [dest / "seed-3" / "runs" / "t_spmo-s3"]
+    assert script.collect(folder, dest, "/cache", ["/nowhere"]) == [dest / "seed-3" / "runs" / "t_spmo-s3"]
     run = dest / "seed-3" / "runs" / "t_spmo-s3"
     assert sorted(p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file()) == [
         "DONE", "evals/step-0.jsonl.gz", "evals/step-50.jsonl.gz", "final_eval.jsonl.gz", "log_history.json",
         "resolved_config.json", "rows.csv"]  # fmt: skip
     assert json.loads(gzip.decompress((run / "evals" / "step-50.jsonl.gz").read_bytes())) == {
         "step": 50, "correct": [True, False]}  # fmt: skip
+    assert json.loads((run / "resolved_config.json").read_text()) == {"output_dir": "$COUNTDOWN_CACHE/r3/seed-3/runs"}
     expected = hashlib.sha256(b'{"numbers":[1,2],"target":3}\n').hexdigest()
     assert json.loads((dest / "seed-3" / "data_digests.json").read_text())["files"] == {"train-s3.jsonl": expected}
 
     grpo = _arm_folder(tmp_path / "cache", "grpo")
-    script.collect(grpo, dest, forbidden=["/nowhere"])
+    script.collect(grpo, dest, "/cache", ["/nowhere"])
     settings = json.loads((dest / "seed-3" / "compare.json").read_text())
     assert settings["learners"] == ["grpo", "t_spmo"] and settings["seeds"] == [3] and settings["max_steps"] == 50
 
@@ -58,8 +59,8 @@ def test_an_arm_is_committed_compressed_with_the_seeds_settings_and_split_digest
 def test_a_committed_arm_is_left_as_it_is(tmp_path, capsys):
     script = _script()
     dest = tmp_path / "r3"
-    script.collect(_arm_folder(tmp_path / "a", "grpo", log="[1]"), dest, forbidden=[])
-    assert script.collect(_arm_folder(tmp_path / "b", "grpo", log="[2]"), dest, forbidden=[]) == []
+    script.collect(_arm_folder(tmp_path / "a", "grpo", log="[1]"), dest, cache="/cache", forbidden=[])
+    assert script.collect(_arm_folder(tmp_path / "b", "grpo", log="[2]"), dest, cache="/cache", forbidden=[]) == []
     assert "already committed" in capsys.readouterr().out
     assert (dest / "seed-3" / "runs" / "grpo-s3" / "log_history.json").read_text() == "[1]"
 
@@ -68,9 +69,9 @@ def test_a_committed_arm_is_left_as_it_is(tmp_path, capsys):
 def test_another_split_or_setting_for_the_same_seed_is_refused(tmp_path, other):
     script = _script()
     dest = tmp_path / "r3"
-    script.collect(_arm_folder(tmp_path / "a", "grpo"), dest, forbidden=[])
+    script.collect(_arm_folder(tmp_path / "a", "grpo"), dest, cache="/cache", forbidden=[])
     with pytest.raises(ValueError, match="split differs|max_steps"):
-        script.collect(_arm_folder(tmp_path / "b", "s_grpo", **other), dest, forbidden=[])
+        script.collect(_arm_folder(tmp_path / "b", "s_grpo", **other), dest, cache="/cache", forbidden=[])
     assert not (dest / "seed-3" / "runs" / "s_grpo-s3").exists()
     assert json.loads((dest / "seed-3" / "compare.json").read_text())["learners"] == ["grpo"]
 
@@ -79,7 +80,7 @@ def test_a_machine_path_an_unfinished_arm_or_two_seeds_are_refused(tmp_path, cap
     script = _script()
     folder = _arm_folder(tmp_path / "cache", "grpo", log='["/home/someone/.cache"]')
     with pytest.raises(ValueError, match="names /home/someone"):
-        script.collect(folder, tmp_path / "r3", forbidden=["/home/someone"])
+        script.collect(folder, tmp_path / "r3", cache="/cache", forbidden=["/home/someone"])
     assert not (tmp_path / "r3" / "seed-3").exists()
     (folder / "runs" / "grpo-s3" / "DONE").unlink()
     assert script.main([str(folder)]) == 2 and "no finished arm" in capsys.readouterr().err
