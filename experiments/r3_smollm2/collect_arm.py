@@ -93,14 +93,14 @@ def collect(folder: Path, dest_root: Path = FOLDER, cache: str | None = None, fo
     written = []
     for arm in arms:
         run, dest = folder / "runs" / f"{arm}-s{seed}", seed_dir / "runs" / f"{arm}-s{seed}"
-        if dest.exists():
+        committed_settings = merged_settings(committed_settings, settings, arm)
+        if dest.exists():  # its seed files are still brought up to date, in case a stop came between the two
             print(f"{dest.relative_to(dest_root.parent)}: already committed, left as it is")
             continue
         records = [run / "final_eval.jsonl", *sorted((run / "evals").glob("step-*.jsonl"))]
         copies = {name: portable(run / name, cache, forbidden) for name in RUN_FILES}
         for record in records:
             portable(record, cache, forbidden)
-        committed_settings = merged_settings(committed_settings, settings, arm)
         with atomic_dir(dest) as tmp:
             for name, data in copies.items():
                 (tmp / name).write_bytes(data)
@@ -109,9 +109,11 @@ def collect(folder: Path, dest_root: Path = FOLDER, cache: str | None = None, fo
                 target.parent.mkdir(parents=True, exist_ok=True)
                 write_jsonl(read_jsonl(record), target)
         written.append(dest)
-    if written:
-        write_text(settings_path, json.dumps(committed_settings, indent=2) + "\n")
-        write_text(digests_path, json.dumps({"about": DIGESTS_ABOUT, "files": digests}, indent=1) + "\n")
+    seed_files = {settings_path: json.dumps(committed_settings, indent=2) + "\n",
+                  digests_path: json.dumps({"about": DIGESTS_ABOUT, "files": digests}, indent=1) + "\n"}  # fmt: skip
+    for path, text in seed_files.items():
+        if not path.is_file() or path.read_text() != text:
+            write_text(path, text)
     return written
 
 

@@ -233,7 +233,7 @@ def arm_checks(run: Path) -> dict[str, Any]:
             "min": times[0],
             "max": times[-1],
             "per_step": seconds_per_step(run),
-        },  # fmt: skip
+        },
     }
 
 
@@ -402,14 +402,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "arm":
             text = arm_markdown(arm_checks(args.run))
-            args.out = None
         elif args.command == "pilot":
             text = pilot_markdown(pilot(args.folders), command)
         else:
             text = verdict_markdown(verdict(args.folders, args.step), command)
     except ValueError as error:
         parser.exit(2, f"report.py: error: {error}\n")
-    if args.out is not None:
+    if getattr(args, "out", None) is not None:  # `arm` prints only
         from countdown_env.helpers.atomic import write_text
 
         write_text(args.out, text)

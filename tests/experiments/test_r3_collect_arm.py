@@ -60,9 +60,11 @@ def test_a_committed_arm_is_left_as_it_is(tmp_path, capsys):
     script = _script()
     dest = tmp_path / "r3"
     script.collect(_arm_folder(tmp_path / "a", "grpo", log="[1]"), dest, cache="/cache", forbidden=[])
+    (dest / "seed-3" / "compare.json").unlink()  # a stop between the run folder and the seed's files
     assert script.collect(_arm_folder(tmp_path / "b", "grpo", log="[2]"), dest, cache="/cache", forbidden=[]) == []
     assert "already committed" in capsys.readouterr().out
     assert (dest / "seed-3" / "runs" / "grpo-s3" / "log_history.json").read_text() == "[1]"
+    assert json.loads((dest / "seed-3" / "compare.json").read_text())["learners"] == ["grpo"]
 
 
 @pytest.mark.parametrize("other", [{"split": b"{}\n"}, {"max_steps": 60}])
