@@ -71,7 +71,7 @@ def collect(folder: Path, dest_root: Path = FOLDER, cache: str | None = None, fo
     run folders."""
     from countdown_env.helpers.atomic import atomic_dir, write_text
     from countdown_env.helpers.cache import cache_root
-    from countdown_env.helpers.jsonl import read_jsonl, write_jsonl
+    from countdown_env.helpers.jsonl import write_jsonl
 
     settings = json.loads((folder / "compare.json").read_text())
     if len(settings.get("seeds") or []) != 1:
@@ -97,17 +97,17 @@ def collect(folder: Path, dest_root: Path = FOLDER, cache: str | None = None, fo
         if dest.exists():  # its seed files are still brought up to date, in case a stop came between the two
             print(f"{dest.relative_to(dest_root.parent)}: already committed, left as it is")
             continue
-        records = [run / "final_eval.jsonl", *sorted((run / "evals").glob("step-*.jsonl"))]
         copies = {name: portable(run / name, cache, forbidden) for name in RUN_FILES}
-        for record in records:
-            portable(record, cache, forbidden)
+        records = {  # read once: the bytes checked for this machine's paths are the bytes committed
+            record.relative_to(run).with_name(record.name + ".gz"): portable(record, cache, forbidden)
+            for record in [run / "final_eval.jsonl", *sorted((run / "evals").glob("step-*.jsonl"))]
+        }
         with atomic_dir(dest) as tmp:
             for name, data in copies.items():
                 (tmp / name).write_bytes(data)
-            for record in records:
-                target = tmp / record.relative_to(run).with_name(record.name + ".gz")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                write_jsonl(read_jsonl(record), target)
+            for target, data in records.items():
+                (tmp / target).parent.mkdir(parents=True, exist_ok=True)
+                write_jsonl((json.loads(line) for line in data.splitlines() if line.strip()), tmp / target)
         written.append(dest)
     seed_files = {settings_path: json.dumps(committed_settings, indent=2) + "\n",
                   digests_path: json.dumps({"about": DIGESTS_ABOUT, "files": digests}, indent=1) + "\n"}  # fmt: skip

@@ -31,7 +31,7 @@ def _arm_folder(root: Path, arm: str, seed: int = 3, *, split: bytes = b'{"numbe
         (run / name).write_text(text)
     for step in (0, 50):
         (run / "evals" / f"step-{step}.jsonl").write_text(json.dumps({"step": step, "correct": [True, False]}) + "\n")
-    (run / "final_eval.jsonl").write_text(json.dumps({"final": arm}) + "\n")
+    (run / "final_eval.jsonl").write_text(json.dumps({"final": arm, "folder": "/cache/r3"}) + "\n")
     return folder
 
 
@@ -47,6 +47,8 @@ def test_an_arm_is_committed_compressed_with_the_seeds_settings_and_split_digest
     assert json.loads(gzip.decompress((run / "evals" / "step-50.jsonl.gz").read_bytes())) == {
         "step": 50, "correct": [True, False]}  # fmt: skip
     assert json.loads((run / "resolved_config.json").read_text()) == {"output_dir": "$COUNTDOWN_CACHE/r3/seed-3/runs"}
+    assert json.loads(gzip.decompress((run / "final_eval.jsonl.gz").read_bytes())) == {
+        "final": "t_spmo", "folder": "$COUNTDOWN_CACHE/r3"}  # fmt: skip
     expected = hashlib.sha256(b'{"numbers":[1,2],"target":3}\n').hexdigest()
     assert json.loads((dest / "seed-3" / "data_digests.json").read_text())["files"] == {"train-s3.jsonl": expected}
 
