@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -67,32 +68,43 @@ def iter_jsonl(path: str | os.PathLike, *, bad_json: str = "raise") -> Iterator[
     ``ValueError`` naming it, unless ``bad_json="none"``: then each such line yields ``None`` (a bad row for the
     caller to count), except that a file none of whose lines is UTF-8 is still refused (a binary file). ``path`` goes
     through :func:`records_path` (a ``.gz`` file is decompressed)."""
-    decoded = 0
     path = records_path(path)
     with _open_rows(path) as fh:
-        for lineno, raw in enumerate(fh, 1):
-            try:
-                line = raw.decode("utf-8")
-                decoded += 1
-            except UnicodeDecodeError:
-                if bad_json != "none" or (decoded == 0 and _binary_after(fh)):
-                    raise ValueError(f"{path}:{lineno}: not UTF-8 text (a binary file?)") from None
-                yield None
-                continue
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                if "\\u" in line:  # an escaped lone surrogate loads, then fails every UTF-8 write later
-                    json.dumps(obj, ensure_ascii=False).encode("utf-8")
-            except (ValueError, RecursionError, UnicodeEncodeError) as exc:
-                # JSONDecodeError, a 100 000-deep array (RecursionError), a 5 000-digit integer (ValueError)
-                if bad_json != "none":
-                    why = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
-                    raise ValueError(f"{path}:{lineno}: not valid JSON for this reader ({why})") from None
-                yield None
-                continue
-            yield obj
+        yield from _rows(fh, path, bad_json)
+
+
+def parse_jsonl(data: bytes, name: str) -> list[dict]:
+    """Rows of jsonl ``data`` already in memory, read as :func:`read_jsonl` reads a file (``name``: what its errors
+    call the data)."""
+    return list(_rows(io.BytesIO(data), name, "raise"))
+
+
+def _rows(fh, path: str | os.PathLike, bad_json: str) -> Iterator[Any]:
+    """The objects of the binary line source ``fh`` (:func:`iter_jsonl`'s rules; ``path`` names it in errors)."""
+    decoded = 0
+    for lineno, raw in enumerate(fh, 1):
+        try:
+            line = raw.decode("utf-8")
+            decoded += 1
+        except UnicodeDecodeError:
+            if bad_json != "none" or (decoded == 0 and _binary_after(fh)):
+                raise ValueError(f"{path}:{lineno}: not UTF-8 text (a binary file?)") from None
+            yield None
+            continue
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            if "\\u" in line:  # an escaped lone surrogate loads, then fails every UTF-8 write later
+                json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        except (ValueError, RecursionError, UnicodeEncodeError) as exc:
+            # JSONDecodeError, a 100 000-deep array (RecursionError), a 5 000-digit integer (ValueError)
+            if bad_json != "none":
+                why = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+                raise ValueError(f"{path}:{lineno}: not valid JSON for this reader ({why})") from None
+            yield None
+            continue
+        yield obj
 
 
 def _binary_after(fh) -> bool:

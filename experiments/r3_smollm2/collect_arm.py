@@ -71,7 +71,7 @@ def collect(folder: Path, dest_root: Path = FOLDER, cache: str | None = None, fo
     run folders."""
     from countdown_env.helpers.atomic import atomic_dir, write_text
     from countdown_env.helpers.cache import cache_root
-    from countdown_env.helpers.jsonl import write_jsonl
+    from countdown_env.helpers.jsonl import parse_jsonl, write_jsonl
 
     settings = json.loads((folder / "compare.json").read_text())
     if len(settings.get("seeds") or []) != 1:
@@ -107,7 +107,7 @@ def collect(folder: Path, dest_root: Path = FOLDER, cache: str | None = None, fo
                 (tmp / name).write_bytes(data)
             for target, data in records.items():
                 (tmp / target).parent.mkdir(parents=True, exist_ok=True)
-                write_jsonl((json.loads(line) for line in data.splitlines() if line.strip()), tmp / target)
+                write_jsonl(parse_jsonl(data, str(run / target.with_suffix(""))), tmp / target)
         written.append(dest)
     seed_files = {settings_path: json.dumps(committed_settings, indent=2) + "\n",
                   digests_path: json.dumps({"about": DIGESTS_ABOUT, "files": digests}, indent=1) + "\n"}  # fmt: skip
