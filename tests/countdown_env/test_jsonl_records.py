@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from countdown_env.helpers.jsonl import read_jsonl, records_path, write_jsonl
+from countdown_env.helpers.jsonl import parse_jsonl, read_jsonl, records_path, write_jsonl
 
 ROWS = [{"numbers": [3, 4, 5], "target": 12, "correct": [True, False]}, {"numbers": [1, 2], "target": 3, "n": "é"}]
 
@@ -37,3 +37,12 @@ def test_a_corrupt_gz_names_the_file(tmp_path):
     (tmp_path / "bad.jsonl.gz").write_bytes(gzip.compress(b'{"a": 1}\n{not json\n'))
     with pytest.raises(ValueError, match=r"bad.jsonl.gz:2: not valid JSON"):
         read_jsonl(tmp_path / "bad.jsonl.gz")
+
+
+def test_rows_in_memory_read_as_a_file_reads(tmp_path):
+    data = b"".join(json.dumps(row, ensure_ascii=False).encode("utf-8") + b"\n" for row in ROWS) + b"\n"
+    assert parse_jsonl(data, "mem") == ROWS  # the blank last line is skipped, as in a file
+    with pytest.raises(ValueError, match=r"^mem:2: not valid JSON"):
+        parse_jsonl(b'{"a": 1}\n{"a": \n', "mem")
+    with pytest.raises(ValueError, match=r"^mem:1: not UTF-8"):
+        parse_jsonl(b'{"a": "\xff"}\n', "mem")
