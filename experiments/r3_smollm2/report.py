@@ -23,6 +23,11 @@ mechanism's logged engagement (``tspmo/``, ``s_grpo/``, ``contrastive/`` keys) a
 
     python experiments/r3_smollm2/report.py arm experiments/r3_smollm2/seed-3/runs/grpo-s3
 
+``seed`` prints one seed's pass@1, pass@4 and pass@16 at step 0 and each arm's step 50, and the share of puzzles whose
+16 samples all agree::
+
+    python experiments/r3_smollm2/report.py seed experiments/r3_smollm2/seed-6
+
 Pairing is checked before any figure: the arms of a seed must have run on the same machine kind (CPU model and
 flags), the same library versions and the same precision (each run's ``resolved_config.json``), every seed's grpo
 in one precision, and each seed's arms on the same puzzles in the same order; otherwise the command names the
@@ -249,6 +254,25 @@ def arm_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def seed_table(folder: Path, step: int = REGISTERED_STEP) -> str:
+    """One seed's descriptive table for its README: pass@1, pass@4 and pass@16 at step 0 (the first run's) and each
+    evaluated arm at ``step``, and the share of puzzles whose 16 samples all agree (all right or all wrong)."""
+    runs = {arm: run for arm, run in seed_runs([folder]).get(int(folder.name.split("-")[-1]), {}).items()
+            if _evaluated(run, step)}  # fmt: skip
+    if not runs:
+        raise ValueError(f"{folder}: no run has an eval at step {step}")
+    arms = [arm for arm in (BASELINE, *ARMS) if arm in runs]
+    columns = [("step 0", runs[arms[0]], 0)] + [(arm, runs[arm], step) for arm in arms]
+    lines = ["| " + folder.name + " | " + " | ".join(name for name, _, _ in columns) + " |",
+             "| --- " * (len(columns) + 1) + "|"]  # fmt: skip
+    for k in (1, 4, 16):
+        means = (statistics.fmean(_scores(run, at, k)[1]) for _, run, at in columns)
+        lines.append(f"| pass@{k} | " + " | ".join(f"{m:.3f}" for m in means) + " |")
+    agree = (statistics.fmean(p in (0.0, 1.0) for p in _scores(run, at, 1)[1]) for _, run, at in columns)
+    lines.append("| all samples agree | " + " | ".join(f"{a:.2f}" for a in agree) + " |")
+    return "\n".join(lines)
+
+
 def verdict(folders: list[Path], step: int = REGISTERED_STEP) -> dict[str, Any]:
     """The registered statistic and the secondaries (module docstring) over the seeds in ``folders``."""
     seeds = seed_runs(folders)
@@ -397,11 +421,15 @@ def main(argv: list[str] | None = None) -> int:
     plan.add_argument("--out", type=Path, help="write the page as markdown here (and print it)")
     checks = sub.add_parser("arm", help="one finished arm's run checks (for its seed's README)")
     checks.add_argument("run", type=Path, help="the arm's run folder (seed-N/runs/ARM-sN)")
+    table = sub.add_parser("seed", help="one seed's pass@k table at step 0 and step 50 (for its README)")
+    table.add_argument("folder", type=Path, help="the seed's folder (seed-N)")
     args = parser.parse_args(argv)
     command = "python experiments/r3_smollm2/report.py " + " ".join(argv if argv is not None else sys.argv[1:])
     try:
         if args.command == "arm":
             text = arm_markdown(arm_checks(args.run))
+        elif args.command == "seed":
+            text = seed_table(args.folder)
         elif args.command == "pilot":
             text = pilot_markdown(pilot(args.folders), command)
         else:

@@ -215,3 +215,18 @@ def test_an_arms_run_checks_average_the_first_and_last_ten_logged_steps(tmp_path
     with pytest.raises(SystemExit) as exit_:
         report.main(["arm", str(run)])
     assert exit_.value.code == 2 and "19 logged steps" in capsys.readouterr().err
+
+
+def test_the_seed_table_on_hand_counts(tmp_path, capsys):
+    report = _report()
+    # step 0: 4 of 16 right on every puzzle; grpo at 50: 8 each; t_spmo at 50: 16, 0, 8, 8
+    folder = _seed(tmp_path, 6, [8] * 4, [16, 0, 8, 8])
+    assert report.main(["seed", str(folder)]) == 0
+    rows = {line.split(" | ")[0].strip("| "): line.strip("| ").split(" | ")[1:] for line in
+            capsys.readouterr().out.splitlines()[2:]}  # fmt: skip
+    # pass@4 of c right of 16 is 1 - C(16-c, 4) / C(16, 4): c = 4 -> 1 - 495/1820, c = 8 -> 1 - 70/1820
+    assert rows["pass@1"] == ["0.250", "0.500", "0.500"]
+    half = 1 - 70 / 1820
+    assert rows["pass@4"] == [f"{1 - 495 / 1820:.3f}", f"{half:.3f}", f"{(1 + 0 + 2 * half) / 4:.3f}"]
+    assert rows["pass@16"] == ["1.000", "1.000", "0.750"]
+    assert rows["all samples agree"] == ["0.00", "0.00", "0.50"]
