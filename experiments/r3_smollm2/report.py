@@ -5,7 +5,10 @@ of grpo (the same 256 puzzles, 16 samples each); per arm the mean over seeds wit
 seeds and a paired puzzle bootstrap (per seed, the same puzzle indices for both arms, seeds held fixed); the wider
 of the two decides (*better than GRPO* / *worse than GRPO* / *no difference shown*), with the MDE at the realised
 spread, Holm's correction over the arms beside it, and the secondaries (pass@4 and pass@16 differences, each arm's
-gain over its seed's step 0 — grpo's is the registered replication of R2 —, format, length, seconds per step)::
+gain over its seed's step 0 — grpo's is the registered replication of R2 —, format, length, seconds per step).
+Each statistic reads its first 8 seeds in seed order (the pilot's count; amendment 5 (c)): an arm the first 8 seeds
+with it and grpo, grpo's gain the first 8 with grpo; every run is shown, and the page is interim while any reads
+fewer::
 
     python experiments/r3_smollm2/report.py verdict experiments/r3_smollm2/seed-* \
         --out experiments/r3_smollm2/verdict.md
@@ -50,6 +53,7 @@ BASELINE = "grpo"
 ARMS = ("contrastive", "s_grpo", "t_spmo")
 REGISTERED_STEP = 50
 REGISTERED_SEEDS = 13
+SEEDS_PER_ARM = 8  # pilot.md's count: each statistic reads its first 8 seeds in seed order (amendment 5 (c))
 FIRST_SEED = 0  # the pilot: seed 0 and seed 1, or by amendment 4 (e) the first other seed with every arm
 FEWEST_SEEDS = 8
 PLANNED_SD = 0.033
@@ -182,6 +186,12 @@ def holm(p_values: dict[str, float], alpha: float = 0.05) -> dict[str, bool]:
     return rejected
 
 
+def first_seeds(runs: dict[int, Path]) -> dict[int, Path]:
+    """The first :data:`SEEDS_PER_ARM` seeds of ``runs`` in seed order: what one statistic reads (amendment 5 (c));
+    a later seed's run is shown in the run table, not read."""
+    return dict(sorted(runs.items())[:SEEDS_PER_ARM])
+
+
 def own_gain(runs: dict[int, Path], step: int) -> dict[str, Any]:
     """One arm's gain over its seeds' step-0 evals (each seed's arms share that eval), as :func:`paired_difference`
     with the step-0 scores as the baseline and the joint puzzle bootstrap PROTOCOL.md registers for it: the seeds'
@@ -282,7 +292,7 @@ def verdict(folders: list[Path], step: int = REGISTERED_STEP) -> dict[str, Any]:
     base = {s: runs[BASELINE] for s, runs in seeds.items() if BASELINE in runs and _evaluated(runs[BASELINE], step)}
     arms: dict[str, Any] = {}
     for arm in ARMS:
-        runs = {s: r[arm] for s, r in seeds.items() if arm in r and _evaluated(r[arm], step) and s in base}
+        runs = first_seeds({s: r[arm] for s, r in seeds.items() if arm in r and _evaluated(r[arm], step) and s in base})
         if not runs:
             continue
         entry: dict[str, Any] = {}
@@ -298,20 +308,26 @@ def verdict(folders: list[Path], step: int = REGISTERED_STEP) -> dict[str, Any]:
         arms[arm] = entry
     rejected = holm({arm: entry["pass@1"]["p_value"] for arm, entry in arms.items()})
     learners = [BASELINE, *ARMS]
-    gains = {name: own_gain({s: r[name] for s, r in seeds.items() if name in r}, step) for name in learners
-             if any(name in r for r in seeds.values())}  # fmt: skip
+    read = {
+        BASELINE: sorted(first_seeds(base)),
+        **{arm: sorted(entry["pass@1"]["per_seed"]) for arm, entry in arms.items()},
+    }
+    gains = {name: own_gain({s: seeds[s][name] for s in read[name]}, step) for name in learners if read.get(name)}
     replication = decision(gains[BASELINE], "replicated", "reversed", "not replicated") if BASELINE in gains else None
     per_run = {}
     for s, runs in sorted(seeds.items()):
         for name, run in runs.items():
             row = row_at(run, step)
+            done = _evaluated(run, step) and _evaluated(run, 0)
             per_run[f"{name}-s{s}"] = {
                 "pass@1": float(_scores(run, step, 1)[1].mean()) if _evaluated(run, step) else math.nan,
+                "gain": float((_scores(run, step, 1)[1] - _scores(run, 0, 1)[1]).mean()) if done else math.nan,
+                "read": s in read.get(name, []),
                 "format_rate": row.get("format_rate", math.nan),
                 "mean_completion_tokens": row.get("mean_completion_tokens", math.nan),
                 "seconds_per_step": seconds_per_step(run),
             }
-    return {"step": step, "seeds": sorted(base), "arms": arms, "holm_rejected": rejected, "gains": gains,
+    return {"step": step, "seeds": sorted(base), "read": read, "arms": arms, "holm_rejected": rejected, "gains": gains,
             "replication": replication, "per_run": per_run}  # fmt: skip
 
 
@@ -322,20 +338,22 @@ def _interval(result: dict[str, Any], name: str) -> str:
 
 def verdict_markdown(result: dict[str, Any], command: str) -> str:
     """``result`` of :func:`verdict` as a markdown page."""
-    n = len(result["seeds"])
     title = f"# R3 at step {result['step']}"
-    if n < REGISTERED_SEEDS:
-        title += f" (interim: {n} of the {REGISTERED_SEEDS} registered seeds, descriptive)"
+    short = {name: len(seeds) for name, seeds in result["read"].items() if len(seeds) < SEEDS_PER_ARM}
+    if short or not result["arms"]:
+        counts = ", ".join(f"{name} {n}" for name, n in short.items()) or "no arm"
+        title += f" (interim: {counts} of the pilot's {SEEDS_PER_ARM} seeds, descriptive)"
     lines = [title, "", f"`{command}`", "", f"Seeds with a grpo eval at step {result['step']}: "
-             f"{', '.join(map(str, result['seeds'])) or 'none'}.", "",
-             "| arm | Δ pass@1 vs grpo | t over seeds | paired puzzle bootstrap | decision | Holm | MDE |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+             f"{', '.join(map(str, result['seeds'])) or 'none'}. Each statistic reads its first {SEEDS_PER_ARM} "
+             "seeds in seed order (PROTOCOL.md amendment 5 (c)).", "",
+             "| arm | Δ pass@1 vs grpo | t over seeds | paired puzzle bootstrap | decision | Holm | MDE | seeds |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
     for arm, entry in result["arms"].items():
         primary = entry["pass@1"]
         holm_text = "rejects 0" if result["holm_rejected"][arm] else "does not reject 0"
         lines.append(f"| {arm} | {primary['mean']:+.4f} | {_interval(primary, 't over seeds')} | "
                      f"{_interval(primary, 'paired puzzle bootstrap')} | {entry['decision']} | {holm_text} | "
-                     f"{primary['mde']:.4f} |")  # fmt: skip
+                     f"{primary['mde']:.4f} | {', '.join(map(str, result['read'][arm]))} |")  # fmt: skip
     lines += ["", "Secondary (no decision): pass@4 and pass@16 against grpo, from the same 16-sample evals.", "",
               "| arm | Δ pass@4 | its wider interval | Δ pass@16 | its wider interval |",
               "| --- | --- | --- | --- | --- |"]  # fmt: skip
@@ -351,12 +369,16 @@ def verdict_markdown(result: dict[str, Any], command: str) -> str:
               "| arm | gain | t over seeds | paired puzzle bootstrap | seeds |",
               "| --- | --- | --- | --- | --- |"]  # fmt: skip
     for name, gain in result["gains"].items():
+        seeds = ", ".join(map(str, gain["seeds"]))
         lines.append(f"| {name} | {gain['mean']:+.4f} | {_interval(gain, 't over seeds')} | "
-                     f"{_interval(gain, 'paired puzzle bootstrap')} | {len(gain['seeds'])} |")  # fmt: skip
-    lines += ["", "| run | pass@1 | format | mean length (tokens) | s/step |", "| --- | --- | --- | --- | --- |"]
+                     f"{_interval(gain, 'paired puzzle bootstrap')} | {seeds} |")  # fmt: skip
+    lines += ["", "Every run (read: in its arm's first seeds; a grpo run past grpo's first seeds is its seed's pairing "
+              "partner).", "", "| run | read | pass@1 | gain over step 0 | format | mean length (tokens) | s/step |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
     for label, row in result["per_run"].items():
-        lines.append(f"| {label} | {row['pass@1']:.4f} | {row['format_rate']:.3f} | "
-                     f"{row['mean_completion_tokens']:.1f} | {row['seconds_per_step']:.0f} |")  # fmt: skip
+        lines.append(f"| {label} | {'yes' if row['read'] else 'no'} | {row['pass@1']:.4f} | {row['gain']:+.4f} | "
+                     f"{row['format_rate']:.3f} | {row['mean_completion_tokens']:.1f} | "
+                     f"{row['seconds_per_step']:.0f} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

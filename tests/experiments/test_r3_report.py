@@ -7,6 +7,7 @@ import importlib.util
 import json
 import math
 from pathlib import Path
+from shutil import rmtree
 
 import pytest
 
@@ -59,9 +60,30 @@ def test_the_paired_difference_and_the_replication_on_hand_counts(tmp_path):
     assert result["arms"]["t_spmo"]["pass@16"]["mean"] == 0.0
     # grpo's own gain: 0.5 - 0.25 in both seeds, no spread: the t interval collapses onto +0.25, above 0
     assert result["gains"]["grpo"]["mean"] == pytest.approx(0.25) and result["replication"] == "replicated"
-    assert "interim: 2 of the 13" in report.verdict_markdown(result, "cmd")
+    assert "interim: grpo 2, t_spmo 2 of the pilot's 8 seeds" in report.verdict_markdown(result, "cmd")
     one_seed = report.verdict(folders[:1], 50)  # a puzzle bootstrap alone decides nothing
     assert one_seed["replication"] == "not decided (one seed: no interval over seeds)"
+
+
+def test_each_statistic_reads_its_first_8_seeds_in_seed_order(tmp_path):
+    """Amendment 5 (c): an arm reads the first 8 seeds that have it and grpo; grpo's gain the first 8 with grpo. Seeds
+    0-9 here, seed 2 without t_spmo: t_spmo reads 0, 1, 3-8 (seed 9's large difference is not read) and grpo's gain
+    0-7 (seeds 8 and 9 gain far more and are not read)."""
+    report = _report()
+    folders = []
+    for seed in range(10):
+        grpo = [12] * 4 if seed >= 8 else [8] * 4  # gain 0.5 at seeds 8-9, 0.25 before
+        t_spmo = [16] * 4 if seed == 9 else [9] * 4  # d = -0.1875 at seed 8, +0.25 at seed 9, +0.0625 before
+        folders.append(_seed(tmp_path, seed, grpo, t_spmo))
+    rmtree(tmp_path / "seed-2" / "runs" / "t_spmo-s2")
+    result = report.verdict(folders, 50)
+    primary = result["arms"]["t_spmo"]["pass@1"]
+    assert sorted(primary["per_seed"]) == [0, 1, 3, 4, 5, 6, 7, 8]
+    assert primary["mean"] == pytest.approx((7 * 0.0625 - 0.1875) / 8)
+    assert result["gains"]["grpo"]["seeds"] == list(range(8)) and result["gains"]["grpo"]["mean"] == pytest.approx(0.25)
+    assert result["per_run"]["grpo-s9"]["read"] is False and result["per_run"]["t_spmo-s8"]["read"] is True
+    assert result["per_run"]["grpo-s9"]["gain"] == pytest.approx(0.5)
+    assert "interim" not in report.verdict_markdown(result, "cmd").splitlines()[0]
 
 
 def test_an_arms_own_gain_resamples_puzzles_jointly_across_seeds(tmp_path):
