@@ -339,9 +339,10 @@ def _interval(result: dict[str, Any], name: str) -> str:
 def verdict_markdown(result: dict[str, Any], command: str) -> str:
     """``result`` of :func:`verdict` as a markdown page."""
     title = f"# R3 at step {result['step']}"
-    short = {name: len(seeds) for name, seeds in result["read"].items() if len(seeds) < SEEDS_PER_ARM}
-    if short or not result["arms"]:
-        counts = ", ".join(f"{name} {n}" for name, n in short.items()) or "no arm"
+    read = {name: len(result["read"].get(name, [])) for name in (BASELINE, *ARMS)}
+    short = {name: n for name, n in read.items() if n < SEEDS_PER_ARM}
+    if short:
+        counts = ", ".join(f"{name} {n}" for name, n in short.items())
         title += f" (interim: {counts} of the pilot's {SEEDS_PER_ARM} seeds, descriptive)"
     lines = [title, "", f"`{command}`", "", f"Seeds with a grpo eval at step {result['step']}: "
              f"{', '.join(map(str, result['seeds'])) or 'none'}. Each statistic reads its first {SEEDS_PER_ARM} "

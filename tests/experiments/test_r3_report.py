@@ -60,7 +60,9 @@ def test_the_paired_difference_and_the_replication_on_hand_counts(tmp_path):
     assert result["arms"]["t_spmo"]["pass@16"]["mean"] == 0.0
     # grpo's own gain: 0.5 - 0.25 in both seeds, no spread: the t interval collapses onto +0.25, above 0
     assert result["gains"]["grpo"]["mean"] == pytest.approx(0.25) and result["replication"] == "replicated"
-    assert "interim: grpo 2, t_spmo 2 of the pilot's 8 seeds" in report.verdict_markdown(result, "cmd")
+    assert "interim: grpo 2, contrastive 0, s_grpo 0, t_spmo 2 of the pilot's 8 seeds" in report.verdict_markdown(
+        result, "cmd"
+    )
     one_seed = report.verdict(folders[:1], 50)  # a puzzle bootstrap alone decides nothing
     assert one_seed["replication"] == "not decided (one seed: no interval over seeds)"
 
@@ -83,7 +85,11 @@ def test_each_statistic_reads_its_first_8_seeds_in_seed_order(tmp_path):
     assert result["gains"]["grpo"]["seeds"] == list(range(8)) and result["gains"]["grpo"]["mean"] == pytest.approx(0.25)
     assert result["per_run"]["grpo-s9"]["read"] is False and result["per_run"]["t_spmo-s8"]["read"] is True
     assert result["per_run"]["grpo-s9"]["gain"] == pytest.approx(0.5)
-    assert "interim" not in report.verdict_markdown(result, "cmd").splitlines()[0]
+    assert "interim: contrastive 0, s_grpo 0 of the pilot's 8" in report.verdict_markdown(result, "cmd")  # no data
+    for seed in range(10):  # every arm with 8 seeds or more: the page is the registered one, not interim
+        for arm in ("contrastive", "s_grpo"):
+            _run(tmp_path, arm, seed, {0: [4] * 4, 50: [8] * 4})
+    assert "interim" not in report.verdict_markdown(report.verdict(folders, 50), "cmd").splitlines()[0]
 
 
 def test_an_arms_own_gain_resamples_puzzles_jointly_across_seeds(tmp_path):
