@@ -318,10 +318,10 @@ def verdict(folders: list[Path], step: int = REGISTERED_STEP) -> dict[str, Any]:
     for s, runs in sorted(seeds.items()):
         for name, run in runs.items():
             row = row_at(run, step)
-            done = _evaluated(run, step) and _evaluated(run, 0)
+            end, start = (float(_scores(run, at, 1)[1].mean()) if _evaluated(run, at) else math.nan for at in (step, 0))
             per_run[f"{name}-s{s}"] = {
-                "pass@1": float(_scores(run, step, 1)[1].mean()) if _evaluated(run, step) else math.nan,
-                "gain": float((_scores(run, step, 1)[1] - _scores(run, 0, 1)[1]).mean()) if done else math.nan,
+                "pass@1": end,
+                "gain": end - start,
                 "read": s in read.get(name, []),
                 "format_rate": row.get("format_rate", math.nan),
                 "mean_completion_tokens": row.get("mean_completion_tokens", math.nan),
