@@ -365,7 +365,7 @@ def verdict_markdown(result: dict[str, Any], command: str) -> str:
             cells += [f"{diff['mean']:+.4f}", _interval(diff, diff["decisive"]) if diff["decisive"] else "n/a"]
         lines.append(f"| {arm} | " + " | ".join(cells) + " |")
     lines += ["", "Each arm's gain over its seeds' step-0 eval (grpo's: the registered replication of R2, "
-              f"**{result['replication']}**).",
+              f"**{result['replication'] or 'no grpo run at the step'}**).",
               "",
               "| arm | gain | t over seeds | paired puzzle bootstrap | seeds |",
               "| --- | --- | --- | --- | --- |"]  # fmt: skip

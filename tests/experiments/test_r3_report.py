@@ -67,6 +67,14 @@ def test_the_paired_difference_and_the_replication_on_hand_counts(tmp_path):
     assert one_seed["replication"] == "not decided (one seed: no interval over seeds)"
 
 
+def test_a_seed_whose_grpo_run_has_not_finished_says_so(tmp_path):
+    report = _report()
+    _run(tmp_path, "t_spmo", 0, {0: [4] * 4, 50: [8] * 4})
+    result = report.verdict([tmp_path / "seed-0"], 50)
+    assert result["replication"] is None and result["arms"] == {}
+    assert "the registered replication of R2, **no grpo run at the step**" in report.verdict_markdown(result, "cmd")
+
+
 def test_each_statistic_reads_its_first_8_seeds_in_seed_order(tmp_path):
     """Amendment 5 (c): an arm reads the first 8 seeds that have it and grpo; grpo's gain the first 8 with grpo. Seeds
     0-9 here, seed 2 without t_spmo: t_spmo reads 0, 1, 3-8 (seed 9's large difference is not read) and grpo's gain
